@@ -1,0 +1,327 @@
+// Package caps holds the plugin manifest, the operator's policy and the
+// capability grant computed from both. It is pure data: it imports no engine,
+// no HTTP framework and no host function code, so it can be fuzzed and
+// reasoned about alone.
+package caps
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// ABIVersion is the plugin ABI this host speaks (spec/abi/v1.md).
+const ABIVersion = 1
+
+// ManifestVersion is the version of the manifest format (spec/manifest/v1).
+const ManifestVersion = 1
+
+// Family names a group of host functions. Each family is its own wasm import
+// module "aiod:<family>". log and progress are part of "aiod:core" and are
+// always linked; every other family is linked only when granted.
+type Family string
+
+// The host function families.
+const (
+	Files    Family = "files"
+	Process  Family = "process"
+	State    Family = "state"
+	CDP      Family = "cdp"
+	Upstream Family = "upstream"
+)
+
+// Families lists every gated family, in a stable order.
+var Families = []Family{Files, Process, State, CDP, Upstream}
+
+// ImportModule is the wasm import module name of a family.
+func (f Family) ImportModule() string { return "aiod:" + string(f) }
+
+// Manifest describes a plugin package: what it provides, what it needs.
+type Manifest struct {
+	// Name of the plugin: lowercase letters, digits, '-' and '_'.
+	Name string `json:"name"`
+	// Version of the plugin, free text (semver recommended).
+	Version string `json:"version"`
+	// ABI is the plugin ABI version the module implements; must be 1.
+	ABI int `json:"abi"`
+	// Form is "reactor" (default: a pooled module exporting aiod_call) or
+	// "command" (a WASI command run once per call, JSON on stdin/stdout).
+	Form string `json:"form,omitempty"`
+	// Module is the wasm file name inside the plugin directory; default
+	// "plugin.wasm".
+	Module string `json:"module,omitempty"`
+	// SHA256 optionally pins the module's digest (hex).
+	SHA256 string `json:"sha256,omitempty"`
+	// Description of the plugin for humans.
+	Description string `json:"description,omitempty"`
+	// Tools the plugin provides, in the order they are listed.
+	Tools []Tool `json:"tools"`
+	// Capabilities requested by the plugin.
+	Capabilities Capabilities `json:"capabilities"`
+	// Limits the plugin asks for; the operator caps them.
+	Limits Limits `json:"limits"`
+}
+
+// Tool is an MCP tool declaration.
+type Tool struct {
+	Name         string           `json:"name"`
+	Title        string           `json:"title,omitempty"`
+	Description  string           `json:"description,omitempty"`
+	InputSchema  json.RawMessage  `json:"inputSchema"`
+	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
+	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
+}
+
+// ToolAnnotations are MCP's behaviour hints.
+type ToolAnnotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// Capabilities requested by a plugin (in a manifest) or granted to it (in a
+// policy). A nil family means "not requested" / "not granted".
+type Capabilities struct {
+	Files    *FilesScope    `json:"files,omitempty"`
+	Process  *ProcessScope  `json:"process,omitempty"`
+	State    *StateScope    `json:"state,omitempty"`
+	CDP      *CDPScope      `json:"cdp,omitempty"`
+	Upstream *UpstreamScope `json:"upstream,omitempty"`
+}
+
+// Has reports whether family f is present.
+func (c Capabilities) Has(f Family) bool {
+	switch f {
+	case Files:
+		return c.Files != nil
+	case Process:
+		return c.Process != nil
+	case State:
+		return c.State != nil
+	case CDP:
+		return c.CDP != nil
+	case Upstream:
+		return c.Upstream != nil
+	}
+	return false
+}
+
+// Mode of a path grant.
+type Mode string
+
+// Path modes.
+const (
+	ReadOnly  Mode = "ro"
+	ReadWrite Mode = "rw"
+)
+
+// PathScope is one directory tree. Path is absolute or one of the variables
+// $SANDBOX (the default roots, or the workspace when one is set), $HOME,
+// $TMP and $WORKSPACE, optionally followed by /sub/dirs.
+type PathScope struct {
+	Path string `json:"path"`
+	Mode Mode   `json:"mode"`
+}
+
+// FilesScope scopes the files family.
+type FilesScope struct {
+	Paths []PathScope `json:"paths"`
+}
+
+// ProcessScope scopes the process family.
+type ProcessScope struct {
+	// Commands are program names (looked up on PATH) or absolute paths the
+	// plugin may run; "*" means any.
+	Commands []string `json:"commands"`
+	// Cwd lists directory trees a process may start in (same syntax as
+	// PathScope.Path).
+	Cwd []string `json:"cwd,omitempty"`
+	// Shell allows persistent shell sessions owned by the host.
+	Shell bool `json:"shell,omitempty"`
+}
+
+// StateScope scopes the state family.
+type StateScope struct {
+	// MaxBytes bounds the total size of keys and values per owner.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+}
+
+// CDPScope scopes the Chrome DevTools Protocol family.
+type CDPScope struct {
+	Endpoints []string `json:"endpoints"`
+}
+
+// UpstreamScope scopes forwarding to upstream MCP servers.
+type UpstreamScope struct {
+	Servers []string `json:"servers"`
+}
+
+// Limits a plugin asks for. Zero means the host default.
+type Limits struct {
+	MemoryMiB      int   `json:"memory_mib,omitempty"`
+	TimeoutMs      int64 `json:"timeout_ms,omitempty"`
+	MaxResultBytes int64 `json:"max_result_bytes,omitempty"`
+	MaxInstances   int   `json:"max_instances,omitempty"`
+}
+
+var (
+	nameRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+	sha256RE   = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+// ErrInvalidManifest is wrapped by every manifest validation error.
+var ErrInvalidManifest = errors.New("invalid manifest")
+
+// ParseManifest decodes a manifest strictly (unknown fields are errors) and
+// validates it.
+func ParseManifest(data []byte) (*Manifest, error) {
+	var m Manifest
+	if err := StrictUnmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidManifest, err)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// StrictUnmarshal decodes JSON refusing unknown fields and trailing data.
+func StrictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after JSON value")
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err == nil {
+		return errors.New("trailing data after JSON value")
+	}
+	return nil
+}
+
+// Validate checks a manifest's fields.
+func (m *Manifest) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidManifest, fmt.Sprintf(format, a...))
+	}
+	if !nameRE.MatchString(m.Name) {
+		return bad("name %q must match %s", m.Name, nameRE)
+	}
+	if m.ABI != ABIVersion {
+		return bad("plugin %s: abi %d is not supported (this host speaks abi %d)", m.Name, m.ABI, ABIVersion)
+	}
+	switch m.Form {
+	case "", "reactor", "command":
+	default:
+		return bad("plugin %s: form %q must be \"reactor\" or \"command\"", m.Name, m.Form)
+	}
+	if m.Module != "" && (strings.ContainsAny(m.Module, `/\`) || m.Module == "." || m.Module == "..") {
+		return bad("plugin %s: module %q must be a file name in the plugin directory", m.Name, m.Module)
+	}
+	if m.SHA256 != "" && !sha256RE.MatchString(m.SHA256) {
+		return bad("plugin %s: sha256 must be 64 lowercase hex digits", m.Name)
+	}
+	if len(m.Tools) == 0 {
+		return bad("plugin %s declares no tools", m.Name)
+	}
+	seen := map[string]bool{}
+	for i, t := range m.Tools {
+		if !toolNameRE.MatchString(t.Name) {
+			return bad("plugin %s: tool %d: name %q must match %s", m.Name, i, t.Name, toolNameRE)
+		}
+		if seen[t.Name] {
+			return bad("plugin %s: tool %q declared twice", m.Name, t.Name)
+		}
+		seen[t.Name] = true
+		if err := checkSchema(t.InputSchema, true); err != nil {
+			return bad("plugin %s: tool %s: inputSchema: %v", m.Name, t.Name, err)
+		}
+		if err := checkSchema(t.OutputSchema, false); err != nil {
+			return bad("plugin %s: tool %s: outputSchema: %v", m.Name, t.Name, err)
+		}
+	}
+	if err := m.Capabilities.validate(); err != nil {
+		return bad("plugin %s: capabilities: %v", m.Name, err)
+	}
+	l := m.Limits
+	if l.MemoryMiB < 0 || l.MemoryMiB > 4096 || l.TimeoutMs < 0 || l.MaxResultBytes < 0 || l.MaxInstances < 0 {
+		return bad("plugin %s: limits must be non-negative (memory_mib at most 4096)", m.Name)
+	}
+	return nil
+}
+
+func checkSchema(raw json.RawMessage, required bool) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		if required {
+			return errors.New("required")
+		}
+		return nil
+	}
+	var s map[string]any
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return fmt.Errorf("must be a JSON object: %w", err)
+	}
+	if t, ok := s["type"]; !ok || t != "object" {
+		return errors.New(`must have "type": "object"`)
+	}
+	return nil
+}
+
+func (c Capabilities) validate() error {
+	if c.Files != nil {
+		for _, p := range c.Files.Paths {
+			if err := checkPath(p.Path); err != nil {
+				return fmt.Errorf("files: %w", err)
+			}
+			if p.Mode != ReadOnly && p.Mode != ReadWrite {
+				return fmt.Errorf("files: path %q: mode must be \"ro\" or \"rw\"", p.Path)
+			}
+		}
+	}
+	if c.Process != nil {
+		if len(c.Process.Commands) == 0 {
+			return errors.New("process: commands must list at least one program")
+		}
+		for _, cmd := range c.Process.Commands {
+			if cmd == "" || strings.ContainsAny(cmd, "\x00\n") {
+				return fmt.Errorf("process: bad command %q", cmd)
+			}
+		}
+		for _, d := range c.Process.Cwd {
+			if err := checkPath(d); err != nil {
+				return fmt.Errorf("process: cwd: %w", err)
+			}
+		}
+	}
+	if c.State != nil && c.State.MaxBytes < 0 {
+		return errors.New("state: max_bytes must be non-negative")
+	}
+	return nil
+}
+
+// Variables allowed at the start of a scope path.
+var pathVars = []string{"$SANDBOX", "$HOME", "$TMP", "$WORKSPACE"}
+
+func checkPath(p string) error {
+	if strings.ContainsRune(p, 0) {
+		return fmt.Errorf("path %q contains NUL", p)
+	}
+	if strings.HasPrefix(p, "/") {
+		return nil
+	}
+	for _, v := range pathVars {
+		if p == v || strings.HasPrefix(p, v+"/") {
+			return nil
+		}
+	}
+	return fmt.Errorf("path %q must be absolute or start with one of %v", p, pathVars)
+}

@@ -1,0 +1,302 @@
+package caps
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Policy is the operator's side: what each plugin may be granted. Deny by
+// default: a plugin that has no entry and no Default gets only the core
+// (log, progress) functions.
+type Policy struct {
+	// Plugins maps a plugin name to the most it may be granted.
+	Plugins map[string]Capabilities `json:"plugins,omitempty"`
+	// Default applies to plugins without an entry in Plugins. Nil grants
+	// nothing.
+	Default *Capabilities `json:"default,omitempty"`
+	// Limits are the operator's caps on what manifests ask for.
+	Limits OperatorLimits `json:"limits"`
+}
+
+// OperatorLimits cap and default the per-call limits.
+type OperatorLimits struct {
+	// Timeout is the default per-call deadline, and MaxTimeout the most a
+	// manifest may ask for.
+	DefaultTimeoutMs int64 `json:"default_timeout_ms,omitempty"`
+	MaxTimeoutMs     int64 `json:"max_timeout_ms,omitempty"`
+	// Memory per instance, in MiB.
+	DefaultMemoryMiB int `json:"default_memory_mib,omitempty"`
+	MaxMemoryMiB     int `json:"max_memory_mib,omitempty"`
+	// Result size cap in bytes.
+	DefaultMaxResultBytes int64 `json:"default_max_result_bytes,omitempty"`
+	MaxResultBytes        int64 `json:"max_result_bytes,omitempty"`
+	// Instances per plugin and owner.
+	MaxInstances int `json:"max_instances,omitempty"`
+}
+
+// Default operator limits.
+const (
+	DefaultTimeout        = 30 * time.Second
+	DefaultMaxTimeout     = 10 * time.Minute
+	DefaultMemoryMiB      = 256
+	DefaultMaxMemoryMiB   = 1024
+	DefaultMaxResultBytes = 16 << 20
+	DefaultMaxResultCap   = 64 << 20
+	DefaultMaxInstances   = 16
+)
+
+// ParsePolicy decodes an operator policy strictly.
+func ParsePolicy(data []byte) (*Policy, error) {
+	var p Policy
+	if err := StrictUnmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("invalid policy: %w", err)
+	}
+	for name, c := range p.Plugins {
+		if err := c.validate(); err != nil {
+			return nil, fmt.Errorf("invalid policy: plugin %s: %w", name, err)
+		}
+	}
+	if p.Default != nil {
+		if err := p.Default.validate(); err != nil {
+			return nil, fmt.Errorf("invalid policy: default: %w", err)
+		}
+	}
+	return &p, nil
+}
+
+// Env gives the values of the scope path variables.
+type Env struct {
+	Home      string
+	Tmp       string
+	Workspace string // empty: no workspace restriction
+}
+
+// SandboxRoots are what $SANDBOX means: the workspace if set, else /tmp and
+// the home directory.
+func (e Env) SandboxRoots() []string {
+	if e.Workspace != "" {
+		return []string{filepath.Clean(e.Workspace)}
+	}
+	roots := []string{filepath.Clean(e.Tmp)}
+	if e.Home != "" && !within(filepath.Clean(e.Home), roots[0]) {
+		roots = append(roots, filepath.Clean(e.Home))
+	}
+	return roots
+}
+
+// Resolve expands a scope path into absolute, cleaned paths.
+func (e Env) Resolve(p string) []string {
+	var base []string
+	rest := p
+	switch {
+	case strings.HasPrefix(p, "$SANDBOX"):
+		base, rest = e.SandboxRoots(), p[len("$SANDBOX"):]
+	case strings.HasPrefix(p, "$HOME"):
+		base, rest = []string{e.Home}, p[len("$HOME"):]
+	case strings.HasPrefix(p, "$TMP"):
+		base, rest = []string{e.Tmp}, p[len("$TMP"):]
+	case strings.HasPrefix(p, "$WORKSPACE"):
+		if e.Workspace == "" {
+			return nil
+		}
+		base, rest = []string{e.Workspace}, p[len("$WORKSPACE"):]
+	default:
+		return []string{filepath.Clean(p)}
+	}
+	out := make([]string, 0, len(base))
+	for _, b := range base {
+		if b == "" {
+			continue
+		}
+		out = append(out, filepath.Clean(b+"/"+rest))
+	}
+	return out
+}
+
+// Root is a granted directory tree.
+type Root struct {
+	Path     string // absolute, cleaned
+	Writable bool
+}
+
+// Grant is what one plugin is actually given: the intersection of what its
+// manifest requests and what the policy allows, with variables resolved.
+type Grant struct {
+	families map[Family]bool
+	// FileRoots are the trees the files family may touch.
+	FileRoots []Root
+	// Commands the process family may run ("*" = any), and CwdRoots where.
+	Commands []string
+	CwdRoots []string
+	Shell    bool
+	// StateMaxBytes bounds state per owner.
+	StateMaxBytes int64
+	// Per-call limits.
+	Timeout        time.Duration
+	MemoryPages    uint32
+	MaxResultBytes int64
+	MaxInstances   int
+}
+
+// Has reports whether family f is granted (and so linked).
+func (g *Grant) Has(f Family) bool { return g.families[f] }
+
+// GrantedFamilies lists the granted families in stable order.
+func (g *Grant) GrantedFamilies() []Family {
+	var out []Family
+	for _, f := range Families {
+		if g.families[f] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Allow returns the grant of m under policy p in environment env.
+func (p *Policy) Allow(m *Manifest, env Env) *Grant {
+	g := &Grant{families: map[Family]bool{}}
+	var allowed *Capabilities
+	if c, ok := p.Plugins[m.Name]; ok {
+		allowed = &c
+	} else if p.Default != nil {
+		allowed = p.Default
+	}
+	req := m.Capabilities
+	if allowed != nil {
+		if req.Files != nil && allowed.Files != nil {
+			g.FileRoots = intersectPaths(req.Files.Paths, allowed.Files.Paths, env)
+			g.families[Files] = len(g.FileRoots) > 0
+		}
+		if req.Process != nil && allowed.Process != nil {
+			g.Commands = intersectCommands(req.Process.Commands, allowed.Process.Commands)
+			reqCwd := req.Process.Cwd
+			if len(reqCwd) == 0 {
+				reqCwd = []string{"$SANDBOX"}
+			}
+			allowCwd := allowed.Process.Cwd
+			if len(allowCwd) == 0 {
+				allowCwd = []string{"$SANDBOX"}
+			}
+			for _, r := range intersectPaths(asRW(reqCwd), asRW(allowCwd), env) {
+				g.CwdRoots = append(g.CwdRoots, r.Path)
+			}
+			g.Shell = req.Process.Shell && allowed.Process.Shell
+			g.families[Process] = len(g.Commands) > 0 && len(g.CwdRoots) > 0
+		}
+		if req.State != nil && allowed.State != nil {
+			g.StateMaxBytes = minPos(req.State.MaxBytes, allowed.State.MaxBytes, 1<<20)
+			g.families[State] = true
+		}
+		if req.CDP != nil && allowed.CDP != nil {
+			g.families[CDP] = true
+		}
+		if req.Upstream != nil && allowed.Upstream != nil {
+			g.families[Upstream] = true
+		}
+	}
+	ol := p.Limits
+	g.Timeout = time.Duration(capInt(m.Limits.TimeoutMs, ol.DefaultTimeoutMs, ol.MaxTimeoutMs,
+		DefaultTimeout.Milliseconds(), DefaultMaxTimeout.Milliseconds())) * time.Millisecond
+	mib := capInt(int64(m.Limits.MemoryMiB), int64(ol.DefaultMemoryMiB), int64(ol.MaxMemoryMiB), DefaultMemoryMiB, DefaultMaxMemoryMiB)
+	g.MemoryPages = uint32(mib * 16) // 64 KiB pages
+	g.MaxResultBytes = capInt(m.Limits.MaxResultBytes, ol.DefaultMaxResultBytes, ol.MaxResultBytes, DefaultMaxResultBytes, DefaultMaxResultCap)
+	g.MaxInstances = int(capInt(int64(m.Limits.MaxInstances), int64(ol.MaxInstances), int64(ol.MaxInstances), DefaultMaxInstances, DefaultMaxInstances))
+	return g
+}
+
+// capInt picks the asked value (or the default) and caps it.
+func capInt(ask, def, max, fallbackDef, fallbackMax int64) int64 {
+	if def <= 0 {
+		def = fallbackDef
+	}
+	if max <= 0 {
+		max = fallbackMax
+	}
+	v := ask
+	if v <= 0 {
+		v = def
+	}
+	if v > max {
+		v = max
+	}
+	return v
+}
+
+func minPos(a, b, def int64) int64 {
+	switch {
+	case a <= 0 && b <= 0:
+		return def
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
+}
+
+func asRW(paths []string) []PathScope {
+	out := make([]PathScope, len(paths))
+	for i, p := range paths {
+		out[i] = PathScope{Path: p, Mode: ReadWrite}
+	}
+	return out
+}
+
+func intersectPaths(req, allow []PathScope, env Env) []Root {
+	var out []Root
+	add := func(path string, w bool) {
+		for i := range out {
+			if out[i].Path == path {
+				out[i].Writable = out[i].Writable || w
+				return
+			}
+		}
+		out = append(out, Root{Path: path, Writable: w})
+	}
+	for _, r := range req {
+		for _, rp := range env.Resolve(r.Path) {
+			for _, a := range allow {
+				for _, ap := range env.Resolve(a.Path) {
+					w := r.Mode == ReadWrite && a.Mode == ReadWrite
+					switch {
+					case within(rp, ap):
+						add(rp, w)
+					case within(ap, rp):
+						add(ap, w)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func intersectCommands(req, allow []string) []string {
+	if slices.Contains(allow, "*") {
+		return slices.Clone(req)
+	}
+	if slices.Contains(req, "*") {
+		return slices.Clone(allow)
+	}
+	var out []string
+	for _, c := range req {
+		if slices.Contains(allow, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// within reports whether path p is root or below it (both clean, absolute).
+func within(p, root string) bool {
+	if root == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return p == root || strings.HasPrefix(p, root+"/")
+}
+
+// Within reports whether the clean absolute path p lies in root.
+func Within(p, root string) bool { return within(p, root) }

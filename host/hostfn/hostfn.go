@@ -1,0 +1,200 @@
+// Package hostfn defines the host functions a plugin can import, engine
+// neutrally: each is a Def (import module, name, wasm signature, Go body over
+// a Memory), and the engine in host/runtime links the defs it is given.
+//
+// There is one file per family: core.go (aiod:core: input, output, log,
+// progress, responses; always linked), files.go, process.go, state.go. A
+// gated family is linked only when the plugin's Grant has it; the runtime
+// refuses to load a module that imports anything else.
+//
+// Every gated family uses one calling convention (spec/abi/v1.md §5):
+//
+//	(req_ptr i32, req_len i32) -> i64
+//
+// The request is JSON (or raw bytes where a function says so). The result
+// packs an error code in the high 32 bits (0 = ok) and the length of the
+// response in the low 32 bits; the guest then copies the response out with
+// aiod:core.response_read(ptr).
+package hostfn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/aiodhq/aiod/host/caps"
+)
+
+// ValueType is a wasm value type of a host function signature.
+type ValueType byte
+
+// The value types used by the ABI.
+const (
+	I32 ValueType = 0x7f
+	I64 ValueType = 0x7e
+	F64 ValueType = 0x7c
+)
+
+// Memory is the calling guest's linear memory. Reads return a view that is
+// only valid until the guest runs again: copy what you keep.
+type Memory interface {
+	Read(offset, n uint32) ([]byte, bool)
+	Write(offset uint32, b []byte) bool
+}
+
+// Def is one host function.
+type Def struct {
+	Module  string // import module, e.g. "aiod:core"
+	Name    string
+	Params  []ValueType
+	Results []ValueType
+	// Fn runs the function. stack holds the params on entry and receives
+	// the results. It may panic to trap the guest (the call then fails
+	// and the instance is discarded).
+	Fn func(ctx context.Context, c *Call, mem Memory, stack []uint64)
+}
+
+// Family is a group of host functions linked together.
+type Family interface {
+	// Name of the family; "" for the always-linked core.
+	Name() caps.Family
+	// Defs are the functions of the family.
+	Defs() []Def
+}
+
+// Code is a host function error code (spec/abi/v1.md §5.2).
+type Code uint32
+
+// The error codes.
+const (
+	OK          Code = 0
+	Denied      Code = 1 // outside the grant
+	Invalid     Code = 2 // malformed request
+	NotFound    Code = 3
+	Exists      Code = 4
+	IO          Code = 5
+	TooLarge    Code = 6
+	Timeout     Code = 7
+	Unavailable Code = 8
+	Internal    Code = 9
+)
+
+var codeNames = [...]string{"ok", "denied", "invalid", "not_found", "exists", "io", "too_large", "timeout", "unavailable", "internal"}
+
+func (c Code) String() string {
+	if int(c) < len(codeNames) {
+		return codeNames[c]
+	}
+	return fmt.Sprintf("code(%d)", c)
+}
+
+// Error is a host function failure carried back to the guest as
+// {"code": "...", "message": "...", ...Detail}.
+type Error struct {
+	Code    Code
+	Message string
+	// Detail is merged into the error object (for files: errno,
+	// errno_name, error_type, exception_type, operation, path, retryable).
+	Detail map[string]any
+}
+
+func (e *Error) Error() string { return e.Code.String() + ": " + e.Message }
+
+// Errorf makes an *Error.
+func Errorf(code Code, format string, a ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, a...)}
+}
+
+// ErrDenied is wrapped by every scope denial.
+var ErrDenied = errors.New("denied by capability grant")
+
+// Call is the state of one guest invocation, visible to host functions.
+// It is not safe for concurrent use: an instance runs one call at a time.
+type Call struct {
+	Plugin string
+	Owner  string
+	Grant  *caps.Grant
+	Log    *slog.Logger
+	// Input is what aiod_call's guest reads with input_read.
+	Input []byte
+	// Output collects output_write; MaxOutput caps it.
+	Output    []byte
+	MaxOutput int64
+	// Overflow is set when the guest wrote past MaxOutput.
+	Overflow bool
+	// Notify sends a log or progress notification to the client, if the
+	// request can carry one. May be nil.
+	Notify func(kind string, params any)
+	// resp is the pending response for response_read.
+	resp []byte
+}
+
+// Reset prepares a Call for reuse.
+func (c *Call) Reset() {
+	c.Input = nil
+	c.Output = c.Output[:0]
+	c.Overflow = false
+	c.resp = nil
+	c.Notify = nil
+}
+
+// ReqResp wraps a request/response body in the family calling convention.
+func ReqResp(module, name string, fn func(ctx context.Context, c *Call, req []byte) ([]byte, error)) Def {
+	return Def{
+		Module:  module,
+		Name:    name,
+		Params:  []ValueType{I32, I32},
+		Results: []ValueType{I64},
+		Fn: func(ctx context.Context, c *Call, mem Memory, stack []uint64) {
+			req, ok := mem.Read(uint32(stack[0]), uint32(stack[1]))
+			if !ok {
+				panic(fmt.Errorf("%s.%s: request out of bounds", module, name))
+			}
+			req = append([]byte(nil), req...)
+			resp, err := fn(ctx, c, req)
+			code := OK
+			if err != nil {
+				code, resp = encodeError(err)
+			}
+			c.resp = resp
+			stack[0] = uint64(code)<<32 | uint64(uint32(len(resp)))
+		},
+	}
+}
+
+func encodeError(err error) (Code, []byte) {
+	var he *Error
+	if !errors.As(err, &he) {
+		he = &Error{Code: Internal, Message: err.Error()}
+		if errors.Is(err, ErrDenied) {
+			he.Code = Denied
+		}
+	}
+	obj := make(map[string]any, len(he.Detail)+2)
+	for k, v := range he.Detail {
+		obj[k] = v
+	}
+	obj["code"] = he.Code.String()
+	obj["message"] = he.Message
+	b, _ := json.Marshal(obj)
+	return he.Code, b
+}
+
+// JSON is a helper for request/response functions with JSON bodies.
+func JSON[Req, Resp any](fn func(ctx context.Context, c *Call, req *Req) (Resp, error)) func(ctx context.Context, c *Call, req []byte) ([]byte, error) {
+	return func(ctx context.Context, c *Call, raw []byte) ([]byte, error) {
+		var r Req
+		if len(raw) > 0 {
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return nil, Errorf(Invalid, "bad request: %v", err)
+			}
+		}
+		resp, err := fn(ctx, c, &r)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(resp)
+	}
+}
