@@ -1,0 +1,72 @@
+# aiod: `make run` starts the server, `make test` runs every test.
+GO      ?= go
+WASM    := GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags=-s
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/aiodhq/aiod/host.Version=$(VERSION)
+HOST    ?= 127.0.0.1
+PORT    ?= 18091
+
+# Built-in plugins, in tools/list order (plugins/builtin/dist/order).
+BUILTINS := $(sort $(dir $(wildcard plugins/sandbox/*/main.go)))
+# Other plugins built into build/plugins/ (not embedded).
+EXTRA    := plugins/examples/echo/ $(dir $(wildcard plugins/conformance/main.go))
+
+GOFILES  := $(shell find . -name '*.go' -not -path './.tools/*' -not -path './build/*')
+
+.PHONY: all build builtins plugins run test test-go bench check fmt vet clean
+
+all: build plugins
+
+bin/aiodpack: $(GOFILES) go.mod
+	$(GO) build -o $@ ./cmd/aiodpack
+
+# Compile each built-in to wasm and pack it into plugins/builtin/dist/<name>/.
+builtins: bin/aiodpack
+	@mkdir -p build/wasm
+	@set -e; for d in $(BUILTINS); do \
+		n=$$(basename $$d); \
+		$(WASM) -o build/wasm/builtin-$$n.wasm ./$$d; \
+		bin/aiodpack -into plugins/builtin/dist build/wasm/builtin-$$n.wasm; \
+	done
+
+build: builtins
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/aiod ./cmd/aiod
+
+plugins: bin/aiodpack
+	@mkdir -p build/wasm build/plugins
+	@set -e; for d in $(EXTRA); do \
+		n=$$(basename $$d); \
+		$(WASM) -o build/wasm/$$n.wasm ./$$d; \
+		bin/aiodpack -into build/plugins build/wasm/$$n.wasm; \
+	done
+
+run: build plugins
+	bin/aiod start --host $(HOST) --port $(PORT) --plugins-dir build/plugins
+
+test: build plugins test-go
+
+test-go:
+	$(GO) test -race -timeout 15m ./...
+
+bench: build plugins
+	./scripts/bench.sh
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+vet:
+	$(GO) vet ./...
+	GOOS=wasip1 GOARCH=wasm $(GO) vet ./sdk/... ./plugins/...
+
+# Reproduces CI's static checks: vet, gofmt, go mod tidy drift,
+# generated-file drift (manifest schema).
+check: vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt: files above need formatting'; exit 1; }
+	$(GO) mod tidy
+	$(GO) generate ./...
+	@git diff --exit-code -- go.mod go.sum spec/ || { echo 'drift: run go mod tidy / go generate and commit'; exit 1; }
+	CGO_ENABLED=0 $(GO) build ./...
+
+clean:
+	rm -rf bin build
+	find plugins/builtin/dist -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package fsroot
+
+const oNonblock = 0

@@ -1,0 +1,226 @@
+// Package host is aiod's facade: New builds the engine, the plugin registry,
+// the MCP dispatcher and the HTTP server from a Config; Serve runs it;
+// Close tears it down.
+//
+//	h, err := host.New(ctx, host.Config{Port: 18091})
+//	...
+//	err = h.ListenAndServe(ctx)
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/mcp"
+	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/host/runtime/wazero"
+	"github.com/aiodhq/aiod/host/server"
+)
+
+// Version is set at build time with -ldflags "-X github.com/aiodhq/aiod/host.Version=...".
+var Version = "dev"
+
+// Config is everything `aiod start` can set. The zero value is usable.
+type Config struct {
+	Host                 string // default 127.0.0.1
+	Port                 int    // default 18091
+	PluginsDir           string
+	CacheDir             string // default <user cache dir>/aiod/wazero; "-" disables the disk cache
+	Workspace            string // restricts file operations and process cwd to this directory
+	PolicyFile           string
+	APIKey               string
+	APIKeySet            bool // an API key was configured (even empty: refuse to start)
+	AllowUnauthenticated bool
+	IdleTimeout          time.Duration
+	// Builtins are the embedded built-in plugins; nil for none.
+	Builtins fs.FS
+	Logger   *slog.Logger
+}
+
+// Host is a running aiod.
+type Host struct {
+	cfg    Config
+	log    *slog.Logger
+	engine runtime.Engine
+	reg    *plugin.Registry
+	fams   *families
+	mcp    *mcp.Server
+	srv    *server.Server
+	closed atomic.Bool
+}
+
+// ErrUnauthenticatedExposure is returned when binding beyond loopback
+// without an API key.
+var ErrUnauthenticatedExposure = errors.New("refusing to listen on a non-loopback address without an API key")
+
+// New validates cfg and loads the plugins.
+func New(ctx context.Context, cfg Config) (*Host, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.Port == 0 {
+		cfg.Port = 18091
+	}
+	if cfg.APIKeySet && cfg.APIKey == "" {
+		return nil, errors.New("the API key is configured but empty: refusing to start (unset it, or set a non-empty key)")
+	}
+	if !isLoopback(cfg.Host) && cfg.APIKey == "" && !cfg.AllowUnauthenticated {
+		return nil, fmt.Errorf("%w: %s is reachable from other machines; set --api-key (AIO_API_KEY) or pass --allow-unauthenticated", ErrUnauthenticatedExposure, cfg.Host)
+	}
+	log := cfg.Logger
+	policy := &caps.Policy{}
+	if cfg.PolicyFile != "" {
+		b, err := os.ReadFile(cfg.PolicyFile)
+		if err != nil {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+		p, err := caps.ParsePolicy(b)
+		if err != nil {
+			return nil, fmt.Errorf("policy %s: %w", cfg.PolicyFile, err)
+		}
+		policy = p
+	}
+	env, err := sandboxEnv(cfg.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	cacheDir := cfg.CacheDir
+	if cacheDir == "" {
+		if d, err := os.UserCacheDir(); err == nil {
+			cacheDir = filepath.Join(d, "aiod", "wazero")
+		}
+	}
+	if cacheDir == "-" {
+		cacheDir = ""
+	}
+	if cacheDir != "" {
+		if err := os.MkdirAll(cacheDir, 0o700); err != nil {
+			return nil, fmt.Errorf("cache dir: %w", err)
+		}
+	}
+	eng, err := wazero.New(wazero.Options{CacheDir: cacheDir})
+	if err != nil {
+		return nil, err
+	}
+	fams := newFamilies(log)
+	h := &Host{cfg: cfg, log: log, engine: eng, fams: fams}
+	if cfg.Builtins == nil {
+		log.Warn("this binary has no built-in plugins (build it with `make build`)")
+	}
+	if cfg.PluginsDir != "" {
+		if st, err := os.Stat(cfg.PluginsDir); err != nil || !st.IsDir() {
+			eng.Close(ctx)
+			fams.Close()
+			return nil, fmt.Errorf("plugins dir %s: not a readable directory", cfg.PluginsDir)
+		}
+	}
+	reg, err := plugin.New(ctx, plugin.Options{
+		Engine:        eng,
+		Policy:        policy,
+		BuiltinPolicy: builtinPolicy(policy),
+		Env:           env,
+		Families:      fams.forGrant,
+		Builtins:      cfg.Builtins,
+		Dir:           cfg.PluginsDir,
+		IdleTimeout:   cfg.IdleTimeout,
+		Logger:        log,
+	})
+	if err != nil && reg == nil {
+		eng.Close(ctx)
+		fams.Close()
+		return nil, err
+	}
+	h.reg = reg
+	h.mcp = mcp.NewServer(reg, mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log})
+	h.srv = server.New(server.Options{MCP: h.mcp, Logger: log})
+	return h, nil
+}
+
+// Registry exposes the plugin registry (reload, catalogue).
+func (h *Host) Registry() *plugin.Registry { return h.reg }
+
+// Server exposes the HTTP server.
+func (h *Host) Server() *server.Server { return h.srv }
+
+// Addr is host:port from the config.
+func (h *Host) Addr() string { return net.JoinHostPort(h.cfg.Host, strconv.Itoa(h.cfg.Port)) }
+
+// ListenAndServe listens on the configured address and serves until ctx
+// ends, then shuts down gracefully.
+func (h *Host) ListenAndServe(ctx context.Context) error {
+	ln, err := net.Listen("tcp", h.Addr())
+	if err != nil {
+		return err
+	}
+	return h.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx ends.
+func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
+	h.log.Info("aiod listening", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "version", Version)
+	errc := make(chan error, 1)
+	go func() { errc <- h.srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return h.srv.Shutdown(sctx)
+}
+
+// Close releases plugins, processes and the engine. Idempotent.
+func (h *Host) Close(ctx context.Context) error {
+	if !h.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	var errs []error
+	if h.reg != nil {
+		errs = append(errs, h.reg.Close(ctx))
+	}
+	errs = append(errs, h.fams.Close(), h.engine.Close(ctx))
+	return errors.Join(errs...)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func sandboxEnv(workspace string) (caps.Env, error) {
+	home, _ := os.UserHomeDir()
+	env := caps.Env{Home: home, Tmp: os.TempDir()}
+	if workspace != "" {
+		abs, err := filepath.Abs(workspace)
+		if err != nil {
+			return env, err
+		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
+		st, err := os.Stat(abs)
+		if err != nil || !st.IsDir() {
+			return env, fmt.Errorf("workspace %s: not a directory", workspace)
+		}
+		env.Workspace = abs
+	}
+	return env, nil
+}

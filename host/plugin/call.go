@@ -1,0 +1,152 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/runtime"
+)
+
+// CallRequest is one tools/call.
+type CallRequest struct {
+	Owner string
+	Name  string
+	Args  []byte // JSON object; empty means {}
+	// Notify receives log and progress notifications; may be nil.
+	Notify func(kind string, params any)
+}
+
+// CallTool runs a tool and returns its CallToolResult as JSON. Failures of
+// the tool (limits, traps, bad output) come back as isError results; only
+// an unknown tool (ErrUnknownTool) or a cancelled request is an error.
+func (r *Registry) CallTool(ctx context.Context, req CallRequest) ([]byte, error) {
+	cat := r.cat.Load()
+	t := cat.byName[req.Name]
+	if t == nil {
+		return nil, ErrUnknownTool
+	}
+	p := t.Plugin
+	// hold the plugin until the call ends, even if a reload retires it
+	p.refs.Add(1)
+	defer r.releasePlugin(p)
+	if p.closed.Load() {
+		return nil, ErrUnknownTool
+	}
+	owner := req.Owner
+	if owner == "" {
+		owner = DefaultOwner
+	}
+	args := req.Args
+	if len(args) == 0 {
+		args = []byte("{}")
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.Grant.Timeout)
+	defer cancel()
+
+	c := r.calls.Get().(*hostfn.Call)
+	defer func() { c.Reset(); r.calls.Put(c) }()
+	c.Plugin, c.Owner, c.Grant, c.Log = p.Manifest.Name, owner, p.Grant, p.log
+	c.MaxOutput = p.Grant.MaxResultBytes
+	c.Notify = req.Notify
+	in := append(c.Output[:0], req.Name...) // borrow Output's buffer for the input
+	in = append(in, args...)
+	c.Input = in
+	c.Output = nil
+
+	if p.command {
+		return r.callCommand(ctx, p, c, req.Name, args)
+	}
+	pl := p.pool(owner)
+	inst, err := pl.get(ctx)
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.Canceled) {
+			return toolError("tool %s: no instance became free before the deadline (timeout %s)", req.Name, p.Grant.Timeout), nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return toolError("tool %s: cannot start plugin %s: %v", req.Name, p.Manifest.Name, err), nil
+	}
+	ret, err := inst.Call(ctx, c, exportCall, opToolCall, uint64(len(req.Name)), uint64(len(args)))
+	out := c.Output
+	c.Output = in[:0] // give the buffer back for reuse
+	if err != nil {
+		pl.discard(inst)
+		return r.failure(p, req.Name, err), nil
+	}
+	pl.put(inst)
+	switch ret {
+	case retOK:
+	case retUnknown:
+		return toolError("plugin %s does not implement tool %s", p.Manifest.Name, req.Name), nil
+	default:
+		return toolError("plugin %s failed tool %s with code %d: %s", p.Manifest.Name, req.Name, ret, truncate(string(out), 512)), nil
+	}
+	if !validResult(out) {
+		return toolError("plugin %s returned an invalid result for tool %s (not a JSON object)", p.Manifest.Name, req.Name), nil
+	}
+	return out, nil
+}
+
+func (r *Registry) callCommand(ctx context.Context, p *Plugin, c *hostfn.Call, name string, args []byte) ([]byte, error) {
+	stdin, _ := json.Marshal(map[string]any{"op": "tools/call", "name": name, "arguments": json.RawMessage(args)})
+	out, code, err := p.compiled.RunCommand(ctx, c, stdin, p.Grant.MaxResultBytes)
+	if err != nil {
+		return r.failure(p, name, err), nil
+	}
+	if code != 0 {
+		return toolError("plugin %s exited with code %d for tool %s: %s", p.Manifest.Name, code, name, truncate(string(out), 512)), nil
+	}
+	out = trimSpace(out)
+	if !validResult(out) {
+		return toolError("plugin %s returned an invalid result for tool %s (stdout is not one JSON object)", p.Manifest.Name, name), nil
+	}
+	return append([]byte(nil), out...), nil
+}
+
+func (r *Registry) failure(p *Plugin, tool string, err error) []byte {
+	var tl hostfn.ErrResultTooLarge
+	switch {
+	case errors.As(err, &tl):
+		p.log.Warn("result too large", "tool", tool, "limit", tl.Limit)
+		return toolError("tool %s: result exceeds the limit max_result_bytes=%d", tool, tl.Limit)
+	case errors.Is(err, runtime.ErrTimeout):
+		p.log.Warn("call timed out", "tool", tool, "timeout", p.Grant.Timeout)
+		return toolError("tool %s exceeded its time limit (timeout %s) and was stopped", tool, p.Grant.Timeout)
+	case errors.Is(err, runtime.ErrMemory):
+		p.log.Warn("memory limit", "tool", tool, "err", err)
+		return toolError("tool %s exceeded its memory limit (memory_mib=%d) and was stopped", tool, p.Grant.MemoryPages/16)
+	default:
+		p.log.Warn("plugin trapped", "tool", tool, "err", err)
+		return toolError("tool %s failed: %s", tool, truncate(err.Error(), 1024))
+	}
+}
+
+func validResult(b []byte) bool {
+	return len(b) > 1 && b[0] == '{' && json.Valid(b)
+}
+
+func trimSpace(b []byte) []byte {
+	return []byte(strings.TrimSpace(string(b)))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// toolError renders an isError CallToolResult.
+func toolError(format string, a ...any) []byte {
+	msg := fmt.Sprintf(format, a...)
+	b, _ := json.Marshal(map[string]any{
+		"content": []map[string]string{{"type": "text", "text": msg}},
+		"isError": true,
+	})
+	return b
+}

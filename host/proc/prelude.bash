@@ -1,0 +1,142 @@
+# aiod shell session prelude, sourced once by the long-lived session shell.
+#
+# The session shell (the "parent") only keeps state; every command runs in a
+# forked subshell (a job, in its own process group thanks to set -m), so an
+# `exit` or `exec` in a command ends that subshell, never the session. When
+# the subshell exits, its EXIT trap writes its state (variables, functions,
+# aliases, working directory, shell options) to files that the parent loads
+# back, so `cd`, `export`, assignments and function definitions persist
+# across commands as in an ordinary shell.
+#
+# Parent-side code uses builtins only (prefixed with `builtin`, so a user
+# function of the same name cannot shadow them) and names starting with
+# __aiod_, which are never saved or restored.
+#
+# Wire protocol (see shell.go): the host writes one line per command on the
+# parent's stdin; the command text itself is in "$__aiod_d/cmd". Output of
+# the job and the markers below go to the parent's stdout/stderr, one pipe:
+#   NUL tok ":S:" seq ":" host-pid NUL          first thing the job prints
+#   NUL tok ":E:" seq ":" exit-code ":" cwd NUL  after the job was reaped
+# tok is a fresh random token per command that the job cannot see.
+
+builtin set +o history 2>/dev/null
+builtin set -m
+
+# __aiod_clear unsets the user's variables, functions and aliases before a
+# saved state is loaded, so that an `unset` in a command persists too.
+__aiod_clear() {
+	builtin compgen -v >|"$__aiod_d/names"
+	builtin mapfile -t __aiod_names <"$__aiod_d/names"
+	for __aiod_n in "${__aiod_names[@]}"; do
+		case $__aiod_n in
+		__aiod_* | BASH | BASH[_A-Z]* | DIRSTACK | EPOCHREALTIME | EPOCHSECONDS | EUID | FUNCNAME | GROUPS | HISTCMD | LINENO | OPTIND | PIPESTATUS | PPID | PWD | RANDOM | SECONDS | SHELLOPTS | SHLVL | SRANDOM | UID | _ | COMP_WORDBREAKS) ;;
+		*) builtin unset -v "$__aiod_n" ;;
+		esac
+	done
+	builtin compgen -A function >|"$__aiod_d/names"
+	builtin mapfile -t __aiod_names <"$__aiod_d/names"
+	for __aiod_n in "${__aiod_names[@]}"; do
+		case $__aiod_n in
+		__aiod_*) ;;
+		*) builtin unset -f "$__aiod_n" ;;
+		esac
+	done
+	builtin unalias -a
+}
+
+# __aiod_save runs from the job's EXIT trap (stderr discarded).
+__aiod_save() {
+	{
+		builtin shopt -p
+		builtin set +o
+	} >|"$__aiod_d/opts"
+	builtin set +e +u +x +v +o pipefail
+	builtin compgen -v >|"$__aiod_d/vnames"
+	builtin mapfile -t __aiod_vn <"$__aiod_d/vnames"
+	builtin compgen -A function >|"$__aiod_d/fnames"
+	builtin mapfile -t __aiod_fn <"$__aiod_d/fnames"
+	builtin declare -F >|"$__aiod_d/fattrs"
+	builtin mapfile -t __aiod_fa <"$__aiod_d/fattrs"
+	builtin alias -p >|"$__aiod_d/aliases"
+	builtin mapfile -t __aiod_al <"$__aiod_d/aliases"
+	{
+		for __aiod_n in "${__aiod_vn[@]}"; do
+			case $__aiod_n in
+			__aiod_* | BASH | BASH[_A-Z]* | DIRSTACK | EPOCHREALTIME | EPOCHSECONDS | EUID | FUNCNAME | GROUPS | HISTCMD | LINENO | OPTIND | PIPESTATUS | PPID | PWD | RANDOM | SECONDS | SHELLOPTS | SHLVL | SRANDOM | UID | _ | COMP_WORDBREAKS) ;;
+			*) builtin declare -p "$__aiod_n" ;;
+			esac
+		done
+		for __aiod_n in "${__aiod_fn[@]}"; do
+			case $__aiod_n in
+			__aiod_* | builtin) ;;
+			*) builtin declare -f "$__aiod_n" ;;
+			esac
+		done
+		for __aiod_n in "${__aiod_fa[@]}"; do
+			case $__aiod_n in
+			"declare -fx "__aiod_* | "declare -fx builtin") ;;
+			"declare -fx "*) builtin printf 'builtin %s\n' "$__aiod_n" ;;
+			esac
+		done
+		for __aiod_n in "${__aiod_al[@]}"; do
+			case $__aiod_n in
+			"alias "*) builtin printf 'builtin %s\n' "$__aiod_n" ;;
+			esac
+		done
+		builtin printf 'builtin cd -- %q\n' "$PWD"
+	} >|"$__aiod_d/st.$((__aiod_seq % 2))"
+	builtin printf '%s\n' "$__aiod_seq" >|"$__aiod_d/ok"
+}
+
+# __aiod_run SEQ TOK CWD runs "$__aiod_d/cmd" as a job and waits for it.
+__aiod_run() {
+	__aiod_seq=$1 __aiod_tok=$2 __aiod_cdfail=
+	builtin printf '' >|"$__aiod_d/ok"
+	if [[ -n $3 ]]; then
+		builtin cd -- "$3" 2>/dev/null || __aiod_cdfail=$3
+	fi
+	(
+		builtin read -r __aiod_hp __aiod_x </proc/self/stat
+		builtin printf '\0%s:S:%s:%s\0' "$__aiod_tok" "$__aiod_seq" "${__aiod_hp:-$BASHPID}"
+		builtin unset -v __aiod_tok __aiod_hp __aiod_x
+		if [[ -n $__aiod_cdfail ]]; then
+			builtin printf 'cd: %s: cannot change directory\n' "$__aiod_cdfail" >&2
+			builtin exit 1
+		fi
+		builtin trap '{ __aiod_save; } 2>/dev/null' EXIT
+		IFS= builtin read -r -d '' __aiod_o <"$__aiod_d/opts"
+		IFS= builtin read -r -d '' __aiod_c <"$__aiod_d/cmd"
+		builtin shopt -s expand_aliases
+		builtin eval "{ $__aiod_o
+builtin set +m
+} 2>/dev/null
+$__aiod_c"
+	) </dev/null 2>&1 &
+	builtin wait "$!" 2>/dev/null
+	__aiod_rc=$?
+}
+
+# __aiod_ok SEQ reports whether the job of SEQ saved its state.
+__aiod_ok() {
+	builtin read -r __aiod_k <"$__aiod_d/ok"
+	[[ $__aiod_k == "$1" ]]
+}
+
+# __aiod_end SEQ TOK prints the end marker.
+__aiod_end() {
+	builtin cd -P . 2>/dev/null
+	builtin printf '\0%s:E:%s:%s:%s\0' "$2" "$1" "$__aiod_rc" "$PWD"
+}
+
+# Default options for the first job (a restarted shell keeps those of the
+# last job), then the state of an earlier shell of this session, if any.
+if [[ ! -e $__aiod_d/opts ]]; then
+	{
+		builtin shopt -p
+		builtin set +o
+	} >|"$__aiod_d/opts"
+fi 2>/dev/null
+if builtin read -r __aiod_g <"$__aiod_d/good"; then
+	__aiod_clear
+	builtin source "$__aiod_d/st.$((__aiod_g % 2))"
+fi >/dev/null 2>&1

@@ -1,0 +1,85 @@
+// Package runtime is the engine abstraction: compile a plugin module with a
+// set of linked host function families, instantiate it, call it, close it.
+// Nothing above this package imports an engine; host/runtime/wazero is the
+// default implementation.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/aiodhq/aiod/host/hostfn"
+)
+
+// Engine compiles modules. It is safe for concurrent use.
+type Engine interface {
+	// Compile validates and compiles wasm, linking the given families
+	// (core is always linked by the caller's choice of families). It
+	// refuses a module importing anything that is not linked, with an
+	// *ImportError.
+	Compile(ctx context.Context, wasm []byte, cfg Config) (Compiled, error)
+	// Close releases the engine. Idempotent.
+	Close(ctx context.Context) error
+}
+
+// Config configures one compiled module.
+type Config struct {
+	// Name identifies the plugin in errors and logs.
+	Name string
+	// Families to link (their Defs become importable).
+	Families []hostfn.Family
+	// Stubs are families the module may import but that are not granted:
+	// linked with functions that fail every call with Denied. Used only to
+	// describe a module (manifest generation), never to serve calls.
+	Stubs []hostfn.Family
+	// MemoryPages caps linear memory (64 KiB pages).
+	MemoryPages uint32
+	// Stderr receives the guest's WASI stdout and stderr (capped by the
+	// caller's writer). Nil discards.
+	Stderr io.Writer
+}
+
+// Compiled is a compiled module, safe for concurrent use.
+type Compiled interface {
+	// Exports lists exported function names.
+	Exports() []string
+	// Instantiate makes a fresh reactor instance (running _initialize).
+	Instantiate(ctx context.Context) (Instance, error)
+	// RunCommand runs the module as a WASI command (_start) with stdin,
+	// collecting at most maxOut bytes of stdout.
+	RunCommand(ctx context.Context, c *hostfn.Call, stdin []byte, maxOut int64) (stdout []byte, exitCode uint32, err error)
+	// Close releases the compiled module. Idempotent.
+	Close(ctx context.Context) error
+}
+
+// Instance is one instantiated module. Not safe for concurrent use.
+type Instance interface {
+	// Call invokes the exported function name with i32 params, with c
+	// visible to host functions, returning its i32 result.
+	Call(ctx context.Context, c *hostfn.Call, name string, params ...uint64) (int32, error)
+	// Close releases the instance. Idempotent.
+	Close(ctx context.Context) error
+}
+
+// ImportError reports a module import that is not linked.
+type ImportError struct {
+	Plugin, Module, Name string
+	// Family is the capability the import belongs to, "" if unknown.
+	Family string
+}
+
+func (e *ImportError) Error() string {
+	if e.Family != "" {
+		return fmt.Sprintf("plugin %s imports %s.%s, but capability %q is not granted", e.Plugin, e.Module, e.Name, e.Family)
+	}
+	return fmt.Sprintf("plugin %s imports %s.%s, which this host does not provide", e.Plugin, e.Module, e.Name)
+}
+
+// ErrTimeout, ErrMemory and ErrTrap classify call failures.
+var (
+	ErrTimeout = errors.New("deadline exceeded")
+	ErrMemory  = errors.New("memory limit exceeded")
+	ErrTrap    = errors.New("plugin trapped")
+)

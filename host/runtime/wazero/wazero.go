@@ -1,0 +1,316 @@
+// Package wazero implements host/runtime on tetratelabs/wazero (pure Go).
+package wazero
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/runtime"
+)
+
+// Options configure the engine.
+type Options struct {
+	// CacheDir persists compiled code keyed by module digest. Empty keeps
+	// the cache in memory only.
+	CacheDir string
+	// Interpreter forces the interpreter instead of the compiler.
+	Interpreter bool
+}
+
+type engine struct {
+	opts   Options
+	cache  wazero.CompilationCache
+	closed atomic.Bool
+}
+
+// New returns a wazero engine.
+func New(opts Options) (runtime.Engine, error) {
+	var cache wazero.CompilationCache
+	if opts.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("compilation cache %s: %w", opts.CacheDir, err)
+		}
+		cache = c
+	} else {
+		cache = wazero.NewCompilationCache()
+	}
+	return &engine{opts: opts, cache: cache}, nil
+}
+
+func (e *engine) Close(ctx context.Context) error {
+	if !e.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	return e.cache.Close(ctx)
+}
+
+type callKey struct{}
+
+func callFrom(ctx context.Context) *hostfn.Call {
+	c, _ := ctx.Value(callKey{}).(*hostfn.Call)
+	if c == nil {
+		panic(errors.New("aiod: host function called outside a call"))
+	}
+	return c
+}
+
+func valueTypes(ts []hostfn.ValueType) []api.ValueType {
+	out := make([]api.ValueType, len(ts))
+	for i, t := range ts {
+		out[i] = api.ValueType(t)
+	}
+	return out
+}
+
+func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (runtime.Compiled, error) {
+	if e.closed.Load() {
+		return nil, errors.New("engine closed")
+	}
+	rcfg := wazero.NewRuntimeConfig()
+	if e.opts.Interpreter {
+		rcfg = wazero.NewRuntimeConfigInterpreter()
+	}
+	rcfg = rcfg.WithCompilationCache(e.cache).WithCloseOnContextDone(true)
+	if cfg.MemoryPages > 0 {
+		rcfg = rcfg.WithMemoryLimitPages(cfg.MemoryPages)
+	}
+	r := wazero.NewRuntimeWithConfig(ctx, rcfg)
+	ok := false
+	defer func() {
+		if !ok {
+			r.Close(ctx)
+		}
+	}()
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
+		return nil, fmt.Errorf("plugin %s: wasi: %w", cfg.Name, err)
+	}
+	linked := map[string]map[string]bool{}
+	builders := map[string]wazero.HostModuleBuilder{}
+	var order []string
+	add := func(fams []hostfn.Family, stub bool) {
+		for _, f := range fams {
+			for _, d := range f.Defs() {
+				b, okb := builders[d.Module]
+				if !okb {
+					b = r.NewHostModuleBuilder(d.Module)
+					builders[d.Module] = b
+					linked[d.Module] = map[string]bool{}
+					order = append(order, d.Module)
+				}
+				linked[d.Module][d.Name] = true
+				fn := d.Fn
+				if stub {
+					fn = denyStub(d)
+				}
+				b.NewFunctionBuilder().
+					WithGoModuleFunction(goFunc(fn), valueTypes(d.Params), valueTypes(d.Results)).
+					Export(d.Name)
+			}
+		}
+	}
+	add(cfg.Families, false)
+	add(cfg.Stubs, true)
+	for _, m := range order {
+		if _, err := builders[m].Instantiate(ctx); err != nil {
+			return nil, fmt.Errorf("plugin %s: link %s: %w", cfg.Name, m, err)
+		}
+	}
+	cm, err := r.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: not a valid wasm module: %w", cfg.Name, err)
+	}
+	for _, imp := range cm.ImportedFunctions() {
+		mod, name, _ := imp.Import()
+		if mod == wasi_snapshot_preview1.ModuleName {
+			continue
+		}
+		if linked[mod][name] {
+			continue
+		}
+		ie := &runtime.ImportError{Plugin: cfg.Name, Module: mod, Name: name}
+		if fam, isAiod := strings.CutPrefix(mod, "aiod:"); isAiod {
+			for _, f := range caps.Families {
+				if string(f) == fam {
+					ie.Family = fam
+				}
+			}
+		}
+		return nil, ie
+	}
+	for _, mem := range cm.ImportedMemories() {
+		mod, name, _ := mem.Import()
+		return nil, &runtime.ImportError{Plugin: cfg.Name, Module: mod, Name: name}
+	}
+	ok = true
+	stderr := cfg.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	c := &compiled{r: r, cm: cm, name: cfg.Name, stderr: stderr, pages: cfg.MemoryPages}
+	for name := range cm.ExportedFunctions() {
+		c.exports = append(c.exports, name)
+	}
+	return c, nil
+}
+
+func goFunc(fn func(ctx context.Context, c *hostfn.Call, mem hostfn.Memory, stack []uint64)) api.GoModuleFunc {
+	return func(ctx context.Context, m api.Module, stack []uint64) {
+		fn(ctx, callFrom(ctx), m.Memory(), stack)
+	}
+}
+
+func denyStub(d hostfn.Def) func(ctx context.Context, c *hostfn.Call, mem hostfn.Memory, stack []uint64) {
+	return func(_ context.Context, _ *hostfn.Call, _ hostfn.Memory, _ []uint64) {
+		panic(fmt.Errorf("%s.%s is not granted", d.Module, d.Name))
+	}
+}
+
+type compiled struct {
+	r       wazero.Runtime
+	cm      wazero.CompiledModule
+	name    string
+	stderr  io.Writer
+	pages   uint32
+	exports []string
+	once    sync.Once
+	err     error
+}
+
+func (c *compiled) Exports() []string { return c.exports }
+
+func (c *compiled) moduleConfig() wazero.ModuleConfig {
+	return wazero.NewModuleConfig().
+		WithName("").
+		WithArgs(c.name).
+		WithStdout(c.stderr).
+		WithStderr(c.stderr).
+		WithRandSource(rand.Reader).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithSysNanosleep()
+}
+
+func (c *compiled) Instantiate(ctx context.Context) (runtime.Instance, error) {
+	// _initialize may call host functions (logging); give it a Call.
+	call := &hostfn.Call{Plugin: c.name, MaxOutput: 0}
+	ictx := context.WithValue(ctx, callKey{}, call)
+	m, err := c.r.InstantiateModule(ictx, c.cm, c.moduleConfig().WithStartFunctions("_initialize"))
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: instantiate: %w", c.name, classify(ctx, err, nil, c.pages))
+	}
+	inst := &instance{m: m, pages: c.pages, fns: map[string]api.Function{}}
+	return inst, nil
+}
+
+func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []byte, maxOut int64) ([]byte, uint32, error) {
+	out := &capWriter{max: maxOut}
+	cfg := c.moduleConfig().WithStdin(bytes.NewReader(stdin)).WithStdout(out).WithStartFunctions("_start")
+	m, err := c.r.InstantiateModule(context.WithValue(ctx, callKey{}, call), c.cm, cfg)
+	if m != nil {
+		defer m.Close(context.WithoutCancel(ctx))
+	}
+	if out.over {
+		return nil, 0, hostfn.ErrResultTooLarge{Limit: maxOut}
+	}
+	if err != nil {
+		var ee *sys.ExitError
+		if errors.As(err, &ee) && ctx.Err() == nil {
+			return out.buf.Bytes(), ee.ExitCode(), nil
+		}
+		return nil, 0, classify(ctx, err, m, c.pages)
+	}
+	return out.buf.Bytes(), 0, nil
+}
+
+func (c *compiled) Close(ctx context.Context) error {
+	c.once.Do(func() { c.err = c.r.Close(ctx) })
+	return c.err
+}
+
+type capWriter struct {
+	buf  bytes.Buffer
+	max  int64
+	over bool
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	if int64(w.buf.Len()+len(p)) > w.max {
+		w.over = true
+		return 0, errors.New("output limit exceeded")
+	}
+	return w.buf.Write(p)
+}
+
+type instance struct {
+	m      api.Module
+	pages  uint32
+	fns    map[string]api.Function
+	stack  [4]uint64
+	closed atomic.Bool
+}
+
+func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params ...uint64) (int32, error) {
+	fn := i.fns[name]
+	if fn == nil {
+		fn = i.m.ExportedFunction(name)
+		if fn == nil {
+			return 0, fmt.Errorf("%w: export %s not found", runtime.ErrTrap, name)
+		}
+		i.fns[name] = fn
+	}
+	stack := i.stack[:max(len(params), len(fn.Definition().ResultTypes()))]
+	copy(stack, params)
+	err := fn.CallWithStack(context.WithValue(ctx, callKey{}, c), stack)
+	if err != nil {
+		if c != nil && c.Overflow {
+			return 0, hostfn.ErrResultTooLarge{Limit: c.MaxOutput}
+		}
+		return 0, classify(ctx, err, i.m, i.pages)
+	}
+	if len(fn.Definition().ResultTypes()) == 0 {
+		return 0, nil
+	}
+	return int32(uint32(stack[0])), nil
+}
+
+func (i *instance) Close(ctx context.Context) error {
+	if !i.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	return i.m.Close(ctx)
+}
+
+// classify maps an engine error to runtime's error classes.
+func classify(ctx context.Context, err error, m api.Module, pages uint32) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", runtime.ErrTimeout, ctx.Err())
+	}
+	var ee *sys.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == sys.ExitCodeDeadlineExceeded {
+		return fmt.Errorf("%w", runtime.ErrTimeout)
+	}
+	if m != nil && pages > 0 {
+		if mem := m.Memory(); mem != nil && mem.Size() >= (pages-pages/16)*65536 {
+			return fmt.Errorf("%w (%d MiB): %w", runtime.ErrMemory, pages/16, err)
+		}
+	}
+	if strings.Contains(err.Error(), "out of memory") {
+		return fmt.Errorf("%w: %w", runtime.ErrMemory, err)
+	}
+	return fmt.Errorf("%w: %w", runtime.ErrTrap, err)
+}

@@ -1,0 +1,246 @@
+// Package sdk is the Go SDK for aiod plugins. A plugin is a Go main package
+// built with GOOS=wasip1 GOARCH=wasm -buildmode=c-shared that registers its
+// tools in init (or main) and leaves main empty:
+//
+//	type echoArgs struct {
+//		Text string `json:"text" jsonschema:"the text to echo"`
+//	}
+//
+//	func init() {
+//		sdk.Plugin(sdk.Info{Name: "echo", Version: "1.0.0"})
+//		sdk.AddTool(sdk.Tool{Name: "echo", Description: "Echo the text back."},
+//			func(c *sdk.Ctx, a echoArgs) (*sdk.Result, error) {
+//				return sdk.TextResult(a.Text), nil
+//			})
+//	}
+//
+//	func main() {}
+//
+// The SDK implements the ABI in spec/abi/v1.md: it exports aiod_abi_version
+// and aiod_call, answers the describe operation from the declarations (the
+// build writes manifest.json from it, so descriptions live in one place),
+// decodes arguments, and encodes results. Handlers run one at a time per
+// instance; instances are pooled and may be discarded at any time, so keep
+// nothing in globals that must outlive a call (use sdk/state).
+//
+// Natively (not wasip1) the same code runs under sdk/sdktest.
+package sdk
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/aiodhq/aiod/sdk/internal/abi"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Info describes the plugin for its manifest.
+type Info struct {
+	Name        string
+	Version     string
+	Description string
+	// Capabilities is the manifest's capabilities object, as JSON (see
+	// spec/manifest/v1/schema.json), e.g.
+	// `{"files":{"paths":[{"path":"$SANDBOX","mode":"rw"}]}}`.
+	Capabilities string
+	// Limits is the manifest's limits object, as JSON.
+	Limits string
+}
+
+// Tool declares a tool. InputSchema and OutputSchema may be nil (inferred
+// from the handler's argument type), a JSON string, json.RawMessage, or any
+// value that marshals to a JSON Schema object.
+type Tool struct {
+	Name         string
+	Title        string
+	Description  string
+	InputSchema  any
+	OutputSchema any
+	Annotations  *Annotations
+}
+
+// Annotations are MCP's tool hints.
+type Annotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// Bool returns a pointer to b, for annotations.
+func Bool(b bool) *bool { return &b }
+
+// Ctx is passed to handlers: logging and progress for the running call.
+type Ctx struct {
+	tool string
+}
+
+// Tool is the name of the tool being called.
+func (c *Ctx) Tool() string { return c.tool }
+
+// Log levels.
+const (
+	LevelDebug   = 0
+	LevelInfo    = 1
+	LevelNotice  = 2
+	LevelWarning = 3
+	LevelError   = 4
+)
+
+// Log sends a log message to the host log and, when the request allows
+// it, to the client.
+func (c *Ctx) Log(level int, format string, a ...any) { abi.Log(level, fmt.Sprintf(format, a...)) }
+
+// Progress reports progress (total 0 if unknown) with an optional message.
+func (c *Ctx) Progress(progress, total float64, message string) {
+	abi.Progress(progress, total, message)
+}
+
+type tool struct {
+	decl   Tool
+	schema json.RawMessage
+	out    json.RawMessage
+	call   func(c *Ctx, args []byte) (*Result, error)
+}
+
+var (
+	info  Info
+	tools []*tool
+	index = map[string]*tool{}
+)
+
+// Plugin sets the plugin's manifest information.
+func Plugin(i Info) { info = i }
+
+// AddTool registers a tool whose arguments are decoded into In (a struct).
+func AddTool[In any](t Tool, h func(c *Ctx, in In) (*Result, error)) {
+	var zero In
+	typ := reflect.TypeOf(zero)
+	dec := decoderFor(typ)
+	schema := t.InputSchema
+	if schema == nil {
+		s, err := jsonschema.For[In](nil)
+		if err != nil {
+			panic(fmt.Sprintf("sdk: tool %s: cannot infer input schema: %v", t.Name, err))
+		}
+		schema = s
+	}
+	register(t, schema, func(c *Ctx, args []byte) (*Result, error) {
+		var in In
+		if err := dec.decode(args, &in); err != nil {
+			return ErrorResult(fmt.Sprintf("invalid arguments: %v", err)), nil
+		}
+		return h(c, in)
+	})
+}
+
+// AddRawTool registers a tool that receives its arguments as raw JSON.
+func AddRawTool(t Tool, h func(c *Ctx, args json.RawMessage) (*Result, error)) {
+	schema := t.InputSchema
+	if schema == nil {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	register(t, schema, func(c *Ctx, args []byte) (*Result, error) { return h(c, args) })
+}
+
+func register(t Tool, schema any, call func(c *Ctx, args []byte) (*Result, error)) {
+	if _, dup := index[t.Name]; dup {
+		panic("sdk: tool " + t.Name + " registered twice")
+	}
+	tl := &tool{decl: t, schema: mustSchema(t.Name, schema), call: call}
+	if t.OutputSchema != nil {
+		tl.out = mustSchema(t.Name, t.OutputSchema)
+	}
+	tools = append(tools, tl)
+	index[t.Name] = tl
+}
+
+func mustSchema(name string, s any) json.RawMessage {
+	switch v := s.(type) {
+	case string:
+		return json.RawMessage(v)
+	case json.RawMessage:
+		return v
+	case []byte:
+		return json.RawMessage(v)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("sdk: tool %s: schema: %v", name, err))
+	}
+	return b
+}
+
+func init() { abi.Handler = handle }
+
+var ctx Ctx
+
+func handle(op int32, name, args []byte) int32 {
+	switch op {
+	case abi.OpDescribe:
+		b, err := Describe()
+		if err != nil {
+			abi.WriteOutput([]byte(err.Error()))
+			return abi.RetBadInput
+		}
+		abi.WriteOutput(b)
+		return abi.RetOK
+	case abi.OpToolCall:
+		t := index[string(name)]
+		if t == nil {
+			return abi.RetUnknownName
+		}
+		ctx.tool = t.decl.Name
+		res, err := t.call(&ctx, args)
+		if err != nil {
+			res = ErrorResult(err.Error())
+		}
+		if res == nil {
+			res = &Result{}
+		}
+		writeResult(res)
+		return abi.RetOK
+	}
+	return abi.RetUnknownOp
+}
+
+// Describe returns the manifest document built from the declarations: the
+// content of manifest.json without module and sha256.
+func Describe() ([]byte, error) {
+	if info.Name == "" {
+		return nil, errors.New("sdk: sdk.Plugin was not called")
+	}
+	type toolDoc struct {
+		Name         string          `json:"name"`
+		Title        string          `json:"title,omitempty"`
+		Description  string          `json:"description,omitempty"`
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+		Annotations  *Annotations    `json:"annotations,omitempty"`
+	}
+	doc := struct {
+		Name         string          `json:"name"`
+		Version      string          `json:"version"`
+		ABI          int             `json:"abi"`
+		Description  string          `json:"description,omitempty"`
+		Tools        []toolDoc       `json:"tools"`
+		Capabilities json.RawMessage `json:"capabilities"`
+		Limits       json.RawMessage `json:"limits"`
+	}{Name: info.Name, Version: info.Version, ABI: abi.Version, Description: info.Description,
+		Capabilities: rawOr(info.Capabilities), Limits: rawOr(info.Limits)}
+	for _, t := range tools {
+		doc.Tools = append(doc.Tools, toolDoc{Name: t.decl.Name, Title: t.decl.Title,
+			Description: t.decl.Description, InputSchema: t.schema, OutputSchema: t.out, Annotations: t.decl.Annotations})
+	}
+	return json.MarshalIndent(doc, "", "  ")
+}
+
+func rawOr(s string) json.RawMessage {
+	if s == "" {
+		return json.RawMessage(`{}`)
+	}
+	return json.RawMessage(s)
+}
