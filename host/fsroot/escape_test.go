@@ -194,6 +194,7 @@ func TestLinksCreatedAtRunTime(t *testing.T) {
 			// Swap the directory for a link out, relative then absolute.
 			for _, target := range []string{"../outside", e.out} {
 				os.RemoveAll(d)
+				os.WriteFile(filepath.Join(e.rw, "sub", "inner.txt"), []byte("inner"), 0o644)
 				if err := os.Symlink(target, d); err != nil {
 					t.Fatal(err)
 				}

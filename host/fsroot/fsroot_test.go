@@ -207,7 +207,8 @@ func TestReadLargeSparseFileFailsFast(t *testing.T) {
 	f.Close()
 	for name, req := range map[string]*ReadRequest{
 		"whole":  {Path: p},
-		"lines":  {Path: p, StartLine: i64(0)}, // no newline: the first line alone is too large
+		"lines":  {Path: p, StartLine: i64(0)},
+		"range":  {Path: p, StartLine: i64(0), EndLine: i64(3)}, // streamed: no newline, the first line alone is too large
 		"length": {Path: p, Offset: 10, Length: i64(1 << 29)},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -583,13 +584,22 @@ func TestReadOnlyRoot(t *testing.T) {
 	e := newEnv(t)
 	ro := e.ro + "/ro.txt"
 	tests := map[string]func() error{
-		"write":         func() error { _, err := e.set.Write(ctx, &WriteRequest{Path: ro}, []byte("x")); return err },
-		"write new":     func() error { _, err := e.set.Write(ctx, &WriteRequest{Path: e.ro + "/new"}, []byte("x")); return err },
-		"append":        func() error { _, err := e.set.Write(ctx, &WriteRequest{Path: ro, Append: true}, []byte("x")); return err },
-		"mkdir":         func() error { _, err := e.set.Mkdir(ctx, &MkdirRequest{Path: e.ro + "/d", Parents: true}); return err },
-		"remove":        func() error { _, err := e.set.Remove(ctx, &RemoveRequest{Path: ro}); return err },
-		"rename from":   func() error { _, err := e.set.Rename(ctx, &RenameRequest{Path: ro, Target: e.rw + "/stolen"}); return err },
-		"rename to":     func() error { _, err := e.set.Rename(ctx, &RenameRequest{Path: e.rw + "/file.txt", Target: e.ro + "/x"}); return err },
+		"write":     func() error { _, err := e.set.Write(ctx, &WriteRequest{Path: ro}, []byte("x")); return err },
+		"write new": func() error { _, err := e.set.Write(ctx, &WriteRequest{Path: e.ro + "/new"}, []byte("x")); return err },
+		"append": func() error {
+			_, err := e.set.Write(ctx, &WriteRequest{Path: ro, Append: true}, []byte("x"))
+			return err
+		},
+		"mkdir":  func() error { _, err := e.set.Mkdir(ctx, &MkdirRequest{Path: e.ro + "/d", Parents: true}); return err },
+		"remove": func() error { _, err := e.set.Remove(ctx, &RemoveRequest{Path: ro}); return err },
+		"rename from": func() error {
+			_, err := e.set.Rename(ctx, &RenameRequest{Path: ro, Target: e.rw + "/stolen"})
+			return err
+		},
+		"rename to": func() error {
+			_, err := e.set.Rename(ctx, &RenameRequest{Path: e.rw + "/file.txt", Target: e.ro + "/x"})
+			return err
+		},
 		"rename within": func() error { _, err := e.set.Rename(ctx, &RenameRequest{Path: ro, Target: e.ro + "/y"}); return err },
 	}
 	for name, fn := range tests {

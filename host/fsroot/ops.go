@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/aiodhq/aiod/host/caps"
@@ -195,13 +196,14 @@ func (s *Set) Read(ctx context.Context, req *ReadRequest) ([]byte, error) {
 	if req.MaxBytes > 0 && req.MaxBytes < limit {
 		limit = req.MaxBytes
 	}
-	lines := req.StartLine != nil || req.EndLine != nil
+	// Lines from the first to the end are the whole file.
+	lines := (req.StartLine != nil && *req.StartLine != 0) || req.EndLine != nil
 	switch {
 	case req.StartLine != nil && *req.StartLine < 0, req.EndLine != nil && *req.EndLine < 0:
 		return nil, invalid(op, req.Path, TypeBadRequest, "start_line and end_line must not be negative")
 	case req.Offset < 0, req.Length != nil && *req.Length < 0:
 		return nil, invalid(op, req.Path, TypeBadRequest, "offset and length must not be negative")
-	case lines && (req.Offset != 0 || req.Length != nil):
+	case (req.StartLine != nil || req.EndLine != nil) && (req.Offset != 0 || req.Length != nil):
 		return nil, invalid(op, req.Path, TypeBadRequest, "a line range and a byte range cannot be combined")
 	}
 	t, err := s.lookup(op, req.Path, false)
@@ -294,8 +296,14 @@ func readLines(ctx context.Context, f *os.File, req *ReadRequest, limit int64, t
 		frag, err := br.ReadSlice('\n')
 		if len(frag) > 0 {
 			if line >= start {
-				if int64(len(out))+int64(len(frag)) > limit {
+				need := int64(len(out)) + int64(len(frag))
+				if need > limit {
 					return nil, tooLarge(op, t.given, limit)
+				}
+				if need > int64(cap(out)) { // double: append grows large slices by 1.25x
+					grown := make([]byte, len(out), min(max(2*int64(cap(out)), need, 4096), limit))
+					copy(grown, out)
+					out = grown
 				}
 				out = append(out, frag...)
 			}
@@ -337,6 +345,9 @@ func (s *Set) Write(_ context.Context, req *WriteRequest, data []byte) (*WriteRe
 	}
 	if dir := filepath.Dir(t.rel); dir != "." {
 		if err := t.or.MkdirAll(dir, 0o755); err != nil {
+			if errors.Is(err, fs.ErrExist) { // a parent is not a directory
+				err = syscall.ENOTDIR
+			}
 			return nil, t.err(op, err)
 		}
 	}
@@ -473,7 +484,14 @@ func (s *Set) List(ctx context.Context, req *ListRequest) (*ListResult, error) {
 // openDir opens directory rel as a root of its own, so its entries are
 // looked up relative to the directory's descriptor (ENOTDIR if it is not
 // a directory).
-func openDir(or *os.Root, rel string) (*os.Root, error) { return or.OpenRoot(rel) }
+func openDir(or *os.Root, rel string) (*os.Root, error) {
+	d, err := or.OpenRoot(rel)
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Err.Error() == "not a directory" { // os.Root's own text
+		pe.Err = syscall.ENOTDIR
+	}
+	return d, err
+}
 
 // entryOf describes entry de of dir. ok is false if it vanished.
 func entryOf(dir *os.Root, de fs.DirEntry, parent string, depth int) (Entry, bool) {
