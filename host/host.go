@@ -43,6 +43,13 @@ type Config struct {
 	APIKeySet            bool // an API key was configured (even empty: refuse to start)
 	AllowUnauthenticated bool
 	IdleTimeout          time.Duration
+	// MaxSessions and SessionIdleTimeout bound legacy MCP sessions (zero:
+	// the mcp package defaults).
+	MaxSessions        int
+	SessionIdleTimeout time.Duration
+	// AllowedHosts and AllowedOrigins extend the DNS-rebinding checks.
+	AllowedHosts   []string
+	AllowedOrigins []string
 	// Builtins are the embedded built-in plugins; nil for none.
 	Builtins fs.FS
 	Logger   *slog.Logger
@@ -145,8 +152,10 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, err
 	}
 	h.reg = reg
-	h.mcp = mcp.NewServer(reg, mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log})
-	h.srv = server.New(server.Options{MCP: h.mcp, Logger: log})
+	h.mcp = mcp.NewServer(reg, mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
+		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout})
+	h.srv = server.New(server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: isLoopback(cfg.Host),
+		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Capabilities: h.capabilities})
 	return h, nil
 }
 
@@ -223,4 +232,31 @@ func sandboxEnv(workspace string) (caps.Env, error) {
 		env.Workspace = abs
 	}
 	return env, nil
+}
+
+// capabilities is GET /v1/capabilities: which planes and host function
+// families this host can serve, and the plugins' surface.
+func (h *Host) capabilities() any {
+	cat := h.reg.Catalog()
+	granted := map[string]bool{}
+	for _, p := range cat.Plugins {
+		for _, f := range p.Grant.GrantedFamilies() {
+			granted[string(f)] = true
+		}
+	}
+	fams := map[string]any{}
+	for _, f := range caps.Families {
+		st := "absent"
+		if granted[string(f)] {
+			st = "ready"
+		}
+		fams[string(f)] = map[string]any{"status": st, "missing": []string{}, "warnings": []string{}}
+	}
+	return map[string]any{
+		"mcp": map[string]any{"status": "ready", "protocolVersions": mcp.SupportedVersions,
+			"tools": len(cat.Tools), "prompts": len(cat.Prompts), "resources": len(cat.Resources), "resourceTemplates": len(cat.Templates),
+			"sessions": h.mcp.SessionCount()},
+		"families": fams,
+		"plugins":  len(cat.Plugins),
+	}
 }

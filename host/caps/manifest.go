@@ -59,6 +59,11 @@ type Manifest struct {
 	Description string `json:"description,omitempty"`
 	// Tools the plugin provides, in the order they are listed.
 	Tools []Tool `json:"tools"`
+	// Prompts, Resources and ResourceTemplates the plugin provides
+	// (surface.go), in the order they are listed.
+	Prompts           []Prompt           `json:"prompts,omitempty"`
+	Resources         []Resource         `json:"resources,omitempty"`
+	ResourceTemplates []ResourceTemplate `json:"resourceTemplates,omitempty"`
 	// Capabilities requested by the plugin.
 	Capabilities Capabilities `json:"capabilities"`
 	// Limits the plugin asks for; the operator caps them.
@@ -230,8 +235,8 @@ func (m *Manifest) Validate() error {
 	if m.SHA256 != "" && !sha256RE.MatchString(m.SHA256) {
 		return bad("plugin %s: sha256 must be 64 lowercase hex digits", m.Name)
 	}
-	if len(m.Tools) == 0 {
-		return bad("plugin %s declares no tools", m.Name)
+	if len(m.Tools) == 0 && len(m.Prompts) == 0 && len(m.Resources) == 0 && len(m.ResourceTemplates) == 0 {
+		return bad("plugin %s declares no tools, prompts or resources", m.Name)
 	}
 	seen := map[string]bool{}
 	for i, t := range m.Tools {
@@ -248,6 +253,9 @@ func (m *Manifest) Validate() error {
 		if err := checkSchema(t.OutputSchema, false); err != nil {
 			return bad("plugin %s: tool %s: outputSchema: %v", m.Name, t.Name, err)
 		}
+	}
+	if err := m.validateSurface(); err != nil {
+		return bad("plugin %s: %v", m.Name, err)
 	}
 	if err := m.Capabilities.validate(); err != nil {
 		return bad("plugin %s: capabilities: %v", m.Name, err)

@@ -34,6 +34,7 @@ func (core) Defs() []Def {
 		{Module: CoreModule, Name: "response_read", Params: []ValueType{I32}, Fn: responseRead},
 		{Module: CoreModule, Name: "log", Params: []ValueType{I32, I32, I32}, Fn: logFn},
 		{Module: CoreModule, Name: "progress", Params: []ValueType{F64, F64, I32, I32}, Fn: progressFn},
+		clientInfoDef, clientInputDef, notifyDef,
 	}
 }
 

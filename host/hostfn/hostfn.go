@@ -79,9 +79,12 @@ const (
 	Timeout     Code = 7
 	Unavailable Code = 8
 	Internal    Code = 9
+	// InputRequired: the client must be asked for input first (an MRTR
+	// round); the guest unwinds and the host answers input_required.
+	InputRequired Code = 10
 )
 
-var codeNames = [...]string{"ok", "denied", "invalid", "not_found", "exists", "io", "too_large", "timeout", "unavailable", "internal"}
+var codeNames = [...]string{"ok", "denied", "invalid", "not_found", "exists", "io", "too_large", "timeout", "unavailable", "internal", "input_required"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {
@@ -127,6 +130,9 @@ type Call struct {
 	// Notify sends a log or progress notification to the client, if the
 	// request can carry one. May be nil.
 	Notify func(kind string, params any)
+	// Client is the MCP client behind the request (client.go); nil when
+	// there is none (describe, internal calls).
+	Client Client
 	// resp is the pending response for response_read.
 	resp []byte
 }
@@ -138,6 +144,7 @@ func (c *Call) Reset() {
 	c.Overflow = false
 	c.resp = nil
 	c.Notify = nil
+	c.Client = nil
 }
 
 // ReqResp wraps a request/response body in the family calling convention.

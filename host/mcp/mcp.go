@@ -10,9 +10,10 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
-	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/aiodhq/aiod/host/plugin"
 )
@@ -39,17 +40,40 @@ type Implementation struct {
 	Version string `json:"version"`
 }
 
-// Server dispatches MCP requests to the registry.
+// Server dispatches MCP requests to the registry, in both protocol eras
+// (serve.go): legacy initialize sessions and sessionless POSTs, and the
+// stateless 2026-07-28 protocol.
 type Server struct {
 	reg  *plugin.Registry
 	info Implementation
 	log  *slog.Logger
+
+	opts      Options
+	sessions  *sessions
+	sealer    *stateSealer
+	headers   headerCache
+	pending   sync.Map // server→client request id -> *pendingReq
+	nextID    atomic.Uint64
+	listeners listeners
+	metaJSON  []byte // {"io.modelcontextprotocol/serverInfo":{...}}
+	base      context.Context
+	stop      context.CancelFunc
 }
 
 // Options configure a Server.
 type Options struct {
 	Info   Implementation
 	Logger *slog.Logger
+	// MaxSessions bounds the legacy sessions alive at once (default
+	// DefaultMaxSessions); SessionIdleTimeout ends a session unused that
+	// long (default DefaultSessionIdleTimeout).
+	MaxSessions        int
+	SessionIdleTimeout time.Duration
+	// RequestStateTTL is how long an MRTR requestState stays valid
+	// (default 10 minutes).
+	RequestStateTTL time.Duration
+	// Instructions are sent in initialize and server/discover results.
+	Instructions string
 }
 
 // NewServer returns a dispatcher over reg.
@@ -60,7 +84,32 @@ func NewServer(reg *plugin.Registry, opts Options) *Server {
 	if opts.Info.Name == "" {
 		opts.Info = Implementation{Name: "aiod", Version: "dev"}
 	}
-	return &Server{reg: reg, info: opts.Info, log: opts.Logger}
+	if opts.RequestStateTTL <= 0 {
+		opts.RequestStateTTL = 10 * time.Minute
+	}
+	s := &Server{reg: reg, info: opts.Info, log: opts.Logger, opts: opts,
+		sessions: newSessions(opts.MaxSessions, opts.SessionIdleTimeout),
+		sealer:   newStateSealer(opts.RequestStateTTL)}
+	s.base, s.stop = context.WithCancel(context.Background())
+	s.metaJSON, _ = json.Marshal(map[string]any{MetaServerInfo: opts.Info})
+	if reg != nil {
+		reg.OnSwap(func(*plugin.Catalog) {
+			for _, k := range []string{"tools", "prompts", "resources"} {
+				s.broadcastListChanged(k)
+			}
+		})
+	}
+	return s
+}
+
+// SessionCount is the number of live legacy sessions.
+func (s *Server) SessionCount() int { return s.sessions.Len() }
+
+// Close ends every session and open stream. Idempotent.
+func (s *Server) Close() {
+	s.stop()
+	s.sessions.close()
+	s.listeners.closeAll()
 }
 
 // Request is a decoded JSON-RPC message from the client.
@@ -90,107 +139,15 @@ type Principal struct {
 	Owner string
 }
 
-// Handle processes one POSTed body.
+// Handle processes one POSTed body with no headers: a legacy, sessionless
+// request (what plain curl sends). The HTTP transport uses Serve.
 func (s *Server) Handle(ctx context.Context, p Principal, body []byte) Reply {
-	var req Request
-	if err := json.Unmarshal(body, &req); err != nil {
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) || firstByte(body) == '[' {
-			return Reply{Status: 200, Body: errorResponse(nil, CodeInvalidRequest, "invalid request: expected a single JSON-RPC object")}
-		}
-		return Reply{Status: 200, Body: errorResponse(nil, CodeParseError, "parse error: "+err.Error())}
+	r := s.Serve(ctx, &Exchange{Method: "POST", Header: MapHeaders{}, Body: body, Principal: p})
+	if r.Stream != nil { // no Accept header never streams; be safe anyway
+		r.Stream.q.leave()
+		return Reply{Status: 500}
 	}
-	if req.JSONRPC != "2.0" || (req.Method == "" && req.Result == nil && req.Error == nil) {
-		return Reply{Status: 200, Body: errorResponse(validID(req.ID), CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0" and "method" a non-empty string`)}
-	}
-	if !idOK(req.ID) {
-		return Reply{Status: 200, Body: errorResponse(nil, CodeInvalidRequest, "invalid request: id must be a string or a number")}
-	}
-	if req.Method == "" { // a response from the client; nothing waits for it here
-		return Reply{Status: 202}
-	}
-	if req.IsNotification() {
-		return Reply{Status: 202}
-	}
-	return Reply{Status: 200, Body: s.dispatch(ctx, p, &req)}
-}
-
-func (s *Server) dispatch(ctx context.Context, p Principal, req *Request) []byte {
-	switch req.Method {
-	case "tools/call":
-		return s.toolsCall(ctx, p, req)
-	case "tools/list":
-		return s.toolsList(req)
-	case "initialize":
-		return s.initialize(req)
-	case "ping":
-		return resultResponse(req.ID, []byte("{}"))
-	}
-	return errorResponse(req.ID, CodeMethodNotFound, "method not found: "+req.Method)
-}
-
-type callParams struct {
-	Name      *string         `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-}
-
-func (s *Server) toolsCall(ctx context.Context, p Principal, req *Request) []byte {
-	var cp callParams
-	if len(req.Params) > 0 {
-		if err := json.Unmarshal(req.Params, &cp); err != nil {
-			return errorResponse(req.ID, CodeInvalidParams, "invalid params: "+err.Error())
-		}
-	}
-	if cp.Name == nil || *cp.Name == "" {
-		return errorResponse(req.ID, CodeInvalidParams, "missing tool name")
-	}
-	args := cp.Arguments
-	if len(args) == 0 || string(args) == "null" {
-		args = nil
-	} else if firstByte(args) != '{' {
-		return errorResponse(req.ID, CodeInvalidParams, "invalid params: arguments must be an object")
-	}
-	res, err := s.reg.CallTool(ctx, plugin.CallRequest{Owner: p.Owner, Name: *cp.Name, Args: args})
-	if err != nil {
-		if errors.Is(err, plugin.ErrUnknownTool) {
-			return errorResponse(req.ID, CodeInvalidParams, "unknown tool: "+*cp.Name)
-		}
-		return errorResponse(req.ID, CodeInternal, "internal error: "+err.Error())
-	}
-	return resultResponse(req.ID, res)
-}
-
-func (s *Server) toolsList(req *Request) []byte {
-	cat := s.reg.Catalog()
-	b := make([]byte, 0, len(cat.ToolsJSON())+64)
-	b = append(b, `{"tools":`...)
-	b = append(b, cat.ToolsJSON()...)
-	b = append(b, '}')
-	return resultResponse(req.ID, b)
-}
-
-func (s *Server) initialize(req *Request) []byte {
-	var ip struct {
-		ProtocolVersion string `json:"protocolVersion"`
-	}
-	if len(req.Params) > 0 {
-		if err := json.Unmarshal(req.Params, &ip); err != nil {
-			return errorResponse(req.ID, CodeInvalidParams, "invalid params: "+err.Error())
-		}
-	}
-	v := LatestLegacyVersion
-	if slices.Contains(LegacyVersions, ip.ProtocolVersion) {
-		v = ip.ProtocolVersion
-	}
-	res, _ := json.Marshal(map[string]any{
-		"protocolVersion": v,
-		"capabilities": map[string]any{
-			"tools":   map[string]any{"listChanged": true},
-			"logging": map[string]any{},
-		},
-		"serverInfo": s.info,
-	})
-	return resultResponse(req.ID, res)
+	return Reply{Status: r.Status, Body: r.Body}
 }
 
 func firstByte(b []byte) byte {

@@ -18,18 +18,27 @@ type CallRequest struct {
 	Args  []byte // JSON object; empty means {}
 	// Notify receives log and progress notifications; may be nil.
 	Notify func(kind string, params any)
+	// Client is the MCP client behind the request (input, request
+	// facts, server notifications); may be nil.
+	Client hostfn.Client
 }
 
 // CallTool runs a tool and returns its CallToolResult as JSON. Failures of
 // the tool (limits, traps, bad output) come back as isError results; only
 // an unknown tool (ErrUnknownTool) or a cancelled request is an error.
 func (r *Registry) CallTool(ctx context.Context, req CallRequest) ([]byte, error) {
-	cat := r.cat.Load()
-	t := cat.byName[req.Name]
+	t := r.cat.Load().byName[req.Name]
 	if t == nil {
 		return nil, ErrUnknownTool
 	}
-	p := t.Plugin
+	return r.invoke(ctx, t.Plugin, opToolCall, req)
+}
+
+// invoke runs one aiod_call operation on p. For tools, failures of the
+// plugin come back as isError results; for the other operations (which
+// have no such result) they are errors. ErrInputRequired and *RPCError
+// report the plugin's two other ways to end a call.
+func (r *Registry) invoke(ctx context.Context, p *Plugin, op uint64, req CallRequest) ([]byte, error) {
 	// hold the plugin until the call ends, even if a reload retires it
 	p.refs.Add(1)
 	defer r.releasePlugin(p)
@@ -52,12 +61,16 @@ func (r *Registry) CallTool(ctx context.Context, req CallRequest) ([]byte, error
 	c.Plugin, c.Owner, c.Grant, c.Log = p.Manifest.Name, owner, p.Grant, p.log
 	c.MaxOutput = p.Grant.MaxResultBytes
 	c.Notify = req.Notify
+	c.Client = req.Client
 	in := append(c.Output[:0], req.Name...) // borrow Output's buffer for the input
 	in = append(in, args...)
 	c.Input = in
 	c.Output = nil
 
 	if p.command {
+		if op != opToolCall {
+			return nil, errUnknownOp
+		}
 		return r.callCommand(ctx, p, c, req.Name, args)
 	}
 	pl := p.pool(owner)
@@ -71,25 +84,67 @@ func (r *Registry) CallTool(ctx context.Context, req CallRequest) ([]byte, error
 		}
 		return toolError("tool %s: cannot start plugin %s: %v", req.Name, p.Manifest.Name, err), nil
 	}
-	ret, err := inst.Call(ctx, c, exportCall, opToolCall, uint64(len(req.Name)), uint64(len(args)))
+	ret, err := inst.Call(ctx, c, exportCall, op, uint64(len(req.Name)), uint64(len(args)))
 	out := c.Output
 	c.Output = in[:0] // give the buffer back for reuse
 	if err != nil {
 		pl.discard(inst)
+		if op != opToolCall {
+			if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("%s", toolErrorText(r.failure(p, req.Name, err)))
+		}
 		return r.failure(p, req.Name, err), nil
 	}
 	pl.put(inst)
 	switch ret {
 	case retOK:
+	case retInputRequired:
+		return nil, ErrInputRequired
+	case retRPCError:
+		if !validResult(out) {
+			return nil, fmt.Errorf("plugin %s answered %s with an invalid JSON-RPC error", p.Manifest.Name, req.Name)
+		}
+		return nil, &RPCError{Body: append(json.RawMessage(nil), out...)}
 	case retUnknown:
+		if op != opToolCall {
+			return nil, fmt.Errorf("plugin %s does not implement %s", p.Manifest.Name, req.Name)
+		}
 		return toolError("plugin %s does not implement tool %s", p.Manifest.Name, req.Name), nil
+	case retUnknownOp:
+		if op != opToolCall {
+			return nil, errUnknownOp
+		}
+		fallthrough
 	default:
+		if op != opToolCall {
+			return nil, fmt.Errorf("plugin %s failed %s with code %d: %s", p.Manifest.Name, req.Name, ret, truncate(string(out), 512))
+		}
 		return toolError("plugin %s failed tool %s with code %d: %s", p.Manifest.Name, req.Name, ret, truncate(string(out), 512)), nil
 	}
 	if !validResult(out) {
+		if op != opToolCall {
+			return nil, fmt.Errorf("plugin %s returned an invalid result for %s (not a JSON object)", p.Manifest.Name, req.Name)
+		}
 		return toolError("plugin %s returned an invalid result for tool %s (not a JSON object)", p.Manifest.Name, req.Name), nil
 	}
 	return out, nil
+}
+
+const retUnknownOp = 3
+
+// toolErrorText extracts the message of a toolError result.
+func toolErrorText(b []byte) string {
+	var v struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(b, &v) == nil && len(v.Content) > 0 {
+		return v.Content[0].Text
+	}
+	return string(b)
 }
 
 func (r *Registry) callCommand(ctx context.Context, p *Plugin, c *hostfn.Call, name string, args []byte) ([]byte, error) {

@@ -84,6 +84,7 @@ type Catalog struct {
 	Tools      []*Tool
 	byName     map[string]*Tool
 	listJSON   []byte
+	surface    // prompts, resources, resource templates (surface.go)
 }
 
 // Tool is one tool in a catalogue.
@@ -211,6 +212,10 @@ func (r *Registry) Reload(ctx context.Context) error {
 			next.byName[t.Name] = tl
 			next.Tools = append(next.Tools, tl)
 		}
+		next.addSurface(p, r.log.Warn)
+	}
+	if err := next.renderSurface(); err != nil {
+		return fmt.Errorf("render prompts and resources: %w", err)
 	}
 	decls := make([]caps.Tool, len(next.Tools))
 	for i, t := range next.Tools {

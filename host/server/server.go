@@ -1,8 +1,10 @@
 // Package server is the only package that imports Fiber: it routes HTTP to
-// the MCP dispatcher in host/mcp.
+// the MCP dispatcher in host/mcp, and guards every route with the API key
+// and the Host/Origin checks (auth.go).
 package server
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"log/slog"
@@ -21,13 +23,29 @@ const MaxBodyBytes = 8 << 20
 type Options struct {
 	MCP    *mcp.Server
 	Logger *slog.Logger
+	// APIKey, when not empty, is required on every route but /health, as
+	// "Authorization: Bearer <key>" or "x-api-key: <key>".
+	APIKey string
+	// Loopback says the server listens on a loopback address only: then
+	// the Host header must name a loopback host (DNS rebinding).
+	Loopback bool
+	// AllowedHosts are further Host header values accepted (host or
+	// host:port); AllowedOrigins further Origin values (scheme://host[:port],
+	// or "*" for any).
+	AllowedHosts   []string
+	AllowedOrigins []string
+	// Capabilities reports what the host can do for GET /v1/capabilities;
+	// nil answers an empty report.
+	Capabilities func() any
 }
 
 // Server serves /mcp and the operational routes.
 type Server struct {
-	app *fiber.App
-	mcp *mcp.Server
-	log *slog.Logger
+	app   *fiber.App
+	mcp   *mcp.Server
+	log   *slog.Logger
+	opts  Options
+	guard *guard
 }
 
 // New builds the Fiber app.
@@ -35,7 +53,7 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{mcp: opts.MCP, log: opts.Logger}
+	s := &Server{mcp: opts.MCP, log: opts.Logger, opts: opts, guard: newGuard(opts)}
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		BodyLimit:             MaxBodyBytes,
@@ -43,22 +61,52 @@ func New(opts Options) *Server {
 		IdleTimeout:           2 * time.Minute,
 		ErrorHandler:          s.errorHandler,
 	})
+	s.app.Use(s.guard.check)
 	s.app.Get("/health", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		return c.SendString(`{"status":"ok"}`)
 	})
-	s.app.Post("/mcp", s.postMCP)
+	s.app.Get("/v1/capabilities", s.capabilities)
+	s.app.All("/mcp", s.handleMCP)
 	return s
 }
 
-func (s *Server) postMCP(c *fiber.Ctx) error {
-	r := s.mcp.Handle(c.UserContext(), mcp.Principal{}, c.Body())
-	if r.Status == fiber.StatusAccepted || len(r.Body) == 0 {
-		return c.SendStatus(r.Status)
+// fiberHeaders adapts the request headers to mcp.Headers.
+type fiberHeaders struct{ c *fiber.Ctx }
+
+func (h fiberHeaders) Get(name string) string { return string(h.c.Request().Header.Peek(name)) }
+
+func (s *Server) handleMCP(c *fiber.Ctx) error {
+	ex := &mcp.Exchange{Method: c.Method(), Header: fiberHeaders{c}, Principal: mcp.Principal{}, Context: c.Context()}
+	if ex.Method == fiber.MethodPost {
+		ex.Body = c.Body()
+	}
+	r := s.mcp.Serve(c.UserContext(), ex)
+	for _, h := range r.Header {
+		c.Set(h.Name, h.Value)
 	}
 	c.Status(r.Status)
+	if r.Stream != nil {
+		c.Set(fiber.HeaderContentType, "text/event-stream")
+		c.Set(fiber.HeaderCacheControl, "no-cache")
+		c.Set("X-Accel-Buffering", "no")
+		st := r.Stream
+		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) { st.Pump(w) })
+		return nil
+	}
+	if len(r.Body) == 0 {
+		return nil
+	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Send(r.Body)
+}
+
+func (s *Server) capabilities(c *fiber.Ctx) error {
+	var data any = map[string]any{}
+	if s.opts.Capabilities != nil {
+		data = s.opts.Capabilities()
+	}
+	return c.JSON(map[string]any{"success": true, "message": "capabilities", "data": data, "hint": nil})
 }
 
 func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
@@ -68,23 +116,49 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		code = fe.Code
 	}
 	msg := err.Error()
-	if code == fiber.StatusRequestEntityTooLarge {
-		msg = "request body exceeds 8 MiB"
+	rpc := -32603
+	switch code {
+	case fiber.StatusRequestEntityTooLarge:
+		msg, rpc = "request body exceeds 8 MiB", -32600
+	case fiber.StatusNotFound, fiber.StatusMethodNotAllowed:
+		rpc = -32601
+	case fiber.StatusBadRequest:
+		rpc = -32600
 	}
 	c.Status(code)
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.SendString(`{"error":` + quote(msg) + `}`)
+	return c.SendString(rpcErrorBody(rpc, msg))
+}
+
+// rpcErrorBody is a JSON-RPC error without id: every refusal on /mcp is
+// still something an MCP client can parse.
+func rpcErrorBody(code int, msg string) string {
+	return `{"jsonrpc":"2.0","id":null,"error":{"code":` + itoa(code) + `,"message":` + quote(msg) + `}}`
+}
+
+func itoa(n int) string {
+	if n < 0 {
+		return "-" + itoa(-n)
+	}
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
 }
 
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
 
-// Shutdown stops accepting and waits for in-flight requests up to ctx.
+// Shutdown stops accepting, ends open MCP streams and waits for in-flight
+// requests up to ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
+	if s.mcp != nil {
+		s.mcp.Close()
+	}
 	return s.app.ShutdownWithContext(ctx)
 }
 
-// Test runs one request through the app (for tests).
+// App returns the Fiber app (for tests).
 func (s *Server) App() *fiber.App { return s.app }
 
 func quote(s string) string {

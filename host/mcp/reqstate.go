@@ -1,0 +1,107 @@
+package mcp
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// requestState is what aiod puts in an MRTR InputRequiredResult's
+// requestState: the answers collected in earlier rounds, sealed with an
+// AEAD under a per-process key and bound (as additional data) to the
+// principal, the method and a digest of the request's parameters, with a
+// short lifetime. The client cannot read, forge or move it to another
+// request; a tampered, expired or foreign state is a JSON-RPC error.
+type requestState struct {
+	// Answers are the inputResponses accepted so far, by key.
+	Answers map[string]json.RawMessage `json:"a,omitempty"`
+	// Round counts the input_required results issued for this request.
+	Round int `json:"r"`
+}
+
+// stateVersion prefixes every sealed state so the format can change.
+const stateVersion = "s1."
+
+// ErrBadRequestState is returned for a state that fails to open.
+var ErrBadRequestState = errors.New("invalid requestState")
+
+type stateSealer struct {
+	aead cipher.AEAD
+	ttl  time.Duration
+	now  func() time.Time
+}
+
+func newStateSealer(ttl time.Duration) *stateSealer {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		panic(err)
+	}
+	blk, err := aes.NewCipher(key) // AES-256-GCM, random 96-bit nonces
+	if err != nil {
+		panic(err)
+	}
+	a, err := cipher.NewGCM(blk)
+	if err != nil {
+		panic(err)
+	}
+	return &stateSealer{aead: a, ttl: ttl, now: time.Now}
+}
+
+// binding is the additional data a state is sealed to.
+func stateBinding(principal, method string, paramsDigest [32]byte) []byte {
+	h := sha256.New()
+	h.Write([]byte("aiod-mrtr-v1\x00"))
+	h.Write([]byte(principal))
+	h.Write([]byte{0})
+	h.Write([]byte(method))
+	h.Write([]byte{0})
+	h.Write(paramsDigest[:])
+	return h.Sum(nil)
+}
+
+// seal returns the opaque requestState for st.
+func (s *stateSealer) seal(st *requestState, binding []byte) (string, error) {
+	body, err := json.Marshal(st)
+	if err != nil {
+		return "", err
+	}
+	plain := make([]byte, 8, 8+len(body))
+	binary.BigEndian.PutUint64(plain, uint64(s.now().Add(s.ttl).Unix()))
+	plain = append(plain, body...)
+	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(plain)+s.aead.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	out := s.aead.Seal(nonce, nonce, plain, binding)
+	return stateVersion + base64.RawURLEncoding.EncodeToString(out), nil
+}
+
+// open verifies and decodes a requestState sealed for binding.
+func (s *stateSealer) open(tok string, binding []byte) (*requestState, error) {
+	if len(tok) < len(stateVersion) || tok[:len(stateVersion)] != stateVersion || len(tok) > 1<<20 {
+		return nil, ErrBadRequestState
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(tok[len(stateVersion):])
+	if err != nil || len(raw) < s.aead.NonceSize()+s.aead.Overhead()+8 {
+		return nil, ErrBadRequestState
+	}
+	ns := s.aead.NonceSize()
+	plain, err := s.aead.Open(nil, raw[:ns], raw[ns:], binding)
+	if err != nil {
+		return nil, ErrBadRequestState
+	}
+	if exp := int64(binary.BigEndian.Uint64(plain)); s.now().Unix() > exp {
+		return nil, errors.New("requestState expired")
+	}
+	var st requestState
+	if err := json.Unmarshal(plain[8:], &st); err != nil {
+		return nil, ErrBadRequestState
+	}
+	return &st, nil
+}
