@@ -194,17 +194,11 @@ func handle(op int32, name, args []byte) int32 {
 			return abi.RetUnknownName
 		}
 		ctx.tool = t.decl.Name
-		res, err := t.call(&ctx, args)
-		if err != nil {
-			res = ErrorResult(err.Error())
-		}
-		if res == nil {
-			res = &Result{}
-		}
-		writeResult(res)
-		return abi.RetOK
+		// client.go: a *RPCError becomes the request's error, an unanswered
+		// input request (2026-07-28) ends the call with input_required.
+		return finishCall(func() (*Result, error) { return t.call(&ctx, args) })
 	}
-	return abi.RetUnknownOp
+	return handleSurface(op, name, args)
 }
 
 // Describe returns the manifest document built from the declarations: the
@@ -227,10 +221,14 @@ func Describe() ([]byte, error) {
 		ABI          int             `json:"abi"`
 		Description  string          `json:"description,omitempty"`
 		Tools        []toolDoc       `json:"tools"`
+		Prompts      any             `json:"prompts,omitempty"`
+		Resources    any             `json:"resources,omitempty"`
+		Templates    any             `json:"resourceTemplates,omitempty"`
 		Capabilities json.RawMessage `json:"capabilities"`
 		Limits       json.RawMessage `json:"limits"`
 	}{Name: info.Name, Version: info.Version, ABI: abi.Version, Description: info.Description,
 		Capabilities: rawOr(info.Capabilities), Limits: rawOr(info.Limits)}
+	doc.Prompts, doc.Resources, doc.Templates = describeSurface()
 	for _, t := range tools {
 		doc.Tools = append(doc.Tools, toolDoc{Name: t.decl.Name, Title: t.decl.Title,
 			Description: t.decl.Description, InputSchema: t.schema, OutputSchema: t.out, Annotations: t.decl.Annotations})

@@ -42,8 +42,18 @@ func (rc *rpcCall) Info() []byte {
 		ClientCapabilities json.RawMessage `json:"clientCapabilities"`
 		ClientInfo         json.RawMessage `json:"clientInfo,omitempty"`
 		Session            bool            `json:"session"`
-	}{rc.era.String(), rc.version, caps, info, rc.sess != nil})
+		InputRound         int             `json:"inputRound"`
+	}{rc.era.String(), rc.version, caps, info, rc.sess != nil, rc.inputRound()})
 	return b
+}
+
+// inputRound is the number of input_required rounds behind the current
+// request, as vouched for by its requestState (0 without one).
+func (rc *rpcCall) inputRound() int {
+	if rc.mrtr == nil {
+		return 0
+	}
+	return rc.mrtr.round
 }
 
 type inputRequest struct {
@@ -195,8 +205,7 @@ type mrtr struct {
 
 // startMRTR prepares input rounds for the current request: it opens a
 // requestState (a tampered, expired or foreign one is an error) and
-// takes the round's inputResponses. Answers are only accepted bound to the
-// requestState of the request that asked for them.
+// takes the round's inputResponses.
 func (rc *rpcCall) startMRTR(name string, args json.RawMessage) *rpcError {
 	if rc.era != Modern {
 		return nil
@@ -225,9 +234,12 @@ func (rc *rpcCall) startMRTR(name string, args json.RawMessage) *rpcError {
 			m.answers[k] = v
 		}
 		m.round = st.Round
-		for k, v := range responses {
-			m.answers[k] = v
-		}
+	}
+	// Answers sent without a requestState (a client answering ahead) are
+	// taken too: they are the client's word either way; the state only
+	// vouches for what the server collected in earlier rounds.
+	for k, v := range responses {
+		m.answers[k] = v
 	}
 	rc.mrtr = m
 	return nil
