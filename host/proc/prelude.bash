@@ -1,3 +1,4 @@
+__aiod_run() { __aiod_seq=$1 __aiod_tok=$2 __aiod_cdfail=; builtin printf '' >|"$__aiod_d/ok"; if [[ -n $3 ]]; then builtin cd -- "$3" 2>/dev/null || __aiod_cdfail=$3; fi; ( builtin read -r __aiod_hp __aiod_x </proc/self/stat; builtin printf '\0%s:S:%s:%s\0' "$__aiod_tok" "$__aiod_seq" "${__aiod_hp:-$BASHPID}"; builtin unset -v __aiod_tok __aiod_hp __aiod_x; builtin set --; if [[ -n $__aiod_cdfail ]]; then builtin printf 'bash: cd: %s: cannot change directory\n' "$__aiod_cdfail" >&2; builtin exit 1; fi; builtin trap '{ __aiod_save; } 2>/dev/null' EXIT; IFS= builtin read -r -d '' __aiod_o <"$__aiod_d/opts"; IFS= builtin read -r -d '' __aiod_c <"$__aiod_d/cmd"; builtin shopt -s expand_aliases; builtin eval "{ ${__aiod_o//$'\n'/; } builtin set +m; builtin shopt -s expand_aliases; } 2>/dev/null; $__aiod_c"; ) </dev/null 2>&1 & builtin wait "$!" 2>/dev/null; __aiod_rc=$?; }
 # aiod shell session prelude, sourced once by the long-lived session shell.
 #
 # The session shell (the "parent") only keeps state; every command runs in a
@@ -12,6 +13,12 @@
 # function of the same name cannot shadow them) and names starting with
 # __aiod_, which are never saved or restored.
 #
+# __aiod_run SEQ TOK CWD, on line 1 so that messages about the command read
+# "bash: line N: ..." with N counted from the command's first line (this file
+# is sourced as "bash"), runs "$__aiod_d/cmd" as a job: the saved options
+# are restored on the command's own first line, so even `set -x` shows only
+# the command, then the command runs under `eval`.
+#
 # Wire protocol (see shell.go): the host writes one line per command on the
 # parent's stdin; the command text itself is in "$__aiod_d/cmd". Output of
 # the job and the markers below go to the parent's stdout/stderr, one pipe:
@@ -19,6 +26,11 @@
 #   NUL tok ":E:" seq ":" exit-code ":" cwd NUL  after the job was reaped
 # tok is a fresh random token per command that the job cannot see.
 
+# The boot line (shell.go) cd'ed to "$__aiod_d" to source this file as
+# "bash", with sourcepath off; undo that.
+builtin shopt -s sourcepath
+builtin cd -- "$__aiod_start"
+builtin unset -v OLDPWD
 builtin set +o history 2>/dev/null
 builtin set -m
 
@@ -60,6 +72,8 @@ __aiod_save() {
 	builtin alias -p >|"$__aiod_d/aliases"
 	builtin mapfile -t __aiod_al <"$__aiod_d/aliases"
 	{
+		# The directory first: cd sets OLDPWD, the saved one must win.
+		builtin printf 'builtin cd -- %q\n' "$PWD"
 		for __aiod_n in "${__aiod_vn[@]}"; do
 			case $__aiod_n in
 			__aiod_* | BASH | BASH[_A-Z]* | DIRSTACK | EPOCHREALTIME | EPOCHSECONDS | EUID | FUNCNAME | GROUPS | HISTCMD | LINENO | OPTIND | PIPESTATUS | PPID | PWD | RANDOM | SECONDS | SHELLOPTS | SHLVL | SRANDOM | UID | _ | COMP_WORDBREAKS) ;;
@@ -83,37 +97,8 @@ __aiod_save() {
 			"alias "*) builtin printf 'builtin %s\n' "$__aiod_n" ;;
 			esac
 		done
-		builtin printf 'builtin cd -- %q\n' "$PWD"
 	} >|"$__aiod_d/st.$((__aiod_seq % 2))"
 	builtin printf '%s\n' "$__aiod_seq" >|"$__aiod_d/ok"
-}
-
-# __aiod_run SEQ TOK CWD runs "$__aiod_d/cmd" as a job and waits for it.
-__aiod_run() {
-	__aiod_seq=$1 __aiod_tok=$2 __aiod_cdfail=
-	builtin printf '' >|"$__aiod_d/ok"
-	if [[ -n $3 ]]; then
-		builtin cd -- "$3" 2>/dev/null || __aiod_cdfail=$3
-	fi
-	(
-		builtin read -r __aiod_hp __aiod_x </proc/self/stat
-		builtin printf '\0%s:S:%s:%s\0' "$__aiod_tok" "$__aiod_seq" "${__aiod_hp:-$BASHPID}"
-		builtin unset -v __aiod_tok __aiod_hp __aiod_x
-		if [[ -n $__aiod_cdfail ]]; then
-			builtin printf 'cd: %s: cannot change directory\n' "$__aiod_cdfail" >&2
-			builtin exit 1
-		fi
-		builtin trap '{ __aiod_save; } 2>/dev/null' EXIT
-		IFS= builtin read -r -d '' __aiod_o <"$__aiod_d/opts"
-		IFS= builtin read -r -d '' __aiod_c <"$__aiod_d/cmd"
-		builtin shopt -s expand_aliases
-		builtin eval "{ $__aiod_o
-builtin set +m
-} 2>/dev/null
-$__aiod_c"
-	) </dev/null 2>&1 &
-	builtin wait "$!" 2>/dev/null
-	__aiod_rc=$?
 }
 
 # __aiod_ok SEQ reports whether the job of SEQ saved its state.
@@ -124,7 +109,14 @@ __aiod_ok() {
 
 # __aiod_end SEQ TOK prints the end marker.
 __aiod_end() {
-	builtin cd -P . 2>/dev/null
+	if [[ -v OLDPWD ]]; then
+		__aiod_op=$OLDPWD
+		builtin cd -P . 2>/dev/null
+		OLDPWD=$__aiod_op
+	else
+		builtin cd -P . 2>/dev/null
+		builtin unset -v OLDPWD
+	fi
 	builtin printf '\0%s:E:%s:%s:%s\0' "$2" "$1" "$__aiod_rc" "$PWD"
 }
 

@@ -1,0 +1,297 @@
+package hostfn
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/proc"
+)
+
+// guestMem is a []byte-backed guest memory for these tests.
+type guestMem []byte
+
+func (m guestMem) Read(off, n uint32) ([]byte, bool) {
+	if uint64(off)+uint64(n) > uint64(len(m)) {
+		return nil, false
+	}
+	return m[off : off+n], true
+}
+
+func (m guestMem) Write(off uint32, b []byte) bool {
+	if uint64(off)+uint64(len(b)) > uint64(len(m)) {
+		return false
+	}
+	copy(m[off:], b)
+	return true
+}
+
+// guestCall calls d as a guest would: request in memory, packed result,
+// then aiod:core.response_read.
+func guestCall(ctx context.Context, d Def, c *Call, req []byte) (Code, []byte) {
+	const at = 8
+	mem := make(guestMem, at+len(req))
+	copy(mem[at:], req)
+	stack := []uint64{at, uint64(len(req))}
+	d.Fn(ctx, c, mem, stack)
+	code, n := Code(stack[0]>>32), uint32(stack[0])
+	out := make(guestMem, n)
+	for _, cd := range Core().Defs() {
+		if cd.Name == "response_read" && n > 0 {
+			cd.Fn(ctx, c, out, []uint64{0})
+		}
+	}
+	return code, out
+}
+
+func defsByName(f Family) map[string]Def {
+	m := map[string]Def{}
+	for _, d := range f.Defs() {
+		m[d.Name] = d
+	}
+	return m
+}
+
+func grantProcess(commands, cwd []string, shell bool) *caps.Grant {
+	scope := &caps.ProcessScope{Commands: commands, Cwd: cwd, Shell: shell}
+	p := &caps.Policy{Default: &caps.Capabilities{Process: scope}}
+	m := &caps.Manifest{Name: "t", Capabilities: caps.Capabilities{Process: scope}}
+	return p.Allow(m, caps.Env{Tmp: os.TempDir()})
+}
+
+type procEnv struct {
+	root, sub, out string
+	defs           map[string]Def
+}
+
+// newProcEnv makes root/sub, outside, root/escape -> outside and
+// root/sh, a copy of sh that no grant allows.
+func newProcEnv(t *testing.T) *procEnv {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &procEnv{root: base + "/root", sub: base + "/root/sub", out: base + "/outside"}
+	os.MkdirAll(e.sub, 0o755)
+	os.MkdirAll(e.out, 0o755)
+	os.Symlink(e.out, e.root+"/escape")
+	os.Symlink(e.sub, base+"/inlink")
+	sh, err := os.ReadFile("/bin/sh")
+	if err == nil {
+		os.WriteFile(e.root+"/sh", sh, 0o755)
+	}
+	m := proc.New(proc.Config{})
+	t.Cleanup(func() { m.Close() })
+	e.defs = defsByName(NewProcess(m))
+	return e
+}
+
+func (e *procEnv) call(t *testing.T, c *Call, name string, req any) (Code, map[string]any) {
+	t.Helper()
+	raw, ok := req.(string)
+	if !ok {
+		b, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = string(b)
+	}
+	code, resp := guestCall(context.Background(), e.defs[name], c, []byte(raw))
+	var m map[string]any
+	if err := json.Unmarshal(resp, &m); err != nil {
+		t.Fatalf("%s: response %q: %v", name, resp, err)
+	}
+	return code, m
+}
+
+func TestProcessDefs(t *testing.T) {
+	f := NewProcess(proc.New(proc.Config{}))
+	if f.Name() != caps.Process {
+		t.Errorf("name %q", f.Name())
+	}
+	var names []string
+	for _, d := range f.Defs() {
+		names = append(names, d.Name)
+		if d.Module != "aiod:process" || len(d.Params) != 2 || d.Params[0] != I32 || d.Params[1] != I32 || len(d.Results) != 1 || d.Results[0] != I64 {
+			t.Errorf("%s: bad signature %+v", d.Name, d)
+		}
+	}
+	if got := strings.Join(names, ","); got != "spawn,shell_exec,shell_close,which" {
+		t.Errorf("functions %s", got)
+	}
+}
+
+func TestProcessSpawn(t *testing.T) {
+	e := newProcEnv(t)
+	shOnly := &Call{Plugin: "p", Owner: "o", Grant: grantProcess([]string{"sh", "no-such-program-aiod"}, []string{e.root}, false)}
+	anyProg := &Call{Plugin: "p", Owner: "o", Grant: grantProcess([]string{"*"}, []string{e.root}, false)}
+	noGrant := &Call{Plugin: "p", Grant: (&caps.Policy{}).Allow(&caps.Manifest{Name: "p"}, caps.Env{})}
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		name    string
+		c       *Call
+		req     any
+		code    Code
+		msg     string         // substring of the error message
+		want    map[string]any // fields of a successful response
+		wantOut string
+	}{
+		{name: "stdin env cwd", c: shOnly,
+			req:  SpawnRequest{Argv: []string{"sh", "-c", `cat; echo "$FOO"; pwd; exit 3`}, Stdin: str("in\n"), Env: map[string]string{"FOO": "bar"}, Cwd: e.sub},
+			want: map[string]any{"exit_code": 3.0, "timed_out": false, "killed": "", "signal": "", "cwd": e.sub, "stderr": ""}, wantOut: "in\nbar\n" + e.sub + "\n"},
+		{name: "default cwd is the first root", c: shOnly, req: SpawnRequest{Argv: []string{"sh", "-c", "pwd"}},
+			want: map[string]any{"exit_code": 0.0, "cwd": e.root}, wantOut: e.root + "\n"},
+		{name: "absolute path of a granted program", c: shOnly, req: SpawnRequest{Argv: []string{"/bin/sh", "-c", "echo hi"}},
+			want: map[string]any{"exit_code": 0.0}, wantOut: "hi\n"},
+		{name: "cwd through a symlink that stays inside", c: shOnly, req: SpawnRequest{Argv: []string{"sh", "-c", "pwd"}, Cwd: filepath.Dir(e.root) + "/inlink"},
+			want: map[string]any{"cwd": e.sub}, wantOut: e.sub + "\n"},
+		{name: "timeout", c: shOnly, req: SpawnRequest{Argv: []string{"sh", "-c", "echo started; sleep 30"}, TimeoutMs: 300},
+			want: map[string]any{"timed_out": true, "killed": "timeout", "signal": "SIGKILL", "exit_code": -1.0}, wantOut: "started\n"},
+		{name: "any program with *", c: anyProg, req: SpawnRequest{Argv: []string{"echo", "any"}}, wantOut: "any\n"},
+		{name: "LD_PRELOAD allowed with *", c: anyProg, req: SpawnRequest{Argv: []string{"sh", "-c", "echo ok"}, Env: map[string]string{"LD_PRELOAD": ""}}, wantOut: "ok\n"},
+
+		{name: "program not granted", c: shOnly, req: SpawnRequest{Argv: []string{"cat"}}, code: Denied, msg: "not in the granted commands"},
+		{name: "granted name elsewhere", c: shOnly, req: SpawnRequest{Argv: []string{e.root + "/sh", "-c", "true"}}, code: Denied, msg: "not in the granted commands"},
+		{name: "PATH cannot redirect a granted name", c: shOnly, req: SpawnRequest{Argv: []string{"sh", "-c", "pwd"}, Env: map[string]string{"PATH": e.root}},
+			wantOut: e.root + "\n"},
+		{name: "cwd outside", c: shOnly, req: SpawnRequest{Argv: []string{"sh"}, Cwd: e.out}, code: Denied, msg: "outside the granted directories"},
+		{name: "cwd symlink pointing outside", c: shOnly, req: SpawnRequest{Argv: []string{"sh"}, Cwd: e.root + "/escape"}, code: Denied, msg: "resolves to " + e.out},
+		{name: "cwd dotdot outside", c: shOnly, req: SpawnRequest{Argv: []string{"sh"}, Cwd: e.root + "/../outside"}, code: Denied},
+		{name: "missing cwd outside", c: shOnly, req: SpawnRequest{Argv: []string{"sh"}, Cwd: e.out + "/nope"}, code: Denied},
+		{name: "missing cwd inside", c: shOnly, req: SpawnRequest{Argv: []string{"sh"}, Cwd: e.root + "/nope"}, code: NotFound},
+		{name: "relative cwd", c: shOnly, req: SpawnRequest{Argv: []string{"sh"}, Cwd: "sub"}, code: Invalid},
+		{name: "LD_PRELOAD refused", c: shOnly, req: SpawnRequest{Argv: []string{"sh"}, Env: map[string]string{"LD_PRELOAD": "/x.so"}}, code: Denied, msg: "LD_PRELOAD"},
+		{name: "granted but missing program", c: shOnly, req: SpawnRequest{Argv: []string{"no-such-program-aiod"}}, code: NotFound},
+		{name: "empty argv", c: shOnly, req: SpawnRequest{}, code: Invalid, msg: "argv is required"},
+		{name: "unknown field", c: shOnly, req: `{"argv":["sh"],"cmd":"x"}`, code: Invalid, msg: "unknown field"},
+		{name: "not an object", c: shOnly, req: `["sh"]`, code: Invalid},
+		{name: "no process grant", c: noGrant, req: SpawnRequest{Argv: []string{"sh"}}, code: Denied, msg: "no process grant"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, resp := e.call(t, tt.c, "spawn", tt.req)
+			if code != tt.code {
+				t.Fatalf("code %v, want %v: %v", code, tt.code, resp)
+			}
+			if code != OK {
+				if resp["code"] != code.String() || !strings.Contains(resp["message"].(string), tt.msg) {
+					t.Errorf("error %v, want message containing %q", resp, tt.msg)
+				}
+				return
+			}
+			if resp["stdout"] != tt.wantOut {
+				t.Errorf("stdout %q, want %q", resp["stdout"], tt.wantOut)
+			}
+			for k, v := range tt.want {
+				if resp[k] != v {
+					t.Errorf("%s = %v, want %v", k, resp[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestProcessShell(t *testing.T) {
+	e := newProcEnv(t)
+	g := grantProcess([]string{"*"}, []string{e.root}, true)
+	alice := &Call{Plugin: "p", Owner: "alice", Grant: g}
+	bob := &Call{Plugin: "p", Owner: "bob", Grant: g}
+	other := &Call{Plugin: "q", Owner: "alice", Grant: g}
+	noShell := &Call{Plugin: "p", Owner: "alice", Grant: grantProcess([]string{"*"}, []string{e.root}, false)}
+	type step struct {
+		name string
+		c    *Call
+		fn   string
+		req  any
+		code Code
+		want map[string]any
+	}
+	steps := []step{
+		{name: "no shell grant", c: noShell, fn: "shell_exec", req: ShellExecRequest{Cmd: "true"}, code: Denied},
+		{name: "no shell grant close", c: noShell, fn: "shell_close", req: ShellCloseRequest{}, code: Denied},
+		{name: "cmd required", c: alice, fn: "shell_exec", req: ShellExecRequest{}, code: Invalid, want: map[string]any{"message": "cmd is required"}},
+		{name: "starts in the first root", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "pwd"},
+			want: map[string]any{"status": "completed", "output": e.root + "\n", "exit_code": 0.0, "cwd": e.root, "session": "default", "reason": ""}},
+		{name: "cd persists", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "cd sub; X=1"}, want: map[string]any{"cwd": e.sub}},
+		{name: "state kept", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "echo $X; pwd"}, want: map[string]any{"output": "1\n" + e.sub + "\n"}},
+		{name: "other owner", c: bob, fn: "shell_exec", req: ShellExecRequest{Cmd: "echo ${X-none}; pwd"}, want: map[string]any{"output": "none\n" + e.root + "\n"}},
+		{name: "other plugin", c: other, fn: "shell_exec", req: ShellExecRequest{Cmd: "echo ${X-none}"}, want: map[string]any{"output": "none\n"}},
+		{name: "cwd sync", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "pwd", Cwd: e.root}, want: map[string]any{"output": e.root + "\n", "cwd": e.root}},
+		{name: "cwd outside", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "pwd", Cwd: e.out}, code: Denied},
+		{name: "cwd escaping symlink", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "pwd", Cwd: e.root + "/escape"}, code: Denied},
+		{name: "exit", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "exit 5"}, want: map[string]any{"status": "completed", "exit_code": 5.0}},
+		{name: "after exit", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "echo $X"}, want: map[string]any{"output": "1\n"}},
+		{name: "timeout", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "sleep 30", TimeoutMs: 300},
+			want: map[string]any{"status": "hard_timeout", "exit_code": nil, "reason": "timeout"}},
+		{name: "output cap", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "printf 0123456789", MaxOutputBytes: 4},
+			want: map[string]any{"output": "0123", "truncated": true}},
+		{name: "named session", c: alice, fn: "shell_exec", req: ShellExecRequest{Session: "work", Cmd: "Y=2"}, want: map[string]any{"session": "work"}},
+		{name: "named session state", c: alice, fn: "shell_exec", req: ShellExecRequest{Session: "work", Cmd: "echo $Y ${X-none}"}, want: map[string]any{"output": "2 none\n"}},
+		{name: "new session resets a named one", c: alice, fn: "shell_exec", req: ShellExecRequest{Session: "work", NewSession: true, Cmd: "echo ${Y-none}"}, want: map[string]any{"output": "none\n", "session": "work"}},
+		{name: "new anonymous session", c: alice, fn: "shell_exec", req: ShellExecRequest{NewSession: true, Cmd: "echo ${X-none}"}, want: map[string]any{"output": "none\n"}},
+		{name: "default session untouched", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "echo $X"}, want: map[string]any{"output": "1\n"}},
+		{name: "close", c: alice, fn: "shell_close", req: ShellCloseRequest{}, want: map[string]any{"closed": true}},
+		{name: "close again", c: alice, fn: "shell_close", req: ShellCloseRequest{}, want: map[string]any{"closed": false}},
+		{name: "fresh after close", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "echo ${X-none}"}, want: map[string]any{"output": "none\n"}},
+		{name: "unknown field", c: alice, fn: "shell_exec", req: `{"command":"true"}`, code: Invalid},
+	}
+	for _, st := range steps {
+		code, resp := e.call(t, st.c, st.fn, st.req)
+		if code != st.code {
+			t.Fatalf("%s: code %v, want %v: %v", st.name, code, st.code, resp)
+		}
+		for k, v := range st.want {
+			if got, ok := resp[k]; !ok || got != v {
+				t.Errorf("%s: %s = %#v, want %#v (response %v)", st.name, k, got, v, resp)
+			}
+		}
+		if st.name == "new anonymous session" && !strings.HasPrefix(resp["session"].(string), "new-") {
+			t.Errorf("anonymous new session named %v", resp["session"])
+		}
+	}
+}
+
+func TestProcessWhich(t *testing.T) {
+	e := newProcEnv(t)
+	c := &Call{Plugin: "p", Grant: grantProcess([]string{"sh", "no-such-program-aiod"}, []string{e.root}, false)}
+	code, resp := e.call(t, c, "which", WhichRequest{Names: []string{"sh", "cat", "no-such-program-aiod"}})
+	if code != OK {
+		t.Fatal(resp)
+	}
+	b, _ := json.Marshal(resp["programs"])
+	var progs []WhichProgram
+	json.Unmarshal(b, &progs)
+	if len(progs) != 3 || !strings.HasSuffix(progs[0].Path, "/sh") || !progs[0].Allowed ||
+		progs[1] != (WhichProgram{Name: "cat"}) || progs[2] != (WhichProgram{Name: "no-such-program-aiod", Allowed: true}) {
+		t.Errorf("which: %+v", progs)
+	}
+}
+
+func TestCallTimeout(t *testing.T) {
+	cfg := proc.Config{DefaultTimeout: 30 * time.Second, MaxTimeout: time.Minute}
+	bg := context.Background()
+	short, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	tests := []struct {
+		ctx      context.Context
+		ms       int64
+		min, max time.Duration
+	}{
+		{bg, 0, 30 * time.Second, 30 * time.Second},
+		{bg, 1500, 1500 * time.Millisecond, 1500 * time.Millisecond},
+		{bg, 3_600_000, time.Minute, time.Minute},
+		{short, 0, 4 * time.Second, 4500 * time.Millisecond}, // ends before the call's deadline
+		{short, 100, 100 * time.Millisecond, 100 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		if d := callTimeout(tt.ctx, tt.ms, cfg); d < tt.min || d > tt.max {
+			t.Errorf("callTimeout(%d ms) = %v, want [%v, %v]", tt.ms, d, tt.min, tt.max)
+		}
+	}
+}

@@ -1,0 +1,297 @@
+package hostfn
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aiodhq/aiod/host/caps"
+)
+
+// StateModule is the import module of the state family.
+const StateModule = "aiod:state"
+
+// State limits.
+const (
+	// DefaultStateMaxBytes applies when a grant has no StateMaxBytes.
+	DefaultStateMaxBytes = 1 << 20
+	// DefaultStateStoreBytes bounds a StateStore made with no limit.
+	DefaultStateStoreBytes = 256 << 20
+	// MaxStateKeyBytes bounds a key.
+	MaxStateKeyBytes = 1024
+	// Default and maximum keys per list call.
+	defaultStateList = 1000
+	maxStateList     = 10000
+)
+
+// StateStore is small key-value state kept by the host in memory, one
+// space per (plugin, owner): a plugin sees only its own keys, and only
+// those of the owner it is called for. A space holds at most its grant's
+// StateMaxBytes (keys plus values); the store as a whole at most its
+// limit. Nothing is persisted. It is safe for concurrent use.
+type StateStore struct {
+	max int64
+
+	mu     sync.Mutex
+	total  int64
+	spaces map[stateKey]*stateSpace
+}
+
+type stateKey struct{ plugin, owner string }
+
+type stateSpace struct {
+	kv    map[string]string
+	bytes int64
+}
+
+// NewStateStore returns a store holding at most maxBytes across all
+// spaces (DefaultStateStoreBytes if maxBytes <= 0).
+func NewStateStore(maxBytes int64) *StateStore {
+	if maxBytes <= 0 {
+		maxBytes = DefaultStateStoreBytes
+	}
+	return &StateStore{max: maxBytes, spaces: map[stateKey]*stateSpace{}}
+}
+
+// Get returns the value of key in the space of (plugin, owner).
+func (s *StateStore) Get(plugin, owner, key string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sp := s.spaces[stateKey{plugin, owner}]
+	if sp == nil {
+		return "", false
+	}
+	v, ok := sp.kv[key]
+	return v, ok
+}
+
+// Set stores value under key, keeping the space within limit bytes
+// (len(key)+len(value) summed over its entries). It returns the space's
+// size after the change.
+func (s *StateStore) Set(plugin, owner, key, value string, limit int64) (int64, error) {
+	if err := checkStateKey(key); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := stateKey{plugin, owner}
+	sp := s.spaces[k]
+	if sp == nil {
+		sp = &stateSpace{kv: map[string]string{}}
+	}
+	delta := int64(len(key) + len(value))
+	if old, ok := sp.kv[key]; ok {
+		delta -= int64(len(key) + len(old))
+	}
+	if sp.bytes+delta > limit {
+		return sp.bytes, Errorf(TooLarge, "state would use %d bytes, max %d for this plugin and owner", sp.bytes+delta, limit)
+	}
+	if s.total+delta > s.max {
+		return sp.bytes, Errorf(TooLarge, "the host's state store is full (%d bytes)", s.max)
+	}
+	sp.kv[key] = value
+	sp.bytes += delta
+	s.total += delta
+	s.spaces[k] = sp
+	return sp.bytes, nil
+}
+
+// Delete removes key and reports whether it was there.
+func (s *StateStore) Delete(plugin, owner, key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := stateKey{plugin, owner}
+	sp := s.spaces[k]
+	if sp == nil {
+		return false
+	}
+	old, ok := sp.kv[key]
+	if !ok {
+		return false
+	}
+	delete(sp.kv, key)
+	n := int64(len(key) + len(old))
+	sp.bytes -= n
+	s.total -= n
+	if len(sp.kv) == 0 {
+		delete(s.spaces, k)
+	}
+	return true
+}
+
+// List returns up to limit keys starting with prefix and sorting after
+// after, in order, and whether more remain.
+func (s *StateStore) List(plugin, owner, prefix, after string, limit int) ([]string, bool) {
+	s.mu.Lock()
+	var keys []string
+	if sp := s.spaces[stateKey{plugin, owner}]; sp != nil {
+		for k := range sp.kv {
+			if strings.HasPrefix(k, prefix) && k > after {
+				keys = append(keys, k)
+			}
+		}
+	}
+	s.mu.Unlock()
+	sort.Strings(keys)
+	if len(keys) > limit {
+		return keys[:limit], true
+	}
+	return keys, false
+}
+
+// Usage returns the size of the space of (plugin, owner).
+func (s *StateStore) Usage(plugin, owner string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sp := s.spaces[stateKey{plugin, owner}]; sp != nil {
+		return sp.bytes
+	}
+	return 0
+}
+
+// Drop forgets the space of (plugin, owner), e.g. when the owner's session
+// ends.
+func (s *StateStore) Drop(plugin, owner string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := stateKey{plugin, owner}
+	if sp := s.spaces[k]; sp != nil {
+		s.total -= sp.bytes
+		delete(s.spaces, k)
+	}
+}
+
+func checkStateKey(key string) error {
+	switch {
+	case key == "":
+		return Errorf(Invalid, "key is required")
+	case len(key) > MaxStateKeyBytes:
+		return Errorf(Invalid, "key is %d bytes, max %d", len(key), MaxStateKeyBytes)
+	}
+	return nil
+}
+
+// StateFamily is the aiod:state family (spec/abi/v1/state.md): get, set,
+// delete and list over the calling plugin's space for the calling owner.
+type StateFamily struct {
+	s *StateStore
+}
+
+// NewState returns the state family over s.
+func NewState(s *StateStore) Family { return &StateFamily{s: s} }
+
+// Name is caps.State.
+func (*StateFamily) Name() caps.Family { return caps.State }
+
+// Defs are the functions of aiod:state.
+func (f *StateFamily) Defs() []Def {
+	return []Def{
+		ReqResp(StateModule, "get", strictJSON(f.get)),
+		ReqResp(StateModule, "set", strictJSON(f.set)),
+		ReqResp(StateModule, "delete", strictJSON(f.delete)),
+		ReqResp(StateModule, "list", strictJSON(f.list)),
+	}
+}
+
+// StateKeyRequest is the request of get and delete.
+type StateKeyRequest struct {
+	Key string `json:"key"`
+}
+
+// StateGetResponse is the response of get.
+type StateGetResponse struct {
+	Found bool   `json:"found"`
+	Value string `json:"value"`
+}
+
+// StateSetRequest is the request of set.
+type StateSetRequest struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// StateSetResponse is the response of set.
+type StateSetResponse struct {
+	BytesUsed int64 `json:"bytes_used"`
+	MaxBytes  int64 `json:"max_bytes"`
+}
+
+// StateDeleteResponse is the response of delete.
+type StateDeleteResponse struct {
+	Deleted bool `json:"deleted"`
+}
+
+// StateListRequest is the request of list.
+type StateListRequest struct {
+	Prefix string `json:"prefix,omitempty"`
+	After  string `json:"after,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+}
+
+// StateListResponse is the response of list.
+type StateListResponse struct {
+	Keys      []string `json:"keys"`
+	Truncated bool     `json:"truncated"`
+}
+
+func stateLimit(c *Call) (int64, error) {
+	if c.Grant == nil || !c.Grant.Has(caps.State) {
+		return 0, Errorf(Denied, "the plugin has no state grant")
+	}
+	if c.Grant.StateMaxBytes > 0 {
+		return c.Grant.StateMaxBytes, nil
+	}
+	return DefaultStateMaxBytes, nil
+}
+
+func (f *StateFamily) get(_ context.Context, c *Call, req *StateKeyRequest) (*StateGetResponse, error) {
+	if _, err := stateLimit(c); err != nil {
+		return nil, err
+	}
+	if err := checkStateKey(req.Key); err != nil {
+		return nil, err
+	}
+	v, ok := f.s.Get(c.Plugin, c.Owner, req.Key)
+	return &StateGetResponse{Found: ok, Value: v}, nil
+}
+
+func (f *StateFamily) set(_ context.Context, c *Call, req *StateSetRequest) (*StateSetResponse, error) {
+	limit, err := stateLimit(c)
+	if err != nil {
+		return nil, err
+	}
+	used, err := f.s.Set(c.Plugin, c.Owner, req.Key, req.Value, limit)
+	if err != nil {
+		return nil, err
+	}
+	return &StateSetResponse{BytesUsed: used, MaxBytes: limit}, nil
+}
+
+func (f *StateFamily) delete(_ context.Context, c *Call, req *StateKeyRequest) (*StateDeleteResponse, error) {
+	if _, err := stateLimit(c); err != nil {
+		return nil, err
+	}
+	if err := checkStateKey(req.Key); err != nil {
+		return nil, err
+	}
+	return &StateDeleteResponse{Deleted: f.s.Delete(c.Plugin, c.Owner, req.Key)}, nil
+}
+
+func (f *StateFamily) list(_ context.Context, c *Call, req *StateListRequest) (*StateListResponse, error) {
+	if _, err := stateLimit(c); err != nil {
+		return nil, err
+	}
+	limit := req.Limit
+	switch {
+	case limit < 0 || limit > maxStateList:
+		return nil, Errorf(Invalid, "limit must be between 1 and %d", maxStateList)
+	case limit == 0:
+		limit = defaultStateList
+	}
+	keys, more := f.s.List(c.Plugin, c.Owner, req.Prefix, req.After, limit)
+	if keys == nil {
+		keys = []string{}
+	}
+	return &StateListResponse{Keys: keys, Truncated: more}, nil
+}

@@ -1,0 +1,389 @@
+// Package proc is the native process layer behind the aiod:process host
+// functions: one-shot processes (Spawn) and persistent bash sessions owned
+// by the host (Manager.Exec), with output caps, timeouts that kill whole
+// process trees, and a process-count watchdog against fork bombs.
+//
+// # Containment
+//
+// Every process tree the package starts (a spawned program or a session's
+// shell) is a unit: it is started in a new session (setsid), so in a new
+// process group, with SIGKILL as its parent-death signal, and, where the
+// kernel allows it, as the init of a new PID namespace (CLONE_NEWPID as
+// root, CLONE_NEWUSER|CLONE_NEWPID with the caller's own uid and gid mapped
+// otherwise). Killing the init of a PID namespace kills every process in
+// it, even those that left the process group or session. Without a
+// namespace a unit is killed by process group and by scanning /proc for
+// members of its session.
+//
+// RLIMIT_NPROC does not contain a fork bomb started by root (the kernel
+// exempts uid 0) and counts every process of the uid, the host's own
+// included, so it is not used. Instead a watchdog scans /proc every
+// Config.WatchInterval, counts the processes of each unit (by PID namespace,
+// else by session id) and kills a unit that exceeds Config.MaxProcs. No
+// cgroup and no external tool (bwrap, prlimit, unshare) is needed.
+//
+// The namespace is a containment and cleanup boundary, not a sandbox: the
+// processes share the host's filesystem, network and /proc, and a program
+// run as root can leave by means of its own (a nested PID namespace escapes
+// the count, though not the kill).
+package proc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Error kinds. Every error the package returns for a bad or refused request
+// is an *Error wrapping one of them.
+var (
+	ErrDenied   = errors.New("denied")
+	ErrInvalid  = errors.New("invalid request")
+	ErrNotFound = errors.New("not found")
+	ErrTooLarge = errors.New("too large")
+	ErrBusy     = errors.New("busy")
+	ErrClosed   = errors.New("process manager closed")
+)
+
+// Error is a request error of a given kind.
+type Error struct {
+	Kind error // one of the Err* kinds
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+func (e *Error) Unwrap() error { return e.Kind }
+
+func errorf(kind error, format string, a ...any) *Error {
+	return &Error{Kind: kind, Msg: fmt.Sprintf(format, a...)}
+}
+
+// Isolation selects how units are contained.
+type Isolation int
+
+const (
+	// IsolationAuto uses a PID namespace when the kernel allows it and
+	// falls back to process groups and sessions.
+	IsolationAuto Isolation = iota
+	// IsolationNone never creates namespaces.
+	IsolationNone
+)
+
+// Config configures a Manager. Zero fields take the defaults below.
+type Config struct {
+	// DefaultTimeout applies when a request gives none (30s); MaxTimeout
+	// caps what a request may ask for (10m).
+	DefaultTimeout time.Duration
+	MaxTimeout     time.Duration
+	// DefaultMaxOutput is the output cap when a request gives none: per
+	// stream for Spawn, for the combined output of Exec (1 MiB).
+	// MaxOutputLimit caps what a request may ask for (16 MiB).
+	DefaultMaxOutput int64
+	MaxOutputLimit   int64
+	// MaxProcs is the most processes one unit may have at a time (512).
+	MaxProcs int
+	// WatchInterval is how often the watchdog counts processes (100ms).
+	WatchInterval time.Duration
+	// MaxSessions bounds the shell sessions of the manager (32) and
+	// MaxSessionsPerOwner those of one plugin and owner (8). When a bound
+	// is reached the least recently used idle session is closed; if none
+	// is idle, Exec fails with ErrBusy.
+	MaxSessions         int
+	MaxSessionsPerOwner int
+	// IdleTimeout closes sessions unused for that long (30m).
+	IdleTimeout time.Duration
+	// KillGrace is how long a killed unit may take to report back before
+	// the manager stops waiting (its pipes are closed, its shell
+	// restarted) (2s).
+	KillGrace time.Duration
+	// BaseEnv is the environment every child starts from; nil means
+	// SafeBaseEnv(os.Environ()).
+	BaseEnv []string
+	// Bash is the shell of sessions; empty means "bash" on the PATH of
+	// BaseEnv.
+	Bash string
+	// TempDir holds the session directories; empty means os.TempDir().
+	TempDir string
+	// Isolation selects the containment (IsolationAuto).
+	Isolation Isolation
+}
+
+func (c *Config) fill() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.DefaultTimeout, 30*time.Second)
+	def(&c.MaxTimeout, 10*time.Minute)
+	def(&c.WatchInterval, 100*time.Millisecond)
+	def(&c.IdleTimeout, 30*time.Minute)
+	def(&c.KillGrace, 2*time.Second)
+	if c.DefaultMaxOutput <= 0 {
+		c.DefaultMaxOutput = 1 << 20
+	}
+	if c.MaxOutputLimit <= 0 {
+		c.MaxOutputLimit = 16 << 20
+	}
+	c.DefaultMaxOutput = min(c.DefaultMaxOutput, c.MaxOutputLimit)
+	if c.MaxProcs <= 0 {
+		c.MaxProcs = 512
+	}
+	if c.MaxSessions <= 0 {
+		c.MaxSessions = 32
+	}
+	if c.MaxSessionsPerOwner <= 0 {
+		c.MaxSessionsPerOwner = 8
+	}
+	if c.BaseEnv == nil {
+		c.BaseEnv = SafeBaseEnv(os.Environ())
+	}
+}
+
+// Manager runs processes and owns shell sessions. It is safe for
+// concurrent use.
+type Manager struct {
+	cfg Config
+
+	mu       sync.Mutex
+	units    map[*unit]struct{}
+	sessions map[Key]*session
+	closed   bool
+	iso      isoMode // containment, fixed at New
+
+	done      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+}
+
+// New returns a Manager. Call Close to kill everything it started.
+func New(cfg Config) *Manager {
+	cfg.fill()
+	m := &Manager{
+		cfg:      cfg,
+		units:    map[*unit]struct{}{},
+		sessions: map[Key]*session{},
+		done:     make(chan struct{}),
+		iso:      isoNone,
+	}
+	if cfg.Isolation == IsolationAuto {
+		m.iso = preferredIso()
+	}
+	m.wg.Add(1)
+	go m.watch()
+	return m
+}
+
+// Config returns the effective configuration.
+func (m *Manager) Config() Config { return m.cfg }
+
+// Close kills every unit and session and waits for the manager's
+// goroutines. It is idempotent; later calls to Spawn or Exec fail with
+// ErrClosed.
+func (m *Manager) Close() error {
+	m.closeOnce.Do(func() {
+		m.mu.Lock()
+		m.closed = true
+		sessions := make([]*session, 0, len(m.sessions))
+		for _, s := range m.sessions {
+			sessions = append(sessions, s)
+		}
+		clear(m.sessions)
+		units := make([]*unit, 0, len(m.units))
+		for u := range m.units {
+			units = append(units, u)
+		}
+		m.mu.Unlock()
+		close(m.done)
+		for _, u := range units {
+			u.kill(reasonClosed)
+		}
+		for _, s := range sessions {
+			s.close(m)
+		}
+		m.wg.Wait()
+	})
+	return nil
+}
+
+func (m *Manager) isClosed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
+}
+
+// watch is the watchdog and the idle-session janitor.
+//
+// Counting the processes of each unit means reading /proc, which is not
+// free (milliseconds with a few hundred processes), so each tick reads only
+// the system's task count and does the full count when it has grown by a
+// sizable step since its low-water mark (a fork bomb does at once), or a
+// second has passed.
+func (m *Manager) watch() {
+	defer m.wg.Done()
+	t := time.NewTicker(m.cfg.WatchInterval)
+	defer t.Stop()
+	lastIdle := time.Now()
+	var lastScan time.Time
+	low := -1
+	step := max(1, min(32, m.cfg.MaxProcs/4))
+	for {
+		select {
+		case <-m.done:
+			return
+		case <-t.C:
+		}
+		m.mu.Lock()
+		units := make([]*unit, 0, len(m.units))
+		for u := range m.units {
+			units = append(units, u)
+		}
+		m.mu.Unlock()
+		total := procTotal()
+		if low < 0 || total < low {
+			low = total
+		}
+		if len(units) > 0 && (total < 0 || total >= low+step || time.Since(lastScan) >= time.Second) {
+			lastScan, low = time.Now(), total
+			for u, n := range countProcs(units) {
+				if n > u.limit {
+					u.kill(reasonProcLimit)
+				}
+			}
+		}
+		if time.Since(lastIdle) >= min(time.Second, m.cfg.IdleTimeout/4) {
+			lastIdle = time.Now()
+			m.expireIdle()
+		}
+	}
+}
+
+// unit is one contained process tree: a spawned program or a shell.
+type unit struct {
+	pid   int    // host pid of the leader / namespace init
+	ns    string // PID namespace link of the unit, "" without one
+	limit int
+
+	// exited is set once the leader has been reaped: its pid may then be
+	// reused by an unrelated process, which killTree must not hit.
+	exited atomic.Bool
+
+	mu     sync.Mutex
+	reason string        // why it was killed, "" if it was not
+	killed chan struct{} // closed on the first kill
+}
+
+// Kill reasons, as reported to callers.
+const (
+	reasonTimeout   = "timeout"
+	reasonCanceled  = "canceled"
+	reasonProcLimit = "process_limit"
+	reasonClosed    = "closed"
+)
+
+func newUnit(pid int, ns string, limit int) *unit {
+	return &unit{pid: pid, ns: ns, limit: limit, killed: make(chan struct{})}
+}
+
+// kill kills the whole tree. The first reason sticks.
+func (u *unit) kill(reason string) {
+	u.mu.Lock()
+	first := u.reason == ""
+	if first {
+		u.reason = reason
+		close(u.killed)
+	}
+	u.mu.Unlock()
+	killTree(u)
+}
+
+func (u *unit) killReason() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.reason
+}
+
+func (m *Manager) addUnit(u *unit) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.units[u] = struct{}{}
+	return true
+}
+
+func (m *Manager) removeUnit(u *unit) {
+	m.mu.Lock()
+	delete(m.units, u)
+	m.mu.Unlock()
+}
+
+// start starts cmd as a new unit.
+func (m *Manager) start(cmd *exec.Cmd) (*unit, error) {
+	cmd.SysProcAttr = sysProcAttr(m.iso)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	u := newUnit(cmd.Process.Pid, unitNS(cmd.Process.Pid, m.iso), m.cfg.MaxProcs)
+	if !m.addUnit(u) {
+		u.kill(reasonClosed)
+		_ = cmd.Wait()
+		return nil, errorf(ErrClosed, "process manager closed")
+	}
+	return u, nil
+}
+
+// Namespaced reports whether units run in their own PID namespace.
+func (m *Manager) Namespaced() bool { return m.iso != isoNone }
+
+// clampTimeout applies the default and the maximum.
+func (m *Manager) clampTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		d = m.cfg.DefaultTimeout
+	}
+	return min(d, m.cfg.MaxTimeout)
+}
+
+func (m *Manager) clampOutput(n int64) int64 {
+	if n <= 0 {
+		n = m.cfg.DefaultMaxOutput
+	}
+	return min(n, m.cfg.MaxOutputLimit)
+}
+
+func (m *Manager) tempDir() string {
+	if m.cfg.TempDir != "" {
+		return m.cfg.TempDir
+	}
+	return os.TempDir()
+}
+
+func randomToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ctxDone returns a channel closed when ctx is done, or nil.
+func ctxDone(ctx context.Context) <-chan struct{} {
+	if ctx == nil {
+		return nil
+	}
+	return ctx.Done()
+}
+
+func cleanAbs(p string) (string, bool) {
+	if !filepath.IsAbs(p) {
+		return "", false
+	}
+	return filepath.Clean(p), true
+}

@@ -1,0 +1,125 @@
+package proc
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func newManager(t *testing.T, cfg Config) *Manager {
+	t.Helper()
+	force := cfg.Isolation == isolationUserNS
+	if force {
+		cfg.Isolation = IsolationNone
+	}
+	m := New(cfg)
+	if force {
+		m.iso = isoUserPidNS
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+// isolations runs f once per containment mode: IsolationAuto (a PID
+// namespace where the machine allows it), IsolationNone, and, where it
+// works, the user+PID namespace that non-root hosts get (forced through
+// forceIso, which newManager applies).
+func isolations(t *testing.T, f func(t *testing.T, iso Isolation)) {
+	t.Run("auto", func(t *testing.T) { f(t, IsolationAuto) })
+	t.Run("none", func(t *testing.T) { f(t, IsolationNone) })
+	if runtime.GOOS == "linux" && isoWorks(isoUserPidNS) {
+		t.Run("userns", func(t *testing.T) { f(t, isolationUserNS) })
+	}
+}
+
+// isolationUserNS asks newManager for the user+PID namespace.
+const isolationUserNS Isolation = 100
+
+// gone reports whether pid has exited (a zombie counts as gone).
+func gone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
+}
+
+// waitGone waits up to d for every pid to be gone.
+func waitGone(t *testing.T, d time.Duration, pids ...int) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for _, pid := range pids {
+		for !gone(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d still alive after %v", pid, d)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+func pids(t *testing.T, out []byte) []int {
+	t.Helper()
+	var ps []int
+	for _, f := range bytes.Fields(out) {
+		p, err := strconv.Atoi(string(f))
+		if err != nil {
+			t.Fatalf("not a pid: %q in %q", f, out)
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		t.Fatalf("no pids in %q", out)
+	}
+	return ps
+}
+
+func heapAllocs() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc
+}
+
+// bombGuard protects the machine running the tests if the watchdog under
+// test fails to stop a fork bomb: past 1500 tasks more than at the start,
+// it kills every unit of m itself and fails the test.
+func bombGuard(t *testing.T, m *Manager) {
+	base := procTotal()
+	if base < 0 {
+		return
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if procTotal() < base+1500 {
+				continue
+			}
+			t.Error("bomb guard: the watchdog let the process count run away; killing")
+			m.mu.Lock()
+			for u := range m.units {
+				killTree(u)
+			}
+			m.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,658 @@
+package proc
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Shell statuses, as in the aiod / OpenHands BashCommandStatus enum.
+const (
+	StatusCompleted   = "completed"    // the command ran to its end; ExitCode is set
+	StatusHardTimeout = "hard_timeout" // the timeout (or cancellation) killed it
+	StatusTerminated  = "terminated"   // the session's shell died; it restarts on the next call
+	// StatusRunning and StatusNoChangeTimeout belong to the enum but are
+	// not produced: a command never outlives its Exec call.
+	StatusRunning         = "running"
+	StatusNoChangeTimeout = "no_change_timeout"
+)
+
+// Key identifies a shell session: sessions of different plugins or owners
+// never mix, whatever session name they use.
+type Key struct {
+	Plugin  string
+	Owner   string
+	Session string
+}
+
+// ExecOptions are the optional parts of an Exec.
+type ExecOptions struct {
+	// MaxOutput caps the combined output (Config default and maximum
+	// apply). Output beyond it is read and discarded.
+	MaxOutput int64
+	// StartDir is where a new shell starts when no cwd is given and the
+	// session has no directory of its own yet.
+	StartDir string
+}
+
+// ExecResult is the outcome of one command in a session.
+type ExecResult struct {
+	Status string
+	// Output is stdout and stderr of the command, interleaved in the
+	// order written.
+	Output    []byte
+	Truncated bool
+	// ExitCode is set when Status is "completed" (128+n when the
+	// command died of signal n).
+	ExitCode *int
+	// Cwd is the session's directory after the command (symlinks
+	// resolved).
+	Cwd      string
+	Duration time.Duration
+	// Restarted is set when the session's shell had died (exit of the
+	// shell itself, watchdog, timeout cleanup) and was started again for
+	// this call. Variables, functions, aliases, options and directory are
+	// restored from the last command that completed; background jobs of
+	// the old shell are gone.
+	Restarted bool
+	// Reason says why a command did not complete: "timeout", "canceled",
+	// "process_limit", "exited" (the shell process ended) or "closed".
+	Reason string
+}
+
+//go:embed prelude.bash
+var prelude []byte
+
+// MaxCommandBytes bounds one shell command.
+const MaxCommandBytes = 1 << 20
+
+// maxMarkerBody bounds a marker after its token (the cwd is in it).
+const maxMarkerBody = 64 << 10
+
+type session struct {
+	key    Key
+	sem    chan struct{} // held by the Exec running on the session
+	closed atomic.Bool
+	used   atomic.Int64 // unix nanos of the last use
+
+	// Guarded by sem; sh is also written under shMu, for peekShell.
+	shMu    sync.Mutex
+	dir     string // private directory: prelude, command, saved state
+	seq     uint64
+	sh      *shell
+	cwd     string
+	started bool
+}
+
+func (s *session) touch() { s.used.Store(time.Now().UnixNano()) }
+
+func (s *session) tryLock() bool {
+	select {
+	case s.sem <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// Exec runs one bash command in the session key, creating it on first use,
+// and waits for it up to timeout (Config default and maximum apply). Calls
+// on one session are serialized; waiting for the session counts against
+// ctx but not against timeout.
+//
+// A non-empty cwd (already checked with CheckCwd) becomes the session's
+// directory before the command runs. `cd`, `export`, variables, functions,
+// aliases and `set`/`shopt` options persist from one command to the next.
+// The command runs in a subshell of the session's shell, so `exit n` or
+// `exec prog` end the command (exit code n, or that of prog), not the
+// session. The command's stdin is /dev/null.
+//
+// On timeout the command's process group is killed and Status is
+// "hard_timeout"; processes it moved to another group keep running in the
+// session until the session is closed. If the shell itself dies (watchdog,
+// Close) Status is "terminated" and the next call starts a new shell.
+func (m *Manager) Exec(ctx context.Context, key Key, command, cwd string, timeout time.Duration, opt ExecOptions) (*ExecResult, error) {
+	switch {
+	case key.Session == "" || len(key.Session) > 256 || strings.ContainsRune(key.Session, 0):
+		return nil, errorf(ErrInvalid, "bad session id %q", key.Session)
+	case strings.ContainsRune(command, 0):
+		return nil, errorf(ErrInvalid, "command must not contain NUL bytes")
+	case len(command) > MaxCommandBytes:
+		return nil, errorf(ErrTooLarge, "command is %d bytes, max %d", len(command), MaxCommandBytes)
+	case strings.ContainsRune(cwd, 0) || strings.ContainsRune(opt.StartDir, 0):
+		return nil, errorf(ErrInvalid, "bad cwd %q", cwd)
+	}
+	for {
+		s, err := m.session(key)
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case s.sem <- struct{}{}:
+		case <-ctxDone(ctx):
+			return nil, errorf(ErrBusy, "gave up waiting for session %q: %v", key.Session, ctx.Err())
+		case <-m.done:
+			return nil, errorf(ErrClosed, "process manager closed")
+		}
+		if s.closed.Load() {
+			<-s.sem // evicted while we waited: take a fresh one
+			continue
+		}
+		res, err := m.execLocked(ctx, s, command, cwd, m.clampTimeout(timeout), m.clampOutput(opt.MaxOutput), opt.StartDir)
+		s.touch()
+		<-s.sem
+		return res, err
+	}
+}
+
+// CloseSession kills the session's shell and forgets its state. It
+// reports whether the session existed. It waits for a running command of
+// the session to end.
+func (m *Manager) CloseSession(ctx context.Context, key Key) (bool, error) {
+	m.mu.Lock()
+	s, ok := m.sessions[key]
+	if ok {
+		delete(m.sessions, key)
+	}
+	m.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	s.closed.Store(true)
+	// Kill first so a running command ends now, then take the lock.
+	if s.tryLock() {
+		s.stop(m)
+		<-s.sem
+		return true, nil
+	}
+	if sh := s.peekShell(); sh != nil {
+		sh.u.kill(reasonClosed)
+	}
+	select {
+	case s.sem <- struct{}{}:
+		s.stop(m)
+		<-s.sem
+		return true, nil
+	case <-ctxDone(ctx):
+		return true, ctx.Err()
+	}
+}
+
+// peekShell returns the shell without holding sem, for killing only.
+func (s *session) peekShell() *shell {
+	s.shMu.Lock()
+	defer s.shMu.Unlock()
+	return s.sh
+}
+
+// setShell sets the shell; the caller holds sem.
+func (s *session) setShell(sh *shell) {
+	s.shMu.Lock()
+	s.sh = sh
+	s.shMu.Unlock()
+}
+
+// stop kills the shell and removes the session directory. Caller holds sem.
+func (s *session) stop(m *Manager) {
+	if s.sh != nil {
+		s.sh.stop(m)
+		s.setShell(nil)
+	}
+	if s.dir != "" {
+		_ = os.RemoveAll(s.dir)
+		s.dir = ""
+	}
+}
+
+// close is stop for Close: the shells are already dead, so sem is free
+// soon.
+func (s *session) close(m *Manager) {
+	s.closed.Store(true)
+	s.sem <- struct{}{}
+	s.stop(m)
+	<-s.sem
+}
+
+// Sessions returns the number of live sessions.
+func (m *Manager) Sessions() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.sessions)
+}
+
+// session finds or creates the session of key, evicting an idle one when
+// a bound is reached.
+func (m *Manager) session(key Key) (*session, error) {
+	var evict []*session
+	defer func() {
+		for _, s := range evict {
+			s.stop(m)
+			<-s.sem
+		}
+	}()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, errorf(ErrClosed, "process manager closed")
+	}
+	if s, ok := m.sessions[key]; ok {
+		return s, nil
+	}
+	sameOwner := func(s *session) bool { return s.key.Plugin == key.Plugin && s.key.Owner == key.Owner }
+	owned := 0
+	for _, s := range m.sessions {
+		if sameOwner(s) {
+			owned++
+		}
+	}
+	if owned >= m.cfg.MaxSessionsPerOwner {
+		s := m.lruIdle(sameOwner)
+		if s == nil {
+			return nil, errorf(ErrBusy, "too many shell sessions for this plugin and owner (max %d), none idle", m.cfg.MaxSessionsPerOwner)
+		}
+		evict = append(evict, s)
+	} else if len(m.sessions) >= m.cfg.MaxSessions {
+		s := m.lruIdle(func(*session) bool { return true })
+		if s == nil {
+			return nil, errorf(ErrBusy, "too many shell sessions (max %d), none idle", m.cfg.MaxSessions)
+		}
+		evict = append(evict, s)
+	}
+	s := &session{key: key, sem: make(chan struct{}, 1)}
+	s.touch()
+	m.sessions[key] = s
+	return s, nil
+}
+
+// lruIdle locks and unlinks the least recently used idle session matching
+// ok. Caller holds m.mu; the returned session's sem is held.
+func (m *Manager) lruIdle(ok func(*session) bool) *session {
+	var cands []*session
+	for _, s := range m.sessions {
+		if ok(s) {
+			cands = append(cands, s)
+		}
+	}
+	// Oldest first.
+	for len(cands) > 0 {
+		oi := 0
+		for i, s := range cands {
+			if s.used.Load() < cands[oi].used.Load() {
+				oi = i
+			}
+		}
+		s := cands[oi]
+		if s.tryLock() {
+			s.closed.Store(true)
+			delete(m.sessions, s.key)
+			return s
+		}
+		cands = append(cands[:oi], cands[oi+1:]...)
+	}
+	return nil
+}
+
+func (m *Manager) expireIdle() {
+	cutoff := time.Now().Add(-m.cfg.IdleTimeout).UnixNano()
+	var expired []*session
+	m.mu.Lock()
+	for k, s := range m.sessions {
+		if s.used.Load() < cutoff && s.tryLock() {
+			s.closed.Store(true)
+			delete(m.sessions, k)
+			expired = append(expired, s)
+		}
+	}
+	m.mu.Unlock()
+	for _, s := range expired {
+		s.stop(m)
+		<-s.sem
+	}
+}
+
+func (m *Manager) execLocked(ctx context.Context, s *session, command, cwd string, timeout time.Duration, maxOut int64, startDir string) (*ExecResult, error) {
+	restarted := false
+	if s.sh != nil && s.sh.isDead() {
+		s.sh.stop(m)
+		s.setShell(nil)
+	}
+	if s.sh == nil {
+		restarted = s.started
+		sh, err := m.startShell(s, cwd, startDir)
+		if err != nil {
+			return nil, err
+		}
+		s.setShell(sh)
+		s.started = true
+	}
+	sh := s.sh
+	s.seq++
+	seq := s.seq
+	tok := randomToken()
+	if err := os.WriteFile(filepath.Join(s.dir, "cmd"), []byte(command), 0o600); err != nil {
+		return nil, fmt.Errorf("write command: %w", err)
+	}
+	col := &collector{mark: []byte("\x00" + tok + ":"), seq: strconv.FormatUint(seq, 10), max: maxOut, done: make(chan struct{})}
+	sh.setCollector(col)
+	defer sh.setCollector(nil)
+	line := fmt.Sprintf("__aiod_run %d %s %s; if __aiod_ok %d; then __aiod_clear; builtin source \"$__aiod_d/st.%d\"; builtin printf '%%s\\n' %d >|\"$__aiod_d/good\"; fi >/dev/null 2>&1; __aiod_end %d %s\n",
+		seq, tok, shQuote(cwd), seq, seq%2, seq, seq, tok)
+
+	start := time.Now()
+	res := &ExecResult{Restarted: restarted}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	if _, err := sh.stdin.Write([]byte(line)); err != nil {
+		// The shell is gone; report it like a death during the command.
+		<-sh.deadOrAfter(m.cfg.KillGrace)
+	}
+	select {
+	case <-col.done:
+		res.Status = StatusCompleted
+	case <-sh.dead:
+		res.Status = StatusTerminated
+	case <-timer.C:
+		res.Status, res.Reason = StatusHardTimeout, reasonTimeout
+	case <-ctxDone(ctx):
+		res.Status, res.Reason = StatusHardTimeout, reasonCanceled
+	case <-m.done:
+		res.Status, res.Reason = StatusTerminated, reasonClosed
+	}
+	if res.Status == StatusHardTimeout {
+		// Kill the command's process group; the shell then reaps it and
+		// reports. If it does not, or the job never started, the shell
+		// goes too.
+		if pid := col.jobPid(); pid > 0 {
+			killGroup(pid)
+			select {
+			case <-col.done:
+			case <-sh.dead:
+			case <-time.After(m.cfg.KillGrace):
+				sh.u.kill(res.Reason)
+			}
+		} else {
+			sh.u.kill(res.Reason)
+		}
+	}
+	if res.Status == StatusTerminated || sh.isDead() {
+		<-sh.deadOrAfter(m.cfg.KillGrace)
+		if res.Reason == "" {
+			res.Reason = sh.u.killReason()
+			if res.Reason == "" {
+				res.Reason = "exited"
+			}
+		}
+		sh.stop(m)
+		s.setShell(nil)
+	}
+	sh.setCollector(nil)
+	col.mu.Lock()
+	res.Output = col.out
+	res.Truncated = col.truncated
+	if col.ended {
+		s.cwd = col.cwd
+		if res.Status == StatusCompleted {
+			rc := col.rc
+			res.ExitCode = &rc
+		}
+	}
+	col.mu.Unlock()
+	res.Cwd = s.cwd
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// startShell starts the session's shell in cwd, else in the session's
+// last directory, else in startDir.
+func (m *Manager) startShell(s *session, cwd, startDir string) (*shell, error) {
+	bash := m.cfg.Bash
+	if bash == "" {
+		p, err := lookIn("bash", envGet(m.cfg.BaseEnv, "PATH"))
+		if err != nil {
+			return nil, errorf(ErrNotFound, "shell sessions need bash: %v", err)
+		}
+		bash = p
+	}
+	if s.dir == "" {
+		d, err := os.MkdirTemp(m.tempDir(), "aiod-shell-")
+		if err != nil {
+			return nil, fmt.Errorf("session directory: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "bash"), prelude, 0o600); err != nil {
+			_ = os.RemoveAll(d)
+			return nil, fmt.Errorf("session directory: %w", err)
+		}
+		s.dir = d
+	}
+	dir := "/"
+	for _, d := range []string{cwd, s.cwd, startDir} {
+		if fi, err := os.Stat(d); d != "" && err == nil && fi.IsDir() {
+			dir = d
+			break
+		}
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd := &exec.Cmd{
+		Path: bash, Args: []string{"bash", "--noprofile", "--norc"},
+		Env: m.cfg.BaseEnv, Dir: dir,
+		Stdin: inR, Stdout: outW, Stderr: outW,
+	}
+	u, err := m.start(cmd)
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, startError(bash, err)
+	}
+	sh := &shell{cmd: cmd, u: u, stdin: inW, out: outR, dead: make(chan struct{}), readDone: make(chan struct{})}
+	go sh.readLoop()
+	go func() {
+		_ = cmd.Wait()
+		u.exited.Store(true)
+		close(sh.dead)
+	}()
+	// Source the prelude as "bash" (see its first line).
+	boot := "__aiod_d=" + shQuote(s.dir) + "; __aiod_start=$PWD; builtin shopt -u sourcepath; builtin cd -- \"$__aiod_d\" && builtin source bash\n"
+	if _, err := inW.Write([]byte(boot)); err != nil {
+		sh.stop(m)
+		return nil, fmt.Errorf("start shell: %w", err)
+	}
+	if s.cwd == "" {
+		s.cwd = dir
+	}
+	return sh, nil
+}
+
+// shell is one bash process of a session.
+type shell struct {
+	cmd      *exec.Cmd
+	u        *unit
+	stdin    *os.File
+	out      *os.File
+	dead     chan struct{} // closed when the process has exited
+	readDone chan struct{}
+	stopOnce sync.Once
+
+	mu  sync.Mutex
+	col *collector
+}
+
+func (sh *shell) isDead() bool {
+	select {
+	case <-sh.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// deadOrAfter is closed when the shell dies or after d.
+func (sh *shell) deadOrAfter(d time.Duration) <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-sh.dead:
+		case <-t.C:
+		}
+		close(c)
+	}()
+	return c
+}
+
+func (sh *shell) setCollector(c *collector) {
+	sh.mu.Lock()
+	sh.col = c
+	sh.mu.Unlock()
+}
+
+// stop kills the shell's unit and releases its pipes.
+func (sh *shell) stop(m *Manager) {
+	sh.stopOnce.Do(func() {
+		sh.u.kill(reasonClosed)
+		<-sh.dead // SIGKILLed: the wait returns promptly
+		m.removeUnit(sh.u)
+		sh.stdin.Close()
+		sh.out.Close()
+		<-sh.readDone
+	})
+}
+
+// readLoop reads the shell's output pipe for its whole life, handing the
+// bytes to the current collector or discarding them between commands.
+func (sh *shell) readLoop() {
+	defer close(sh.readDone)
+	var buf [32 << 10]byte
+	var pend []byte
+	var cur *collector
+	for {
+		n, err := sh.out.Read(buf[:])
+		if n > 0 {
+			sh.mu.Lock()
+			c := sh.col
+			sh.mu.Unlock()
+			if c != cur {
+				pend, cur = pend[:0], c
+			}
+			if c != nil {
+				pend = c.feed(append(pend, buf[:n]...))
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// collector gathers the output of one command between its markers.
+type collector struct {
+	mark []byte // NUL tok ":"
+	seq  string
+	max  int64
+	done chan struct{} // closed at the end marker
+
+	mu        sync.Mutex
+	out       []byte
+	truncated bool
+	started   bool
+	pid       int
+	ended     bool
+	rc        int
+	cwd       string
+}
+
+func (c *collector) jobPid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pid
+}
+
+// feed consumes p and returns the bytes to keep for the next call (a
+// possible partial marker), reusing p's storage.
+func (c *collector) feed(p []byte) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !c.ended {
+		i := bytes.Index(p, c.mark)
+		if i < 0 {
+			keep := min(len(p), len(c.mark)-1)
+			c.emit(p[:len(p)-keep])
+			return append(p[:0], p[len(p)-keep:]...)
+		}
+		c.emit(p[:i])
+		rest := p[i+len(c.mark):]
+		j := bytes.IndexByte(rest, 0)
+		if j < 0 {
+			if len(rest) > maxMarkerBody { // not ours after all
+				c.emit(p[i : i+len(c.mark)])
+				p = rest
+				continue
+			}
+			return append(p[:0], p[i:]...)
+		}
+		c.marker(string(rest[:j]))
+		p = rest[j+1:]
+	}
+	return p[:0]
+}
+
+// emit adds command output, once the start marker was seen.
+func (c *collector) emit(p []byte) {
+	if !c.started || len(p) == 0 {
+		return
+	}
+	room := c.max - int64(len(c.out))
+	if int64(len(p)) > room {
+		c.truncated = true
+		if room <= 0 {
+			return
+		}
+		p = p[:room]
+	}
+	c.out = append(c.out, p...)
+}
+
+// marker handles "S:seq:pid" and "E:seq:rc:cwd".
+func (c *collector) marker(body string) {
+	kind, rest, _ := strings.Cut(body, ":")
+	seq, rest, _ := strings.Cut(rest, ":")
+	if seq != c.seq {
+		return
+	}
+	switch kind {
+	case "S":
+		c.started = true
+		c.pid, _ = strconv.Atoi(rest)
+	case "E":
+		rc, cwd, _ := strings.Cut(rest, ":")
+		c.rc, _ = strconv.Atoi(rc)
+		c.cwd = cwd
+		c.ended = true
+		close(c.done)
+	}
+}
+
+// shQuote quotes s for bash.
+func shQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,44 @@
+//go:build wasip1
+
+package process
+
+import (
+	"runtime"
+	"unsafe"
+
+	"github.com/aiodhq/aiod/sdk/internal/abi"
+)
+
+// The aiod:process imports: (req_ptr, req_len) -> code<<32 | resp_len.
+
+//go:wasmimport aiod:process spawn
+func hostSpawn(ptr unsafe.Pointer, n uint32) uint64
+
+//go:wasmimport aiod:process shell_exec
+func hostShellExec(ptr unsafe.Pointer, n uint32) uint64
+
+//go:wasmimport aiod:process shell_close
+func hostShellClose(ptr unsafe.Pointer, n uint32) uint64
+
+//go:wasmimport aiod:process which
+func hostWhich(ptr unsafe.Pointer, n uint32) uint64
+
+// call runs host function name on req and returns (response, code).
+func call(name string, req []byte) ([]byte, uint32) {
+	p, n := abi.Ptr(req), uint32(len(req))
+	var ret uint64
+	switch name {
+	case "spawn":
+		ret = hostSpawn(p, n)
+	case "shell_exec":
+		ret = hostShellExec(p, n)
+	case "shell_close":
+		ret = hostShellClose(p, n)
+	case "which":
+		ret = hostWhich(p, n)
+	default:
+		panic("aiod sdk/process: unknown function " + name)
+	}
+	runtime.KeepAlive(req)
+	return abi.Finish(ret)
+}

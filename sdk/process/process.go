@@ -1,0 +1,275 @@
+// Package process is the guest side of the aiod:process host functions
+// (spec/abi/v1/process.md): running granted programs to completion, and
+// bash commands in persistent shell sessions kept by the host. The plugin's
+// manifest must ask for the process capability (and "shell": true for
+// sessions); the operator's policy decides which programs and working
+// directories it actually gets.
+//
+//	res, err := process.Spawn(process.SpawnRequest{Argv: []string{"python3", "-c", "print(6*7)"}})
+//	// res.Stdout == "42\n"
+//
+//	out, err := process.ShellExec(process.ShellRequest{Cmd: "cd /tmp && ls"})
+//	// out.Status == process.StatusCompleted, *out.ExitCode == 0, out.Cwd == "/tmp"
+//
+// Every failure of a host call is an *Error; errors.Is(err, ErrDenied)
+// and the other Err* values match its code. A program that runs and fails
+// is not an error: see SpawnResult.ExitCode and ShellResult.Status.
+//
+// Built natively (not wasip1), calls go to the fake host installed by the
+// SDK's test support.
+package process
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Module is the import module of the host functions.
+const Module = "aiod:process"
+
+// Shell statuses (ShellResult.Status).
+const (
+	StatusCompleted   = "completed"    // the command ended; ExitCode is set
+	StatusHardTimeout = "hard_timeout" // the timeout killed it
+	StatusTerminated  = "terminated"   // the session's shell died; the next call starts a new one
+)
+
+// Errors matched by errors.Is against an *Error's code.
+var (
+	ErrDenied      = errors.New("denied")      // outside the grant
+	ErrInvalid     = errors.New("invalid")     // malformed request
+	ErrNotFound    = errors.New("not_found")   // program or cwd missing
+	ErrTooLarge    = errors.New("too_large")   // argv, env, stdin or command too big
+	ErrUnavailable = errors.New("unavailable") // host shutting down, too many busy sessions
+)
+
+// Error is a failed host call.
+type Error struct {
+	// Code is the host function error code: "denied", "invalid",
+	// "not_found", "too_large", "unavailable", "io", "internal".
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Is matches the Err* value of e's code.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case ErrDenied:
+		return e.Code == "denied"
+	case ErrInvalid:
+		return e.Code == "invalid"
+	case ErrNotFound:
+		return e.Code == "not_found"
+	case ErrTooLarge:
+		return e.Code == "too_large"
+	case ErrUnavailable:
+		return e.Code == "unavailable"
+	}
+	return false
+}
+
+var codeNames = [...]string{"ok", "denied", "invalid", "not_found", "exists", "io", "too_large", "timeout", "unavailable", "internal"}
+
+// do marshals req, calls name and decodes the answer into resp.
+func do(name string, req, resp any) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return &Error{Code: "invalid", Message: err.Error()}
+	}
+	out, code := call(name, b)
+	if code != 0 {
+		e := &Error{}
+		if json.Unmarshal(out, e) != nil || e.Message == "" {
+			e.Message = string(out)
+		}
+		if e.Code == "" {
+			e.Code = "internal"
+			if int(code) < len(codeNames) {
+				e.Code = codeNames[code]
+			}
+		}
+		return e
+	}
+	if err := json.Unmarshal(out, resp); err != nil {
+		return &Error{Code: "internal", Message: "bad response from the host: " + err.Error()}
+	}
+	return nil
+}
+
+// ms converts a timeout to whole milliseconds, rounding up.
+func ms(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// SpawnRequest is a program to run to completion.
+type SpawnRequest struct {
+	// Argv is the program and its arguments. Argv[0] is a name looked up
+	// on PATH or an absolute path; it must be granted.
+	Argv []string
+	// Env is added to the host's safe base environment (PATH, HOME,
+	// LANG, TERM, ...); nothing else of the host's environment is passed.
+	Env map[string]string
+	// Cwd is the working directory, absolute and inside a granted
+	// directory; "" is the first granted one.
+	Cwd string
+	// Stdin is the program's standard input ("" reads as empty).
+	Stdin string
+	// Timeout is the wall-clock limit (0: the host default, 30s); the
+	// whole process tree is killed when it expires.
+	Timeout time.Duration
+	// MaxOutputBytes caps stdout and stderr each (0: 1 MiB); output
+	// beyond it is dropped and reported as truncated.
+	MaxOutputBytes int64
+}
+
+// SpawnResult is the outcome of a program.
+type SpawnResult struct {
+	ExitCode int    `json:"exit_code"` // -1 if killed by a signal
+	Signal   string `json:"signal"`    // e.g. "SIGKILL", "" if none
+	TimedOut bool   `json:"timed_out"`
+	// Killed says why the host killed the program: "timeout",
+	// "canceled", "process_limit", "closed", or "".
+	Killed          string        `json:"killed"`
+	DurationMs      int64         `json:"duration_ms"`
+	Duration        time.Duration `json:"-"`
+	Stdout          string        `json:"stdout"`
+	Stderr          string        `json:"stderr"`
+	StdoutTruncated bool          `json:"stdout_truncated"`
+	StderrTruncated bool          `json:"stderr_truncated"`
+	// Program is the path that ran, Cwd where (symlinks resolved).
+	Program string `json:"program"`
+	Cwd     string `json:"cwd"`
+}
+
+type spawnWire struct {
+	Argv           []string          `json:"argv"`
+	Env            map[string]string `json:"env,omitempty"`
+	Cwd            string            `json:"cwd,omitempty"`
+	Stdin          string            `json:"stdin,omitempty"`
+	TimeoutMs      int64             `json:"timeout_ms,omitempty"`
+	MaxOutputBytes int64             `json:"max_output_bytes,omitempty"`
+}
+
+// Spawn runs a program to completion and returns its exit status and
+// output. Anything it leaves running is killed when it exits.
+func Spawn(req SpawnRequest) (*SpawnResult, error) {
+	var res SpawnResult
+	err := do("spawn", spawnWire{Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Stdin: req.Stdin,
+		TimeoutMs: ms(req.Timeout), MaxOutputBytes: req.MaxOutputBytes}, &res)
+	if err != nil {
+		return nil, err
+	}
+	res.Duration = time.Duration(res.DurationMs) * time.Millisecond
+	return &res, nil
+}
+
+// Run is Spawn of argv with the defaults.
+func Run(argv ...string) (*SpawnResult, error) { return Spawn(SpawnRequest{Argv: argv}) }
+
+// ShellRequest is one bash command in a session.
+type ShellRequest struct {
+	// Session names the session ("" is "default"). Sessions belong to
+	// the plugin and the MCP client it runs for.
+	Session string
+	// NewSession runs in a fresh session: with Session "", one with a
+	// new name (returned in ShellResult.Session); with a Session, that
+	// session is reset first.
+	NewSession bool
+	// Cmd is the bash command; `cd`, `export`, variables, functions and
+	// aliases persist to the next command of the session. `exit` ends
+	// the command, not the session. Stdin is /dev/null.
+	Cmd string
+	// Cwd, if set, becomes the session's directory before Cmd runs.
+	Cwd string
+	// Timeout (0: the host default, 30s): the command is killed when it
+	// expires and Status is "hard_timeout".
+	Timeout time.Duration
+	// MaxOutputBytes caps the combined output (0: 1 MiB).
+	MaxOutputBytes int64
+}
+
+// ShellResult is the outcome of a shell command.
+type ShellResult struct {
+	Session string `json:"session"`
+	Status  string `json:"status"` // StatusCompleted, StatusHardTimeout, StatusTerminated
+	// Output is stdout and stderr, interleaved as written.
+	Output    string `json:"output"`
+	Truncated bool   `json:"truncated"`
+	// ExitCode is set when Status is "completed".
+	ExitCode *int `json:"exit_code"`
+	// Cwd is the session's directory after the command; pass it back as
+	// Cwd to keep in step with the shell.
+	Cwd        string        `json:"cwd"`
+	DurationMs int64         `json:"duration_ms"`
+	Duration   time.Duration `json:"-"`
+	// Restarted: the session's shell had died and was started again;
+	// state was restored from the last completed command.
+	Restarted bool `json:"restarted"`
+	// Reason says why a command did not complete: "timeout",
+	// "canceled", "process_limit", "exited", "closed".
+	Reason string `json:"reason"`
+}
+
+type shellWire struct {
+	Session        string `json:"session,omitempty"`
+	NewSession     bool   `json:"new_session,omitempty"`
+	Cmd            string `json:"cmd"`
+	Cwd            string `json:"cwd,omitempty"`
+	TimeoutMs      int64  `json:"timeout_ms,omitempty"`
+	MaxOutputBytes int64  `json:"max_output_bytes,omitempty"`
+}
+
+// ShellExec runs a command in a shell session, creating it on first use.
+// Calls on one session run one at a time.
+func ShellExec(req ShellRequest) (*ShellResult, error) {
+	var res ShellResult
+	err := do("shell_exec", shellWire{Session: req.Session, NewSession: req.NewSession, Cmd: req.Cmd, Cwd: req.Cwd,
+		TimeoutMs: ms(req.Timeout), MaxOutputBytes: req.MaxOutputBytes}, &res)
+	if err != nil {
+		return nil, err
+	}
+	res.Duration = time.Duration(res.DurationMs) * time.Millisecond
+	return &res, nil
+}
+
+// ShellClose ends a session ("" is "default") and reports whether it
+// existed.
+func ShellClose(session string) (bool, error) {
+	var res struct {
+		Closed bool `json:"closed"`
+	}
+	err := do("shell_close", struct {
+		Session string `json:"session,omitempty"`
+	}{session}, &res)
+	return res.Closed, err
+}
+
+// Program is one answer of Which.
+type Program struct {
+	Name string `json:"name"`
+	// Path is where the program is, "" if it is not found or not
+	// allowed.
+	Path string `json:"path"`
+	// Allowed reports whether the grant allows the name.
+	Allowed bool `json:"allowed"`
+}
+
+// Which looks programs up as Spawn would (at most 64 names).
+func Which(names ...string) ([]Program, error) {
+	var res struct {
+		Programs []Program `json:"programs"`
+	}
+	if names == nil {
+		names = []string{}
+	}
+	err := do("which", struct {
+		Names []string `json:"names"`
+	}{names}, &res)
+	return res.Programs, err
+}

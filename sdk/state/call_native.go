@@ -1,0 +1,10 @@
+//go:build !wasip1
+
+package state
+
+import "github.com/aiodhq/aiod/sdk/internal/abi"
+
+// call runs host function name on the fake host of native builds.
+func call(name string, req []byte) ([]byte, uint32) {
+	return abi.NativeCall(Module, name, req)
+}

@@ -1,0 +1,159 @@
+// Package state is the guest side of the aiod:state host functions
+// (spec/abi/v1/state.md): small key-value state the host keeps in memory
+// between calls, one space per plugin and MCP client ("owner"). Values are
+// UTF-8 text; encode anything else (JSON, base64) yourself. A space holds
+// at most the grant's max_bytes (keys plus values, 1 MiB by default);
+// nothing survives a restart of the host.
+//
+//	if err := state.Set("cursor", "42"); errors.Is(err, state.ErrTooLarge) { ... }
+//	v, ok, err := state.Get("cursor")
+//
+// Every failure is an *Error; errors.Is(err, ErrTooLarge) and the other
+// Err* values match its code.
+//
+// Built natively (not wasip1), calls go to the fake host installed by the
+// SDK's test support.
+package state
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// Module is the import module of the host functions.
+const Module = "aiod:state"
+
+// Errors matched by errors.Is against an *Error's code.
+var (
+	ErrDenied   = errors.New("denied")    // no state grant
+	ErrInvalid  = errors.New("invalid")   // empty or too long key, bad limit
+	ErrTooLarge = errors.New("too_large") // the space (or the host's store) is full
+)
+
+// Error is a failed host call.
+type Error struct {
+	// Code is the host function error code: "denied", "invalid",
+	// "too_large", "internal".
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Is matches the Err* value of e's code.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case ErrDenied:
+		return e.Code == "denied"
+	case ErrInvalid:
+		return e.Code == "invalid"
+	case ErrTooLarge:
+		return e.Code == "too_large"
+	}
+	return false
+}
+
+var codeNames = [...]string{"ok", "denied", "invalid", "not_found", "exists", "io", "too_large", "timeout", "unavailable", "internal"}
+
+func do(name string, req, resp any) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return &Error{Code: "invalid", Message: err.Error()}
+	}
+	out, code := call(name, b)
+	if code != 0 {
+		e := &Error{}
+		if json.Unmarshal(out, e) != nil || e.Message == "" {
+			e.Message = string(out)
+		}
+		if e.Code == "" {
+			e.Code = "internal"
+			if int(code) < len(codeNames) {
+				e.Code = codeNames[code]
+			}
+		}
+		return e
+	}
+	if err := json.Unmarshal(out, resp); err != nil {
+		return &Error{Code: "internal", Message: "bad response from the host: " + err.Error()}
+	}
+	return nil
+}
+
+type keyReq struct {
+	Key string `json:"key"`
+}
+
+// Get returns the value of key and whether it is set.
+func Get(key string) (string, bool, error) {
+	var res struct {
+		Found bool   `json:"found"`
+		Value string `json:"value"`
+	}
+	if err := do("get", keyReq{key}, &res); err != nil {
+		return "", false, err
+	}
+	return res.Value, res.Found, nil
+}
+
+// Set stores value under key (at most 1024 bytes). It fails with
+// ErrTooLarge if the space would exceed its limit; nothing is stored then.
+func Set(key, value string) error {
+	_, _, err := SetUsage(key, value)
+	return err
+}
+
+// SetUsage is Set that also returns the space's size after the change and
+// its limit, in bytes.
+func SetUsage(key, value string) (used, max int64, err error) {
+	var res struct {
+		BytesUsed int64 `json:"bytes_used"`
+		MaxBytes  int64 `json:"max_bytes"`
+	}
+	err = do("set", struct {
+		Key   string `json:"key"`
+		Value string `json:"value"`
+	}{key, value}, &res)
+	return res.BytesUsed, res.MaxBytes, err
+}
+
+// Delete removes key and reports whether it was set.
+func Delete(key string) (bool, error) {
+	var res struct {
+		Deleted bool `json:"deleted"`
+	}
+	err := do("delete", keyReq{key}, &res)
+	return res.Deleted, err
+}
+
+// ListPage returns up to limit (0: 1000, at most 10000) keys starting with
+// prefix and sorting after after, in byte order, and whether more remain.
+func ListPage(prefix, after string, limit int) (keys []string, more bool, err error) {
+	var res struct {
+		Keys      []string `json:"keys"`
+		Truncated bool     `json:"truncated"`
+	}
+	err = do("list", struct {
+		Prefix string `json:"prefix,omitempty"`
+		After  string `json:"after,omitempty"`
+		Limit  int    `json:"limit,omitempty"`
+	}{prefix, after, limit}, &res)
+	return res.Keys, res.Truncated, err
+}
+
+// List returns every key starting with prefix, in byte order.
+func List(prefix string) ([]string, error) {
+	var all []string
+	after := ""
+	for {
+		keys, more, err := ListPage(prefix, after, 0)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, keys...)
+		if !more || len(keys) == 0 {
+			return all, nil
+		}
+		after = keys[len(keys)-1]
+	}
+}
