@@ -13,7 +13,7 @@ EXTRA    := plugins/examples/echo/ $(dir $(wildcard plugins/conformance/main.go)
 
 GOFILES  := $(shell find . -name '*.go' -not -path './.tools/*' -not -path './build/*')
 
-.PHONY: all build builtins plugins run test test-go bench check fmt vet clean
+.PHONY: all build builtins plugins run test test-go conformance bench check fmt vet clean
 
 all: build plugins
 
@@ -43,7 +43,13 @@ plugins: bin/aiodpack
 run: build plugins
 	bin/aiod start --host $(HOST) --port $(PORT) --plugins-dir build/plugins
 
-test: build plugins test-go
+test: build plugins test-go conformance
+
+# The official MCP conformance suites (0.1.16; 0.2.0-alpha.12 with
+# --requirements 2025-11-25 and 2026-07-28) against one bin/aiod with
+# build/plugins, Node 22 and the suites installed from host/e2e/testdata/node.
+conformance: build plugins
+	AIOD_E2E_CONFORMANCE=1 $(GO) test -count=1 -timeout 15m -run '^TestConformance$$' -v ./host/e2e
 
 test-go:
 	$(GO) test -race -timeout 15m ./...

@@ -1,0 +1,213 @@
+// Package e2e drives a real bin/aiod (built by `make build plugins`) from
+// the outside: the official MCP clients in both protocol eras, the HTTP
+// hardening, and (with AIOD_E2E_CONFORMANCE=1, as `make conformance` sets
+// it) the official conformance suites against one process.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// repoRoot is the repository's top directory.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// binaries returns bin/aiod and build/plugins, skipping the test when they
+// were not built.
+func binaries(t *testing.T) (bin, plugins string) {
+	t.Helper()
+	root := repoRoot()
+	bin = filepath.Join(root, "bin", "aiod")
+	plugins = filepath.Join(root, "build", "plugins")
+	for _, p := range []string{bin, filepath.Join(plugins, "echo", "manifest.json"), filepath.Join(plugins, "conformance", "manifest.json")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("%s is missing: run `make build plugins` first", p)
+		}
+	}
+	return bin, plugins
+}
+
+// aiod is one running bin/aiod.
+type aiod struct {
+	URL  string // http://127.0.0.1:PORT/mcp
+	Base string // http://127.0.0.1:PORT
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	logs strings.Builder
+}
+
+// Logs returns everything the process wrote to stderr so far.
+func (a *aiod) Logs() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.logs.String()
+}
+
+// start runs bin/aiod on a free loopback port with the echo and
+// conformance plugins, and stops it when the test ends.
+func start(t *testing.T, env []string, args ...string) *aiod {
+	t.Helper()
+	bin, plugins := binaries(t)
+	cache := filepath.Join(os.TempDir(), "aiod-e2e-cache")
+	argv := append([]string{"start", "--host", "127.0.0.1", "--port", freePort(t), "--plugins-dir", plugins, "--cache-dir", cache}, args...)
+	cmd := exec.Command(bin, argv...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a := &aiod{cmd: cmd}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			a.mu.Lock()
+			a.logs.WriteString(line + "\n")
+			a.mu.Unlock()
+			var l struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "aiod listening" {
+				addr <- l.Addr
+			}
+		}
+		close(addr)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	select {
+	case ad, ok := <-addr:
+		if !ok {
+			t.Fatalf("aiod exited before listening:\n%s", a.Logs())
+		}
+		a.Base = "http://" + ad
+		a.URL = a.Base + "/mcp"
+	case <-time.After(60 * time.Second):
+		t.Fatalf("aiod did not start listening within 60s:\n%s", a.Logs())
+	}
+	return a
+}
+
+// freePort finds a loopback port nobody listens on.
+func freePort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+var (
+	nodeOnce sync.Once
+	nodeBin  string
+	nodeErr  error
+)
+
+// nodeTools installs the pinned Node tools once and returns Node 22's bin
+// directory.
+func nodeTools(t *testing.T) string {
+	t.Helper()
+	nodeOnce.Do(func() {
+		cmd := exec.Command(filepath.Join(repoRoot(), "host", "e2e", "testdata", "install.sh"))
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			nodeErr = fmt.Errorf("install.sh: %v\n%s", err, stderr.String())
+			return
+		}
+		nodeBin = strings.TrimSpace(string(out))
+	})
+	if nodeErr != nil {
+		t.Fatal(nodeErr)
+	}
+	return nodeBin
+}
+
+// runNode runs a client script with Node 22 and returns its JSON line.
+func runNode(t *testing.T, env []string, args ...string) map[string]any {
+	t.Helper()
+	bin := nodeTools(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	name := args[0]
+	if strings.HasSuffix(name, ".mjs") {
+		args = append([]string{filepath.Join(bin, "node")}, args...)
+	}
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Env = append(append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH")), env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	var res map[string]any
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatalf("%s: output is not one JSON line: %s", name, out)
+	}
+	return res
+}
+
+func clientScript(name string) string {
+	return filepath.Join(repoRoot(), "host", "e2e", "testdata", "clients", name)
+}
+
+// post sends one JSON-RPC body with headers and returns the response.
+func post(t *testing.T, url, body string, headers map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range headers {
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
