@@ -1,37 +1,69 @@
 package host
 
 import (
+	"errors"
 	"log/slog"
+	"sync"
+
+	"github.com/aiodhq/aiod/host/fsroot"
+	"github.com/aiodhq/aiod/host/proc"
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
 )
 
 // families owns the host-side state behind the gated host function
-// families (shell sessions, plugin state) and hands out the families a
-// grant links.
+// families (open roots, shell sessions, plugin state) and hands out the
+// families a grant links.
 type families struct {
-	log *slog.Logger
+	log   *slog.Logger
+	files *hostfn.FilesFamily
+	procs *proc.Manager
+	proc  hostfn.Family
+	state hostfn.Family
+	once  sync.Once
 }
 
 func newFamilies(log *slog.Logger) *families {
-	return &families{log: log}
+	m := proc.New(proc.Config{})
+	return &families{
+		log:   log,
+		files: hostfn.NewFiles(fsroot.Options{}),
+		procs: m,
+		proc:  hostfn.NewProcess(m),
+		state: hostfn.NewState(hostfn.NewStateStore(0)),
+	}
 }
 
 // forGrant returns the gated families granted by g (core is added by the
 // registry).
 func (f *families) forGrant(g *caps.Grant) []hostfn.Family {
 	var out []hostfn.Family
+	if g.Has(caps.Files) {
+		out = append(out, f.files)
+	}
+	if g.Has(caps.Process) {
+		out = append(out, f.proc)
+	}
+	if g.Has(caps.State) {
+		out = append(out, f.state)
+	}
 	return out
 }
 
 // all returns every gated family, for describing modules with stubs.
 func (f *families) all() []hostfn.Family {
-	return nil
+	return []hostfn.Family{f.files, f.proc, f.state}
 }
 
-// Close ends processes and sessions. Idempotent.
-func (f *families) Close() error { return nil }
+// Close ends processes and sessions and closes open roots. Idempotent.
+func (f *families) Close() error {
+	var err error
+	f.once.Do(func() {
+		err = errors.Join(f.procs.Close(), f.files.Close())
+	})
+	return err
+}
 
 // builtinPolicy is the policy applied to built-in plugins (and only to
 // them, whatever a plugin in --plugins-dir calls itself): each gets what it
@@ -49,4 +81,6 @@ func builtinPolicy(p *caps.Policy) *caps.Policy {
 
 // AllFamilies returns every gated family (for describing a module with
 // stubs; their functions are never run that way).
-func AllFamilies() []hostfn.Family { return newFamilies(slog.Default()).all() }
+func AllFamilies() []hostfn.Family {
+	return []hostfn.Family{hostfn.NewFiles(fsroot.Options{}), hostfn.NewProcess(nil), hostfn.NewState(nil)}
+}

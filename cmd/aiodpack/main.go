@@ -21,28 +21,55 @@ import (
 func main() {
 	out := flag.String("o", "", "output plugin directory (created)")
 	into := flag.String("into", "", "write the package to DIR/<plugin name> instead of -o")
+	cacheDir := flag.String("cache-dir", "", "also compile into this compilation cache (shared with aiod start --cache-dir)")
+	warm := flag.Bool("warm", false, "only compile the module into -cache-dir; write no package")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: aiodpack (-o DIR | -into PARENT) module.wasm")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	if *warm {
+		if err := warmCache(*cacheDir, flag.Arg(0)); err != nil {
+			fmt.Fprintln(os.Stderr, "aiodpack:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if (*out == "") == (*into == "") || flag.NArg() != 1 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*out, *into, flag.Arg(0)); err != nil {
+	if err := run(*out, *into, *cacheDir, flag.Arg(0)); err != nil {
 		fmt.Fprintln(os.Stderr, "aiodpack:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, into, module string) error {
+// warmCache compiles module into the cache dir.
+func warmCache(cacheDir, module string) error {
+	if cacheDir == "" {
+		return fmt.Errorf("-warm needs -cache-dir")
+	}
 	wasm, err := os.ReadFile(module)
 	if err != nil {
 		return err
 	}
 	ctx := context.Background()
-	eng, err := wazero.New(wazero.Options{})
+	eng, err := wazero.New(wazero.Options{CacheDir: cacheDir})
+	if err != nil {
+		return err
+	}
+	defer eng.Close(ctx)
+	return wazero.Precompile(ctx, eng, wasm)
+}
+
+func run(dir, into, cacheDir, module string) error {
+	wasm, err := os.ReadFile(module)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	eng, err := wazero.New(wazero.Options{CacheDir: cacheDir})
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,8 @@ type Plugin struct {
 	closed   atomic.Bool
 }
 
-// New loads the built-ins and the plugins directory.
+// New loads the built-ins and the plugins directory. It returns a usable
+// registry even when some plugins were refused; err then joins the reasons.
 func New(ctx context.Context, opts Options) (*Registry, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -132,12 +133,12 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	r := &Registry{opts: opts, log: opts.Logger, stop: make(chan struct{})}
 	r.calls.New = func() any { return &hostfn.Call{} }
 	r.cat.Store(&Catalog{byName: map[string]*Tool{}, listJSON: []byte("[]")})
-	if err := r.Reload(ctx); err != nil {
-		return nil, err
-	}
+	// Plugins that fail to load are skipped: the registry serves the rest
+	// and the joined load errors are returned beside it.
+	loadErr := r.Reload(ctx)
 	r.stopped.Add(1)
 	go r.janitor()
-	return r, nil
+	return r, loadErr
 }
 
 // OnSwap registers f to run after each catalogue swap (for list_changed).

@@ -59,6 +59,19 @@ func (e *engine) Close(ctx context.Context) error {
 	return e.cache.Close(ctx)
 }
 
+// Precompile compiles wasm into e's compilation cache without linking or
+// checking imports (to warm a cache directory).
+func Precompile(ctx context.Context, e runtime.Engine, wasm []byte) error {
+	en, ok := e.(*engine)
+	if !ok {
+		return errors.New("not a wazero engine")
+	}
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(en.cache).WithCloseOnContextDone(true))
+	defer r.Close(ctx)
+	_, err := r.CompileModule(ctx, wasm)
+	return err
+}
+
 type callKey struct{}
 
 func callFrom(ctx context.Context) *hostfn.Call {

@@ -1,0 +1,153 @@
+// Package testplugins builds plugin packages from source for tests: the
+// real module, compiled by the real Go toolchain for wasip1, packed with
+// the manifest the module describes.
+package testplugins
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/plugin"
+	runtimex "github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/host/runtime/wazero"
+)
+
+var (
+	mu    sync.Mutex
+	built = map[string][]byte{}
+)
+
+// Root is the repository root.
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+// Wasm compiles the main package at pkg (relative to the repository root,
+// e.g. "plugins/examples/echo") to a wasip1 reactor and returns its bytes.
+// Results are memoized per test binary.
+func Wasm(t testing.TB, pkg string) []byte {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if b, ok := built[pkg]; ok {
+		return b
+	}
+	dir, err := os.MkdirTemp("", "aiod-testplugin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "plugin.wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s", "-o", out, "./"+pkg)
+	cmd.Dir = Root()
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("build %s: %v\n%s", pkg, err, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built[pkg] = b
+	return b
+}
+
+// CacheDir is the compiled-module cache shared by `make` (aiodpack) and the
+// tests, so that a module is compiled once per machine, not once per test
+// binary (compiling a 4 MB module under -race takes tens of seconds).
+func CacheDir() string {
+	d := filepath.Join(Root(), "build", "cache", "wazero")
+	os.MkdirAll(d, 0o755)
+	return d
+}
+
+// Warm compiles wasm into CacheDir in a separate, non-race process
+// (bin/aiodpack through go run), so that in-process engines get a cache
+// hit.
+func Warm(t testing.TB, wasm []byte) {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	key := fmt.Sprintf("%x", sha256.Sum256(wasm))
+	if warmed[key] {
+		return
+	}
+	dir, err := os.MkdirTemp("", "aiod-warm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	in := filepath.Join(dir, "m.wasm")
+	if err := os.WriteFile(in, wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "run", "./cmd/aiodpack", "-warm", "-cache-dir", CacheDir(), in)
+	cmd.Dir = Root()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("warm cache: %v\n%s", err, stderr.String())
+	}
+	warmed[key] = true
+}
+
+var warmed = map[string]bool{}
+
+// Engine returns a wazero engine on CacheDir.
+func Engine(t testing.TB) runtimex.Engine {
+	t.Helper()
+	eng, err := wazero.New(wazero.Options{CacheDir: CacheDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
+}
+
+// Package builds pkg and writes a plugin package (plugin.wasm and the
+// described manifest.json, optionally edited) into parent/<name>. It
+// returns the directory.
+func Package(t testing.TB, parent, pkg string, stubs []hostfn.Family, edit func(manifest []byte) []byte) string {
+	t.Helper()
+	wasm := Wasm(t, pkg)
+	Warm(t, wasm)
+	ctx := context.Background()
+	eng := Engine(t)
+	defer eng.Close(ctx)
+	m, manifest, err := plugin.Describe(ctx, eng, wasm, stubs)
+	if err != nil {
+		t.Fatalf("describe %s: %v", pkg, err)
+	}
+	if edit != nil {
+		manifest = edit(manifest)
+	}
+	dir := filepath.Join(parent, m.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plugin.wasm"), wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Must panics on error (for examples).
+func Must(err error) {
+	if err != nil {
+		panic(fmt.Sprint(err))
+	}
+}
