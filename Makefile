@@ -26,7 +26,7 @@ builtins: bin/aiodpack
 	@set -e; for d in $(BUILTINS); do \
 		n=$$(basename $$d); \
 		$(WASM) -o build/wasm/builtin-$$n.wasm ./$$d; \
-		bin/aiodpack -into plugins/builtin/dist build/wasm/builtin-$$n.wasm; \
+		bin/aiodpack -cache-dir build/cache/wazero -into plugins/builtin/dist build/wasm/builtin-$$n.wasm; \
 	done
 
 build: builtins
@@ -37,7 +37,7 @@ plugins: bin/aiodpack
 	@set -e; for d in $(EXTRA); do \
 		n=$$(basename $$d); \
 		$(WASM) -o build/wasm/$$n.wasm ./$$d; \
-		bin/aiodpack -into build/plugins build/wasm/$$n.wasm; \
+		bin/aiodpack -cache-dir build/cache/wazero -into build/plugins build/wasm/$$n.wasm; \
 	done
 
 run: build plugins
@@ -55,7 +55,7 @@ test-go:
 	$(GO) test -race -timeout 15m ./...
 
 bench: build plugins
-	./scripts/bench.sh
+	.ci/bench.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

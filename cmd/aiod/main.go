@@ -70,7 +70,9 @@ func envBool(name string) bool {
 	return b
 }
 
-func start(args []string, stderr io.Writer) int {
+// parseStart turns start's flags and the environment into a Config (the
+// flag wins over the environment variable).
+func parseStart(args []string, stderr io.Writer) (host.Config, *slog.Logger, int) {
 	fs := flag.NewFlagSet("aiod start", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	port, _ := strconv.Atoi(envOr("AIO_PORT", "18091"))
@@ -85,29 +87,24 @@ func start(args []string, stderr io.Writer) int {
 		allowUnauth = fs.Bool("allow-unauthenticated", envBool("AIO_ALLOW_UNAUTHENTICATED"), "allow listening beyond loopback without an API key (env AIO_ALLOW_UNAUTHENTICATED)")
 		idle        = fs.Duration("idle-timeout", envDuration("AIO_IDLE_TIMEOUT", 5*time.Minute), "evict plugin instances idle this long (env AIO_IDLE_TIMEOUT)")
 		logLevel    = fs.String("log-level", envOr("AIO_LOG_LEVEL", "info"), "debug, info, warn or error (env AIO_LOG_LEVEL)")
-		maxSess     = fs.Int("max-sessions", envInt("AIO_MAX_SESSIONS", 1024), "most legacy MCP sessions alive at once; the least recently used idle one makes room (env AIO_MAX_SESSIONS)")
-		sessIdle    = fs.Duration("session-idle-timeout", envDuration("AIO_SESSION_IDLE_TIMEOUT", 30*time.Minute), "end a legacy MCP session unused this long (env AIO_SESSION_IDLE_TIMEOUT)")
-		origins     = fs.String("allowed-origins", envOr("AIO_ALLOWED_ORIGINS", ""), "comma-separated Origin values accepted besides loopback ones ('*' for any) (env AIO_ALLOWED_ORIGINS)")
-		hosts       = fs.String("allowed-hosts", envOr("AIO_ALLOWED_HOSTS", ""), "comma-separated Host header values accepted besides loopback names when listening on loopback (env AIO_ALLOWED_HOSTS)")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return host.Config{}, nil, 0
 		}
-		return 2
+		return host.Config{}, nil, 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "aiod start: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return host.Config{}, nil, 2
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
 		fmt.Fprintf(stderr, "aiod start: bad --log-level %q\n", *logLevel)
-		return 2
+		return host.Config{}, nil, 2
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lvl}))
-	_, keyInEnv := os.LookupEnv("AIO_API_KEY")
-	keySet := keyInEnv
+	_, keySet := os.LookupEnv("AIO_API_KEY")
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "api-key" {
 			keySet = true
@@ -124,14 +121,18 @@ func start(args []string, stderr io.Writer) int {
 		APIKeySet:            keySet,
 		AllowUnauthenticated: *allowUnauth,
 		IdleTimeout:          *idle,
-		MaxSessions:          *maxSess,
-		SessionIdleTimeout:   *sessIdle,
-		AllowedOrigins:       splitList(*origins),
-		AllowedHosts:         splitList(*hosts),
 		Logger:               log,
 	}
 	if builtin.Present() {
 		cfg.Builtins = builtin.FS()
+	}
+	return cfg, log, -1
+}
+
+func start(args []string, stderr io.Writer) int {
+	cfg, log, code := parseStart(args, stderr)
+	if code >= 0 {
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# make bench: aiod measured against the peers in ../shared/peers, in one run,
+# as ratios. Prints Go micro-benchmarks, HTTP throughput ratios (three
+# protocol modes), start-up time with a cold and a warm compile cache, and
+# RSS idle and with a warm pool.
+#
+#   PEERS=../shared/peers DURATION=5 ROUNDS=3 .ci/bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PEERS=${PEERS:-$ROOT/../shared/peers}
+DURATION=${DURATION:-5}
+ROUNDS=${ROUNDS:-3}
+CONNS=${CONNS:-16}
+AIOD_PORT=${AIOD_PORT:-18291}
+GOSDK_PORT=18201
+GOSDK_SESSION_PORT=18203
+CEIL_PORT=18202
+WORK=$ROOT/build/bench
+mkdir -p "$WORK"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+command -v wrk >/dev/null || { echo "bench: wrk is not installed (apt-get install wrk)" >&2; exit 2; }
+[[ -d $PEERS ]] || { echo "bench: peers not found at $PEERS (set PEERS=)" >&2; exit 2; }
+
+section() { printf '\n## %s\n\n' "$*"; }
+
+wait_http() { # url body
+  for _ in $(seq 1 1000); do
+    if curl -sf -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d "$2" "$1"; then return 0; fi
+    sleep 0.01
+  done
+  echo "bench: $1 did not come up" >&2; return 1
+}
+
+section "Peers (built from $PEERS)"
+rm -rf "$WORK/peers" && cp -r "$PEERS" "$WORK/peers" && chmod -R u+w "$WORK/peers"
+(cd "$WORK/peers/gosdk-echo" && go build -o gosdk-echo .)
+(cd "$WORK/peers/fiber-ceiling" && go build -o fiber-ceiling .)
+"$WORK/peers/gosdk-echo/gosdk-echo" -addr 127.0.0.1:$GOSDK_PORT >/dev/null 2>&1 & pids+=($!)
+"$WORK/peers/gosdk-echo/gosdk-echo" -addr 127.0.0.1:$GOSDK_SESSION_PORT -stateless=false >/dev/null 2>&1 & pids+=($!)
+"$WORK/peers/fiber-ceiling/fiber-ceiling" -addr 127.0.0.1:$CEIL_PORT >/dev/null 2>&1 & pids+=($!)
+echo "gosdk-echo (stateless :$GOSDK_PORT, sessions :$GOSDK_SESSION_PORT), fiber-ceiling :$CEIL_PORT"
+
+LIST='{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+start_aiod() { # cache-dir -> prints ms to first tools/list answered
+  local t0 t1
+  t0=$(date +%s%N)
+  bin/aiod start --port "$AIOD_PORT" --plugins-dir build/plugins --cache-dir "$1" --log-level warn 2>"$WORK/aiod.log" &
+  AIOD_PID=$!
+  wait_http "http://127.0.0.1:$AIOD_PORT/mcp" "$LIST"
+  t1=$(date +%s%N)
+  echo $(((t1 - t0) / 1000000))
+}
+rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+
+section "Start-up: process start to first tools/list answered"
+rm -rf "$WORK/cache"
+cold=$(start_aiod "$WORK/cache"); kill $AIOD_PID; wait $AIOD_PID 2>/dev/null || true
+warm=$(start_aiod "$WORK/cache")
+pids+=($AIOD_PID)
+printf '%-28s %8s\n' "cold compile cache" "${cold} ms"
+printf '%-28s %8s\n' "warm compile cache" "${warm} ms"
+idle_rss=$(rss_kb $AIOD_PID)
+
+section "Go micro-benchmarks (in-process call path)"
+go test -run '^$' -bench . -benchmem -benchtime 20000x ./host/plugin ./host/mcp 2>/dev/null | grep -E '^Benchmark' || true
+
+URL="http://127.0.0.1:$AIOD_PORT/mcp"
+BODY=$PEERS/echo-call.json
+section "HTTP echo throughput, legacy without a session (ratios to the go-sdk peer)"
+"$PEERS/compare.sh" -d "$DURATION" -r "$ROUNDS" -c "$CONNS" "$BODY" \
+  gosdk=http://127.0.0.1:$GOSDK_PORT/ aiod=$URL ceiling=http://127.0.0.1:$CEIL_PORT/mcp
+warm_rss=$(rss_kb $AIOD_PID)
+
+section "HTTP echo throughput, legacy in a session"
+init='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}'
+sid() { curl -si -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d "$init" "$1" | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id" {print $2}'; }
+aiod_sid=$(sid "$URL"); gosdk_sid=$(sid http://127.0.0.1:$GOSDK_SESSION_PORT/)
+if [[ -n $aiod_sid && -n $gosdk_sid ]]; then
+  # compare.sh sends one header set to every target, so each runs alone
+  # against its own session, alternating, and we print the same table.
+  for name in gosdk aiod; do
+    if [[ $name == gosdk ]]; then u=http://127.0.0.1:$GOSDK_SESSION_PORT/; s=$gosdk_sid; else u=$URL; s=$aiod_sid; fi
+    "$PEERS/compare.sh" -d "$DURATION" -r "$ROUNDS" -c "$CONNS" -H "Mcp-Session-Id: $s" -H "MCP-Protocol-Version: 2025-11-25" "$BODY" "$name=$u" | tail -1
+  done | awk 'BEGIN {printf "%-16s %12s %12s %10s\n","target","req/s","p99_ms","errors"} {print; r[NR]=$2} END {if (r[1]>0) printf "aiod/gosdk ratio: %.2f\n", r[2]/r[1]}'
+else
+  echo "skipped: could not open sessions (aiod: '${aiod_sid}', gosdk: '${gosdk_sid}')"
+fi
+
+section "HTTP echo throughput, modern 2026-07-28 (headers and _meta)"
+MODERN=$WORK/modern-call.json
+cat >"$MODERN" <<'JSON'
+{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}
+JSON
+"$PEERS/compare.sh" -d "$DURATION" -r "$ROUNDS" -c "$CONNS" \
+  -H "MCP-Protocol-Version: 2026-07-28" -H "Mcp-Method: tools/call" -H "Mcp-Name: echo" "$MODERN" \
+  gosdk=http://127.0.0.1:$GOSDK_PORT/ aiod=$URL ceiling=http://127.0.0.1:$CEIL_PORT/mcp
+
+section "Memory"
+printf '%-28s %8s\n' "RSS idle (after start)" "$((idle_rss / 1024)) MiB"
+printf '%-28s %8s\n' "RSS with a warm pool" "$((warm_rss / 1024)) MiB"
