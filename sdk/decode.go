@@ -163,6 +163,9 @@ func (f *field) set(base unsafe.Pointer, raw []byte) error {
 			return errors.New("expected a string")
 		}
 		s, e, esc, _ := scanString(raw, 0)
+		if !utf8.Valid(raw[s:e]) { // let encoding/json replace invalid UTF-8 as it does
+			return json.Unmarshal(raw, (*string)(p))
+		}
 		if esc {
 			v, ok := unquote(raw[s:e])
 			if !ok {
@@ -248,7 +251,10 @@ func skipValue(b []byte, i int) int {
 	}
 	switch c := b[i]; {
 	case c == '"':
-		_, _, _, next := scanString(b, i)
+		_, _, esc, next := scanString(b, i)
+		if esc && next > 0 && !json.Valid(b[i:next]) {
+			return -1
+		}
 		return next
 	case c == '{' || c == '[':
 		depth := 0
@@ -318,7 +324,7 @@ func unquote(s []byte) (string, bool) {
 			}
 			i += 4
 			if utf16.IsSurrogate(r) {
-				if i+6 < len(s)+0 && s[i+1] == '\\' && s[i+2] == 'u' {
+				if i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
 					if r2, ok := hex4(s, i+3); ok {
 						if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
 							out = utf8.AppendRune(out, d)

@@ -1,0 +1,253 @@
+//go:build !wasip1
+
+// Package sdktest runs a plugin's registered handlers natively, against a
+// fake host, so plugin code unit-tests with plain `go test`:
+//
+//	func TestEcho(t *testing.T) {
+//		h := sdktest.New(t)
+//		r := h.CallTool("echo", map[string]any{"text": "hi"})
+//		if r.IsError || r.Text() != "hi" { t.Fatal(r) }
+//	}
+//
+// The plugin's package must be the package under test (its init registers
+// the tools). Host function families are faked with WithHandler, or served
+// by the real host implementation with WithFamilies (for example the files
+// family over a temporary directory), so a test exercises exactly the
+// requests the host will see.
+package sdktest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/sdk/internal/abi"
+)
+
+// Host is a fake aiod host. It is installed by New for the duration of the
+// test; tests using it must not run in parallel with each other.
+type Host struct {
+	t        testing.TB
+	mu       sync.Mutex
+	out      []byte
+	logs     []Log
+	progress []Progress
+	handlers map[string]func(req []byte) ([]byte, uint32)
+	defs     map[string]hostfn.Def
+	call     *hostfn.Call
+}
+
+// Log is one message a handler logged.
+type Log struct {
+	Level int
+	Msg   string
+}
+
+// Progress is one progress report.
+type Progress struct {
+	Progress, Total float64
+	Msg             string
+}
+
+// Option configures a Host.
+type Option func(*Host)
+
+// WithHandler fakes one host function: module is e.g. "aiod:files", name
+// e.g. "read"; fn gets the raw request and returns the response and the
+// error code (0 for ok; see spec/abi/v1.md §5).
+func WithHandler(module, name string, fn func(req []byte) (resp []byte, code uint32)) Option {
+	return func(h *Host) { h.handlers[module+"."+name] = fn }
+}
+
+// WithFamilies serves the given host function families with their real
+// implementations under grant (build grants with caps.Policy.Allow, or
+// by hand).
+func WithFamilies(grant *caps.Grant, fams ...hostfn.Family) Option {
+	return func(h *Host) {
+		h.call.Grant = grant
+		for _, f := range append([]hostfn.Family{hostfn.Core()}, fams...) {
+			for _, d := range f.Defs() {
+				h.defs[d.Module+"."+d.Name] = d
+			}
+		}
+	}
+}
+
+// New installs a fake host for the rest of the test.
+func New(t testing.TB, opts ...Option) *Host {
+	t.Helper()
+	h := &Host{t: t, handlers: map[string]func([]byte) ([]byte, uint32){}, defs: map[string]hostfn.Def{},
+		call: &hostfn.Call{Plugin: "sdktest", Owner: "sdktest", MaxOutput: 64 << 20}}
+	for _, o := range opts {
+		o(h)
+	}
+	restore := abi.SetNativeHost(h)
+	t.Cleanup(restore)
+	return h
+}
+
+// WriteOutput implements the abi's native host.
+func (h *Host) WriteOutput(b []byte) {
+	h.mu.Lock()
+	h.out = append(h.out, b...)
+	h.mu.Unlock()
+}
+
+// Log implements the abi's native host.
+func (h *Host) Log(level int, msg string) {
+	h.mu.Lock()
+	h.logs = append(h.logs, Log{level, msg})
+	h.mu.Unlock()
+}
+
+// Progress implements the abi's native host.
+func (h *Host) Progress(p, total float64, msg string) {
+	h.mu.Lock()
+	h.progress = append(h.progress, Progress{p, total, msg})
+	h.mu.Unlock()
+}
+
+// Call implements the abi's native host: a faked handler, else a real
+// family function, else "unavailable".
+func (h *Host) Call(module, name string, req []byte) ([]byte, uint32) {
+	if fn := h.handlers[module+"."+name]; fn != nil {
+		return fn(req)
+	}
+	d, ok := h.defs[module+"."+name]
+	if !ok {
+		return []byte(fmt.Sprintf(`{"code":"unavailable","message":"sdktest: %s.%s is not provided (use WithHandler or WithFamilies)"}`, module, name)), uint32(hostfn.Unavailable)
+	}
+	m := mem(append([]byte(nil), req...))
+	stack := []uint64{0, uint64(len(req))}
+	d.Fn(context.Background(), h.call, m, stack)
+	code, n := uint32(stack[0]>>32), uint32(stack[0])
+	if n == 0 {
+		return nil, code
+	}
+	out := make(mem, n)
+	h.defs[hostfn.CoreModule+".response_read"].Fn(context.Background(), h.call, out, []uint64{0})
+	return out, code
+}
+
+// Logs returns the messages logged so far.
+func (h *Host) Logs() []Log {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Log(nil), h.logs...)
+}
+
+// ProgressReports returns the progress reported so far.
+func (h *Host) ProgressReports() []Progress {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Progress(nil), h.progress...)
+}
+
+// Result is a decoded CallToolResult.
+type Result struct {
+	Content []struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text,omitempty"`
+		Data     string          `json:"data,omitempty"`
+		MIMEType string          `json:"mimeType,omitempty"`
+		Resource json.RawMessage `json:"resource,omitempty"`
+	} `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError"`
+	// Raw is the JSON the plugin wrote.
+	Raw []byte `json:"-"`
+}
+
+// Text joins the text content blocks.
+func (r *Result) Text() string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
+}
+
+// CallTool calls tool with args (a JSON string, []byte, or any value that
+// marshals to a JSON object) as the host would, and decodes the result. It
+// fails the test if the plugin does not answer with a valid result.
+func (h *Host) CallTool(tool string, args any) *Result {
+	h.t.Helper()
+	var raw []byte
+	switch a := args.(type) {
+	case nil:
+		raw = []byte("{}")
+	case string:
+		raw = []byte(a)
+	case []byte:
+		raw = a
+	default:
+		b, err := json.Marshal(a)
+		if err != nil {
+			h.t.Fatalf("sdktest: arguments: %v", err)
+		}
+		raw = b
+	}
+	out, ret := h.invoke(abi.OpToolCall, tool, raw)
+	if ret != abi.RetOK {
+		h.t.Fatalf("sdktest: tool %s: aiod_call returned %d: %s", tool, ret, out)
+	}
+	var r Result
+	if err := json.Unmarshal(out, &r); err != nil {
+		h.t.Fatalf("sdktest: tool %s: result is not JSON: %v: %s", tool, err, out)
+	}
+	r.Raw = out
+	return &r
+}
+
+// Describe returns the plugin's manifest document, as aiodpack would write
+// it (without module and sha256).
+func (h *Host) Describe() *caps.Manifest {
+	h.t.Helper()
+	out, ret := h.invoke(abi.OpDescribe, "", nil)
+	if ret != abi.RetOK {
+		h.t.Fatalf("sdktest: describe returned %d: %s", ret, out)
+	}
+	var m caps.Manifest
+	if err := caps.StrictUnmarshal(out, &m); err != nil {
+		h.t.Fatalf("sdktest: describe: %v", err)
+	}
+	if err := m.Validate(); err != nil {
+		h.t.Fatalf("sdktest: describe: %v", err)
+	}
+	return &m
+}
+
+func (h *Host) invoke(op int32, name string, args []byte) ([]byte, int32) {
+	if abi.Handler == nil {
+		h.t.Fatal("sdktest: no plugin registered (import the sdk and register tools in init)")
+	}
+	h.mu.Lock()
+	h.out = nil
+	h.mu.Unlock()
+	ret := abi.Handler(op, []byte(name), args)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]byte(nil), h.out...), ret
+}
+
+type mem []byte
+
+func (m mem) Read(off, n uint32) ([]byte, bool) {
+	if uint64(off)+uint64(n) > uint64(len(m)) {
+		return nil, false
+	}
+	return m[off : off+n], true
+}
+
+func (m mem) Write(off uint32, b []byte) bool {
+	if uint64(off)+uint64(len(b)) > uint64(len(m)) {
+		return false
+	}
+	copy(m[off:], b)
+	return true
+}
