@@ -36,10 +36,19 @@ func Root() string {
 // e.g. "plugins/examples/echo") to a wasip1 reactor and returns its bytes.
 // Results are memoized per test binary.
 func Wasm(t testing.TB, pkg string) []byte {
+	return build(t, pkg, "c-shared")
+}
+
+// Command compiles the main package at pkg to a wasip1 command (_start).
+func Command(t testing.TB, pkg string) []byte {
+	return build(t, pkg, "exe")
+}
+
+func build(t testing.TB, pkg, mode string) []byte {
 	t.Helper()
 	mu.Lock()
 	defer mu.Unlock()
-	if b, ok := built[pkg]; ok {
+	if b, ok := built[pkg+"/"+mode]; ok {
 		return b
 	}
 	dir, err := os.MkdirTemp("", "aiod-testplugin-")
@@ -48,7 +57,7 @@ func Wasm(t testing.TB, pkg string) []byte {
 	}
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "plugin.wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s", "-o", out, "./"+pkg)
+	cmd := exec.Command("go", "build", "-buildmode="+mode, "-trimpath", "-ldflags=-s", "-o", out, "./"+pkg)
 	cmd.Dir = Root()
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	var stderr bytes.Buffer
@@ -60,7 +69,7 @@ func Wasm(t testing.TB, pkg string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	built[pkg] = b
+	built[pkg+"/"+mode] = b
 	return b
 }
 
