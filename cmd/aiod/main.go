@@ -87,6 +87,10 @@ func parseStart(args []string, stderr io.Writer) (host.Config, *slog.Logger, int
 		allowUnauth = fs.Bool("allow-unauthenticated", envBool("AIO_ALLOW_UNAUTHENTICATED"), "allow listening beyond loopback without an API key (env AIO_ALLOW_UNAUTHENTICATED)")
 		idle        = fs.Duration("idle-timeout", envDuration("AIO_IDLE_TIMEOUT", 5*time.Minute), "evict plugin instances idle this long (env AIO_IDLE_TIMEOUT)")
 		logLevel    = fs.String("log-level", envOr("AIO_LOG_LEVEL", "info"), "debug, info, warn or error (env AIO_LOG_LEVEL)")
+		maxSess     = fs.Int("max-sessions", envInt("AIO_MAX_SESSIONS", 1024), "most legacy MCP sessions alive at once; the least recently used idle one makes room (env AIO_MAX_SESSIONS)")
+		sessIdle    = fs.Duration("session-idle-timeout", envDuration("AIO_SESSION_IDLE_TIMEOUT", 30*time.Minute), "end a legacy MCP session unused this long (env AIO_SESSION_IDLE_TIMEOUT)")
+		origins     = fs.String("allowed-origins", envOr("AIO_ALLOWED_ORIGINS", ""), "comma-separated Origin values accepted besides loopback ones ('*' for any) (env AIO_ALLOWED_ORIGINS)")
+		hosts       = fs.String("allowed-hosts", envOr("AIO_ALLOWED_HOSTS", ""), "comma-separated Host header values accepted besides loopback names when listening on loopback (env AIO_ALLOWED_HOSTS)")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -121,6 +125,10 @@ func parseStart(args []string, stderr io.Writer) (host.Config, *slog.Logger, int
 		APIKeySet:            keySet,
 		AllowUnauthenticated: *allowUnauth,
 		IdleTimeout:          *idle,
+		MaxSessions:          *maxSess,
+		SessionIdleTimeout:   *sessIdle,
+		AllowedOrigins:       splitList(*origins),
+		AllowedHosts:         splitList(*hosts),
 		Logger:               log,
 	}
 	if builtin.Present() {

@@ -195,7 +195,9 @@ func (s *Server) deliver(req *Request, owner string) {
 // first request without an answer ends the run, and the host answers
 // input_required with everything asked for and not yet answered.
 type mrtr struct {
-	binding []byte
+	name    string          // tool, prompt or resource
+	args    json.RawMessage // its arguments
+	binding []byte          // computed when first needed
 	round   int
 	answers map[string]json.RawMessage // available this round
 	asked   map[string]bool            // asked during this run
@@ -211,29 +213,32 @@ func (rc *rpcCall) startMRTR(name string, args json.RawMessage) *rpcError {
 		return nil
 	}
 	p := rc.p
-	m := &mrtr{answers: map[string]json.RawMessage{}, asked: map[string]bool{},
-		used: map[string]json.RawMessage{}, pending: map[string]inputRequest{}}
-	m.binding = stateBinding(rc.ex.Principal.owner(), rc.req.Method, paramsDigest(name, args))
+	m := &mrtr{name: name, args: args}
+	rc.mrtr = m
 	var responses map[string]json.RawMessage
 	if len(p.InputResponses) > 0 && string(p.InputResponses) != "null" {
 		if err := json.Unmarshal(p.InputResponses, &responses); err != nil {
+			rc.mrtr = nil
 			return errf(CodeInvalidParams, "Invalid params: inputResponses must be an object of input responses by key")
 		}
 		for k, v := range responses {
 			if firstByte(v) != '{' {
+				rc.mrtr = nil
 				return errf(CodeInvalidParams, "Invalid params: inputResponses."+k+" must be an object (an ElicitResult, CreateMessageResult or ListRootsResult)")
 			}
 		}
 	}
 	if p.RequestState != nil && *p.RequestState != "" {
-		st, err := rc.s.sealer.open(*p.RequestState, m.binding)
+		st, err := rc.s.sealer.open(*p.RequestState, rc.binding())
 		if err != nil {
+			rc.mrtr = nil
 			return errf(CodeInvalidParams, "Invalid params: "+err.Error()+" (it was altered, has expired, or belongs to another request)")
 		}
-		for k, v := range st.Answers {
-			m.answers[k] = v
-		}
+		m.answers = st.Answers
 		m.round = st.Round
+	}
+	if m.answers == nil && len(responses) > 0 {
+		m.answers = make(map[string]json.RawMessage, len(responses))
 	}
 	// Answers sent without a requestState (a client answering ahead) are
 	// taken too: they are the client's word either way; the state only
@@ -243,6 +248,17 @@ func (rc *rpcCall) startMRTR(name string, args json.RawMessage) *rpcError {
 	}
 	rc.mrtr = m
 	return nil
+}
+
+// binding is what the current request's requestState is sealed to,
+// computed only when a state is opened or sealed (most calls never need
+// it).
+func (rc *rpcCall) binding() []byte {
+	m := rc.mrtr
+	if m.binding == nil {
+		m.binding = stateBinding(rc.ex.Principal.owner(), rc.req.Method, paramsDigest(m.name, m.args))
+	}
+	return m.binding
 }
 
 // paramsDigest hashes what identifies a request across its rounds: the
@@ -272,6 +288,11 @@ func (rc *rpcCall) mrtrInput(keys []string, reqs map[string]inputRequest) ([]byt
 	if m == nil {
 		return nil, hostfn.Errorf(hostfn.Unavailable, "input can only be requested from tools/call, prompts/get and resources/read")
 	}
+	if m.asked == nil {
+		m.asked = map[string]bool{}
+		m.used = map[string]json.RawMessage{}
+		m.pending = map[string]inputRequest{}
+	}
 	out := map[string]json.RawMessage{}
 	for _, k := range keys {
 		ans, ok := m.answers[k]
@@ -297,7 +318,7 @@ func (rc *rpcCall) inputRequired() ([]byte, *rpcError) {
 	if len(m.pending) == 0 {
 		return nil, errf(CodeInternal, "internal error: input required without input requests")
 	}
-	tok, err := rc.s.sealer.seal(&requestState{Answers: m.used, Round: m.round + 1}, m.binding)
+	tok, err := rc.s.sealer.seal(&requestState{Answers: m.used, Round: m.round + 1}, rc.binding())
 	if err != nil {
 		return nil, errf(CodeInternal, "internal error: "+err.Error())
 	}

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,24 +72,20 @@ func (s *Server) post(ctx context.Context, ex *Exchange) *Response {
 	if fb == '[' {
 		return s.batch(ctx, ex, hv, modernHeader)
 	}
+	// One copy of the body: everything decoded aliases it, and it must
+	// outlive the transport's buffer when the work goes on in the background.
+	body = append([]byte(nil), body...)
 	var req Request
-	if err := json.Unmarshal(body, &req); err != nil {
+	var p params
+	if err := decodeMessage(body, &req, &p); err != nil {
 		status := 200
 		if modernHeader {
 			status = 400
 		}
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) {
-			return jsonError(status, nil, errf(CodeInvalidRequest, "invalid request: expected a single JSON-RPC object"))
+		if err == errType {
+			return jsonError(status, nil, errf(CodeInvalidRequest, err.Error()))
 		}
-		return jsonError(status, nil, errf(CodeParseError, "parse error: "+err.Error()))
-	}
-	var p params
-	if len(req.Params) > 0 && firstByte(req.Params) == '{' {
-		if err := json.Unmarshal(req.Params, &p); err != nil {
-			// tolerated here: the method's handler reports bad params
-			p = params{}
-		}
+		return jsonError(status, nil, errf(CodeParseError, "parse error: the body is not valid JSON"))
 	}
 	modern := modernHeader || (p.Meta != nil && p.Meta.ProtocolVersion != nil)
 	if modern {
@@ -395,7 +392,11 @@ func (s *Server) modernPost(ctx context.Context, ex *Exchange, req *Request, p *
 	if removedMethods[req.Method] {
 		return jsonError(404, id, errf(CodeMethodNotFound, "Method not found: "+req.Method+" does not exist in protocol "+ModernVersion))
 	}
-	rc.caps = parseClientCaps(m.ClientCapabilities)
+	if string(m.ClientCapabilities) == "{}" {
+		rc.caps = clientCaps{Raw: m.ClientCapabilities}
+	} else {
+		rc.caps = parseClientCaps(m.ClientCapabilities)
+	}
 	rc.progressToken = m.ProgressToken
 	if req.Method == "subscriptions/listen" {
 		return s.listen(rc)
@@ -509,7 +510,7 @@ func (rc *rpcCall) envelope(res []byte, rerr *rpcError) []byte {
 // modernResult splices resultType (unless present) and _meta.serverInfo
 // into a result object.
 func (s *Server) modernResult(res []byte, resultType string) []byte {
-	hasType := strings.Contains(string(res[:min(len(res), 64)]), `"resultType"`)
+	hasType := bytes.Contains(res[:min(len(res), 64)], resultTypeKey)
 	b := make([]byte, 0, len(res)+len(s.metaJSON)+48)
 	b = append(b, '{')
 	if !hasType {
@@ -517,7 +518,7 @@ func (s *Server) modernResult(res []byte, resultType string) []byte {
 		b = append(b, resultType...)
 		b = append(b, `",`...)
 	}
-	if !strings.Contains(string(res), `"_meta"`) {
+	if !bytes.Contains(res, metaKey) {
 		b = append(b, `"_meta":`...)
 		b = append(b, s.metaJSON...)
 		b = append(b, ',')
@@ -528,6 +529,11 @@ func (s *Server) modernResult(res []byte, resultType string) []byte {
 	}
 	return append(b, rest...)
 }
+
+var (
+	resultTypeKey = []byte(`"resultType"`)
+	metaKey       = []byte(`"_meta"`)
+)
 
 // dispatch runs the method.
 func (rc *rpcCall) dispatch(ctx context.Context) ([]byte, *rpcError) {
