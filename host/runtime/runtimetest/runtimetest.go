@@ -1,0 +1,199 @@
+// Package runtimetest is one conformance table for host/runtime engines:
+// every engine implementation runs RunAll, so they cannot drift apart.
+package runtimetest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/internal/testplugins"
+	"github.com/aiodhq/aiod/host/runtime"
+)
+
+// filesStub stands in for the files family: linking is what is tested.
+type filesStub struct{}
+
+func (filesStub) Name() caps.Family { return caps.Files }
+func (filesStub) Defs() []hostfn.Def {
+	return []hostfn.Def{hostfn.ReqResp("aiod:files", "read", func(context.Context, *hostfn.Call, []byte) ([]byte, error) {
+		return []byte("stub"), nil
+	})}
+}
+
+func core() []hostfn.Family { return []hostfn.Family{hostfn.Core()} }
+
+type env struct {
+	t   *testing.T
+	eng runtime.Engine
+}
+
+func (e env) compile(pkg string, cfg runtime.Config) runtime.Compiled {
+	e.t.Helper()
+	wasm := testplugins.Wasm(e.t, pkg)
+	testplugins.Warm(e.t, wasm)
+	if cfg.Name == "" {
+		cfg.Name = "t"
+	}
+	if cfg.Families == nil {
+		cfg.Families = core()
+	}
+	c, err := e.eng.Compile(context.Background(), wasm, cfg)
+	if err != nil {
+		e.t.Fatalf("compile %s: %v", pkg, err)
+	}
+	e.t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+func (e env) instance(c runtime.Compiled) runtime.Instance {
+	e.t.Helper()
+	inst, err := c.Instantiate(context.Background())
+	if err != nil {
+		e.t.Fatalf("instantiate: %v", err)
+	}
+	e.t.Cleanup(func() { inst.Close(context.Background()) })
+	return inst
+}
+
+// toolCall runs aiod_call op 1 and returns the return code, output and error.
+func toolCall(ctx context.Context, inst runtime.Instance, tool, args string, maxOut int64) (int32, string, error) {
+	c := &hostfn.Call{Plugin: "t", Input: []byte(tool + args), MaxOutput: maxOut}
+	ret, err := inst.Call(ctx, c, "aiod_call", 1, uint64(len(tool)), uint64(len(args)))
+	return ret, string(c.Output), err
+}
+
+// RunAll runs the engine conformance table against engines made by newEngine.
+func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine) {
+	cases := []struct {
+		name string
+		run  func(e env)
+	}{
+		{"refuses bytes that are not wasm", func(e env) {
+			_, err := e.eng.Compile(context.Background(), []byte("\x00asmnot really"), runtime.Config{Name: "junk", Families: core()})
+			if err == nil || !strings.Contains(err.Error(), "plugin junk: not a valid wasm module") {
+				e.t.Fatalf("err %v", err)
+			}
+		}},
+		{"refuses an import that is not linked, naming the capability", func(e env) {
+			wasm := testplugins.Wasm(e.t, "host/plugin/testdata/importer")
+			testplugins.Warm(e.t, wasm)
+			_, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "importer", Families: core()})
+			var ie *runtime.ImportError
+			if !errors.As(err, &ie) || ie.Module != "aiod:files" || ie.Name != "read" || ie.Family != "files" {
+				e.t.Fatalf("err %v", err)
+			}
+		}},
+		{"links a granted family", func(e env) {
+			c := e.compile("host/plugin/testdata/importer", runtime.Config{Families: append(core(), filesStub{})})
+			ret, out, err := toolCall(context.Background(), e.instance(c), "peek", "{}", 1<<20)
+			if err != nil || ret != 0 || !strings.Contains(out, `"text":"read"`) {
+				e.t.Fatalf("ret %d out %s err %v", ret, out, err)
+			}
+		}},
+		{"calls exports and collects output", func(e env) {
+			c := e.compile("plugins/examples/echo", runtime.Config{})
+			found := false
+			for _, x := range c.Exports() {
+				found = found || x == "aiod_call"
+			}
+			if !found {
+				e.t.Fatalf("exports %v", c.Exports())
+			}
+			inst := e.instance(c)
+			if v, err := inst.Call(context.Background(), &hostfn.Call{}, "aiod_abi_version"); err != nil || v != 1 {
+				e.t.Fatalf("abi version %d %v", v, err)
+			}
+			for i := 0; i < 3; i++ { // the instance is reusable
+				ret, out, err := toolCall(context.Background(), inst, "echo", `{"text":"hi"}`, 1<<20)
+				if err != nil || ret != 0 || out != `{"content":[{"type":"text","text":"hi"}],"isError":false}` {
+					e.t.Fatalf("ret %d out %s err %v", ret, out, err)
+				}
+			}
+			if _, err := inst.Call(context.Background(), &hostfn.Call{}, "no_such_export"); !errors.Is(err, runtime.ErrTrap) {
+				e.t.Fatalf("missing export: %v", err)
+			}
+		}},
+		{"a trap is an error", func(e env) {
+			c := e.compile("host/plugin/testdata/hostile", runtime.Config{})
+			_, _, err := toolCall(context.Background(), e.instance(c), "panic", "{}", 1<<20)
+			if !errors.Is(err, runtime.ErrTrap) {
+				e.t.Fatalf("err %v", err)
+			}
+		}},
+		{"a deadline stops an infinite loop", func(e env) {
+			c := e.compile("host/plugin/testdata/hostile", runtime.Config{})
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, _, err := toolCall(ctx, e.instance(c), "loop", "{}", 1<<20)
+			if !errors.Is(err, runtime.ErrTimeout) || time.Since(start) > 5*time.Second {
+				e.t.Fatalf("err %v after %s", err, time.Since(start))
+			}
+		}},
+		{"memory is capped", func(e env) {
+			c := e.compile("host/plugin/testdata/hostile", runtime.Config{MemoryPages: 32 * 16})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, _, err := toolCall(ctx, e.instance(c), "grow", "{}", 1<<20)
+			if !errors.Is(err, runtime.ErrMemory) {
+				e.t.Fatalf("err %v", err)
+			}
+		}},
+		{"output is capped", func(e env) {
+			c := e.compile("host/plugin/testdata/hostile", runtime.Config{})
+			_, _, err := toolCall(context.Background(), e.instance(c), "big", `{"mb":2}`, 1<<20)
+			var tl hostfn.ErrResultTooLarge
+			if !errors.As(err, &tl) || tl.Limit != 1<<20 {
+				e.t.Fatalf("err %v", err)
+			}
+		}},
+		{"runs a WASI command", func(e env) {
+			wasm := testplugins.Command(e.t, "host/plugin/testdata/cmdecho")
+			testplugins.Warm(e.t, wasm)
+			c, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "cmd", Families: core()})
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			defer c.Close(context.Background())
+			out, code, err := c.RunCommand(context.Background(), &hostfn.Call{}, []byte(`{"op":"tools/call","name":"x","arguments":{"text":"y"}}`), 1<<20)
+			if err != nil || code != 0 || !strings.Contains(string(out), `"text":"tools/call x: y"`) {
+				e.t.Fatalf("out %s code %d err %v", out, code, err)
+			}
+			_, code, err = c.RunCommand(context.Background(), &hostfn.Call{}, []byte(`{"arguments":{"exit":4}}`), 1<<20)
+			if err != nil || code != 4 {
+				e.t.Fatalf("exit code %d err %v", code, err)
+			}
+		}},
+		{"close is idempotent", func(e env) {
+			c := e.compile("plugins/examples/echo", runtime.Config{})
+			inst := e.instance(c)
+			for i := 0; i < 2; i++ {
+				if err := inst.Close(context.Background()); err != nil {
+					e.t.Fatal(err)
+				}
+			}
+			for i := 0; i < 2; i++ {
+				if err := c.Close(context.Background()); err != nil {
+					e.t.Fatal(err)
+				}
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := newEngine(t)
+			defer func() {
+				if err := eng.Close(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				eng.Close(context.Background()) // idempotent
+			}()
+			tc.run(env{t: t, eng: eng})
+		})
+	}
+}

@@ -1,0 +1,30 @@
+package wazero_test
+
+import (
+	"testing"
+
+	"github.com/aiodhq/aiod/host/internal/testplugins"
+	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/host/runtime/runtimetest"
+	"github.com/aiodhq/aiod/host/runtime/wazero"
+)
+
+func TestCompiler(t *testing.T) {
+	runtimetest.RunAll(t, func(t *testing.T) runtime.Engine {
+		e, err := wazero.New(wazero.Options{CacheDir: testplugins.CacheDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	})
+}
+
+func TestInterpreter(t *testing.T) {
+	runtimetest.RunAll(t, func(t *testing.T) runtime.Engine {
+		e, err := wazero.New(wazero.Options{Interpreter: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	})
+}
