@@ -1,0 +1,56 @@
+package mcp
+
+import (
+	"testing"
+	"time"
+)
+
+func TestSessionsBoundAndExpiry(t *testing.T) {
+	tb := newSessions(2, 50*time.Millisecond)
+	defer tb.close()
+	a, _ := tb.create("o", "2025-11-25", clientCaps{}, nil)
+	time.Sleep(5 * time.Millisecond)
+	b, _ := tb.create("o", "2025-11-25", clientCaps{}, nil)
+	// a third session evicts the least recently used idle one (a)
+	c, err := tb.create("o", "2025-11-25", clientCaps{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.get(a.id, "o") != nil || tb.get(b.id, "o") == nil || tb.get(c.id, "o") == nil {
+		t.Fatal("eviction did not end the least recently used session")
+	}
+	if a.ctx.Err() == nil {
+		t.Fatal("an evicted session's context is not ended")
+	}
+	// another owner cannot use the id
+	if tb.get(b.id, "other") != nil {
+		t.Fatal("a session answered another principal")
+	}
+	// busy sessions are not evicted: with both busy, a third is refused
+	done1 := b.track([]byte("1"), func() {})
+	done2 := c.track([]byte("2"), func() {})
+	if _, err := tb.create("o", "2025-11-25", clientCaps{}, nil); err != errTooManySessions {
+		t.Fatalf("full table of busy sessions: %v", err)
+	}
+	done1()
+	done2()
+	// idle expiry
+	time.Sleep(120 * time.Millisecond)
+	if tb.get(b.id, "o") != nil {
+		t.Fatal("an idle session outlived the idle timeout")
+	}
+}
+
+func TestModernResultSplice(t *testing.T) {
+	s := &Server{metaJSON: []byte(`{"m":1}`)}
+	for in, want := range map[string]string{
+		`{}`:                                    `{"resultType":"complete","_meta":{"m":1}}`,
+		`{"content":[]}`:                        `{"resultType":"complete","_meta":{"m":1},"content":[]}`,
+		`{"resultType":"input_required","a":1}`: `{"_meta":{"m":1},"resultType":"input_required","a":1}`,
+		`{"_meta":{"x":2},"a":1}`:               `{"resultType":"complete","_meta":{"x":2},"a":1}`,
+	} {
+		if got := string(s.modernResult([]byte(in), "complete")); got != want {
+			t.Errorf("%s: got %s, want %s", in, got, want)
+		}
+	}
+}
