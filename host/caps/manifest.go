@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 )
@@ -197,6 +198,10 @@ func ParseManifest(data []byte) (*Manifest, error) {
 }
 
 // StrictUnmarshal decodes JSON refusing unknown fields and trailing data.
+// Field names must be spelled exactly and appear once: encoding/json alone
+// would accept "Tools" for "tools" and keep the last of two "name"s, so the
+// host could read a document differently from a person, a JSON Schema
+// validator or another parser.
 func StrictUnmarshal(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -210,7 +215,89 @@ func StrictUnmarshal(data []byte, v any) error {
 	if err := dec.Decode(&extra); err == nil {
 		return errors.New("trailing data after JSON value")
 	}
-	return nil
+	return checkNames(json.NewDecoder(bytes.NewReader(data)), reflect.TypeOf(v))
+}
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+
+// checkNames reads the next JSON value of dec, which decodes into type t,
+// and refuses object names that repeat or are not exactly a field's JSON
+// name. A nil t (json.RawMessage, interfaces) is not checked.
+func checkNames(dec *json.Decoder, t reflect.Type) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == rawMessageType || t != nil && t.Kind() == reflect.Interface {
+		t = nil
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			name, _ := tok.(string)
+			var elem reflect.Type
+			if t != nil {
+				if seen[name] {
+					return fmt.Errorf("json: duplicate field %q", name)
+				}
+				seen[name] = true
+				switch t.Kind() {
+				case reflect.Struct:
+					f, ok := jsonField(t, name)
+					if !ok {
+						return fmt.Errorf("json: unknown field %q", name)
+					}
+					elem = f
+				case reflect.Map:
+					elem = t.Elem()
+				}
+			}
+			if err := checkNames(dec, elem); err != nil {
+				return err
+			}
+		}
+	case json.Delim('['):
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for dec.More() {
+			if err := checkNames(dec, elem); err != nil {
+				return err
+			}
+		}
+	default:
+		return nil
+	}
+	_, err = dec.Token() // the closing '}' or ']'
+	return err
+}
+
+// jsonField returns the type of the field of struct t whose JSON name is
+// exactly name.
+func jsonField(t reflect.Type, name string) (reflect.Type, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case tag == "-" || !f.IsExported() && !f.Anonymous:
+		case f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct:
+			if ft, ok := jsonField(f.Type, name); ok {
+				return ft, true
+			}
+		case tag == name || tag == "" && f.Name == name:
+			return f.Type, true
+		}
+	}
+	return nil, false
 }
 
 // Validate checks a manifest's fields.

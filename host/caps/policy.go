@@ -2,6 +2,7 @@ package caps
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -36,6 +37,9 @@ type OperatorLimits struct {
 	// Instances per plugin and owner.
 	MaxInstances int `json:"max_instances,omitempty"`
 }
+
+// wasmMaxMemoryMiB is all a 32-bit wasm memory can address (65536 pages).
+const wasmMaxMemoryMiB = 4096
 
 // Default operator limits.
 const (
@@ -75,40 +79,49 @@ type Env struct {
 }
 
 // SandboxRoots are what $SANDBOX means: the workspace if set, else /tmp and
-// the home directory.
+// the home directory. Values that are not absolute paths are left out (a
+// workspace that is not absolute leaves nothing).
 func (e Env) SandboxRoots() []string {
 	if e.Workspace != "" {
+		if !filepath.IsAbs(e.Workspace) {
+			return nil
+		}
 		return []string{filepath.Clean(e.Workspace)}
 	}
-	roots := []string{filepath.Clean(e.Tmp)}
-	if e.Home != "" && !within(filepath.Clean(e.Home), roots[0]) {
+	var roots []string
+	if filepath.IsAbs(e.Tmp) {
+		roots = append(roots, filepath.Clean(e.Tmp))
+	}
+	if filepath.IsAbs(e.Home) && (len(roots) == 0 || !within(filepath.Clean(e.Home), roots[0])) {
 		roots = append(roots, filepath.Clean(e.Home))
 	}
 	return roots
 }
 
-// Resolve expands a scope path into absolute, cleaned paths.
+// Resolve expands a scope path into absolute, cleaned paths. A variable
+// whose value is empty or not absolute, an unknown variable and a relative
+// path resolve to nothing.
 func (e Env) Resolve(p string) []string {
+	isVar := func(v string) bool { return p == v || strings.HasPrefix(p, v+"/") }
 	var base []string
 	rest := p
 	switch {
-	case strings.HasPrefix(p, "$SANDBOX"):
+	case isVar("$SANDBOX"):
 		base, rest = e.SandboxRoots(), p[len("$SANDBOX"):]
-	case strings.HasPrefix(p, "$HOME"):
+	case isVar("$HOME"):
 		base, rest = []string{e.Home}, p[len("$HOME"):]
-	case strings.HasPrefix(p, "$TMP"):
+	case isVar("$TMP"):
 		base, rest = []string{e.Tmp}, p[len("$TMP"):]
-	case strings.HasPrefix(p, "$WORKSPACE"):
-		if e.Workspace == "" {
-			return nil
-		}
+	case isVar("$WORKSPACE"):
 		base, rest = []string{e.Workspace}, p[len("$WORKSPACE"):]
-	default:
+	case filepath.IsAbs(p):
 		return []string{filepath.Clean(p)}
+	default:
+		return nil
 	}
 	out := make([]string, 0, len(base))
 	for _, b := range base {
-		if b == "" {
+		if !filepath.IsAbs(b) {
 			continue
 		}
 		out = append(out, filepath.Clean(b+"/"+rest))
@@ -198,10 +211,11 @@ func (p *Policy) Allow(m *Manifest, env Env) *Grant {
 		}
 	}
 	ol := p.Limits
-	g.Timeout = time.Duration(capInt(m.Limits.TimeoutMs, ol.DefaultTimeoutMs, ol.MaxTimeoutMs,
-		DefaultTimeout.Milliseconds(), DefaultMaxTimeout.Milliseconds())) * time.Millisecond
+	ms := capInt(m.Limits.TimeoutMs, ol.DefaultTimeoutMs, ol.MaxTimeoutMs,
+		DefaultTimeout.Milliseconds(), DefaultMaxTimeout.Milliseconds())
+	g.Timeout = time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 	mib := capInt(int64(m.Limits.MemoryMiB), int64(ol.DefaultMemoryMiB), int64(ol.MaxMemoryMiB), DefaultMemoryMiB, DefaultMaxMemoryMiB)
-	g.MemoryPages = uint32(mib * 16) // 64 KiB pages
+	g.MemoryPages = uint32(min(mib, wasmMaxMemoryMiB) * 16) // 64 KiB pages
 	g.MaxResultBytes = capInt(m.Limits.MaxResultBytes, ol.DefaultMaxResultBytes, ol.MaxResultBytes, DefaultMaxResultBytes, DefaultMaxResultCap)
 	g.MaxInstances = int(capInt(int64(m.Limits.MaxInstances), int64(ol.MaxInstances), int64(ol.MaxInstances), DefaultMaxInstances, DefaultMaxInstances))
 	return g

@@ -1,0 +1,361 @@
+package caps_test
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aiodhq/aiod/host/caps"
+)
+
+func TestParsePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc, want string // want: the whole error; "" = valid
+	}{
+		{"empty", `{}`, ""},
+		{"null", `null`, ""},
+		{"full", `{
+			"plugins": {
+				"notes": {"files": {"paths": [{"path": "$HOME/notes", "mode": "rw"}]},
+				          "process": {"commands": ["git"], "cwd": ["$HOME/notes"], "shell": true}},
+				"indexer": {"state": {"max_bytes": 1048576}, "cdp": {"endpoints": ["http://127.0.0.1:9222"]}, "upstream": {"servers": ["docs"]}}
+			},
+			"default": {"state": {}},
+			"limits": {"default_timeout_ms": 1000, "max_timeout_ms": 2000, "default_memory_mib": 64, "max_memory_mib": 128,
+			           "default_max_result_bytes": 1024, "max_result_bytes": 2048, "max_instances": 2}
+		}`, ""},
+		{"null entry", `{"plugins": {"p": null}}`, ""},
+		{"negative limits", `{"limits": {"max_timeout_ms": -1}}`, ""},
+		{"unknown field", `{"plugin": {}}`, `invalid policy: json: unknown field "plugin"`},
+		{"unknown family", `{"default": {"net": {}}}`, `invalid policy: json: unknown field "net"`},
+		{"unknown limit", `{"limits": {"max_cpu": 1}}`, `invalid policy: json: unknown field "max_cpu"`},
+		{"wrong case", `{"Plugins": {}}`, `invalid policy: json: unknown field "Plugins"`},
+		{"duplicate plugin", `{"plugins": {"p": {}, "p": {"state": {}}}}`, `invalid policy: json: duplicate field "p"`},
+		{"duplicate field", `{"default": {}, "default": {"state": {}}}`, `invalid policy: json: duplicate field "default"`},
+		{"trailing", `{} {}`, "invalid policy: trailing data after JSON value"},
+		{"not an object", `[]`, "invalid policy: json: cannot unmarshal array into Go value of type caps.Policy"},
+		{"plugin path", `{"plugins": {"notes": {"files": {"paths": [{"path": "data", "mode": "rw"}]}}}}`,
+			`invalid policy: plugin notes: files: path "data" must be absolute or start with one of [$SANDBOX $HOME $TMP $WORKSPACE]`},
+		{"plugin mode", `{"plugins": {"notes": {"files": {"paths": [{"path": "/srv", "mode": "x"}]}}}}`,
+			`invalid policy: plugin notes: files: path "/srv": mode must be "ro" or "rw"`},
+		{"default commands", `{"default": {"process": {"commands": []}}}`,
+			"invalid policy: default: process: commands must list at least one program"},
+		{"default cwd", `{"default": {"process": {"commands": ["*"], "cwd": ["$PWD"]}}}`,
+			`invalid policy: default: process: cwd: path "$PWD" must be absolute or start with one of [$SANDBOX $HOME $TMP $WORKSPACE]`},
+		{"state", `{"default": {"state": {"max_bytes": -1}}}`, "invalid policy: default: state: max_bytes must be non-negative"},
+		{"limit type", `{"limits": {"max_instances": "4"}}`,
+			"invalid policy: json: cannot unmarshal string into Go struct field OperatorLimits.limits.max_instances of type int"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := caps.ParsePolicy([]byte(tc.doc))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("ParsePolicy: %v", err)
+			case tc.want == "" && p == nil:
+				t.Fatal("no policy and no error")
+			case tc.want == "":
+			case err == nil:
+				t.Fatalf("ParsePolicy accepts it, want %q", tc.want)
+			case err.Error() != tc.want:
+				t.Fatalf("ParsePolicy:\n got %s\nwant %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// The environment most Allow tests run in.
+var (
+	ada   = caps.Env{Home: "/home/ada", Tmp: "/tmp"}
+	adaWS = caps.Env{Home: "/home/ada", Tmp: "/tmp", Workspace: "/home/ada/proj"}
+)
+
+func files(paths ...string) *caps.FilesScope {
+	s := &caps.FilesScope{}
+	for i := 0; i < len(paths); i += 2 {
+		s.Paths = append(s.Paths, caps.PathScope{Path: paths[i], Mode: caps.Mode(paths[i+1])})
+	}
+	return s
+}
+
+func roots(rs ...any) []caps.Root {
+	var out []caps.Root
+	for i := 0; i < len(rs); i += 2 {
+		out = append(out, caps.Root{Path: rs[i].(string), Writable: rs[i+1].(bool)})
+	}
+	return out
+}
+
+func TestAllowFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		req, allow *caps.FilesScope
+		env        caps.Env
+		want       []caps.Root
+	}{
+		{"same tree", files("/srv", "rw"), files("/srv", "rw"), ada, roots("/srv", true)},
+		{"request inside allowance", files("/srv/data/in", "rw"), files("/srv", "rw"), ada, roots("/srv/data/in", true)},
+		{"allowance inside request", files("/", "ro"), files("/srv", "rw", "/etc", "ro"), ada, roots("/srv", false, "/etc", false)},
+		{"disjoint", files("/a", "rw"), files("/b", "rw"), ada, nil},
+		{"sibling with a common prefix", files("/srv/data2", "ro"), files("/srv/data", "ro"), ada, nil},
+		{"parent of allowance by prefix only", files("/srv/dat", "ro"), files("/srv/data", "ro"), ada, nil},
+		{"ro request, rw allowance", files("/srv", "ro"), files("/srv", "rw"), ada, roots("/srv", false)},
+		{"rw request, ro allowance", files("/srv", "rw"), files("/srv", "ro"), ada, roots("/srv", false)},
+		{"two pairs, one writable", files("/srv", "rw", "/srv", "ro"), files("/srv", "rw"), ada, roots("/srv", true)},
+		{"two allowances, one writable", files("/srv/x", "rw"), files("/srv", "ro", "/srv/x", "rw"), ada, roots("/srv/x", true)},
+		{"nested writable inside read-only", files("/srv", "rw"), files("/srv", "ro", "/srv/out", "rw"), ada,
+			roots("/srv", false, "/srv/out", true)},
+		{"sandbox without workspace", files("$SANDBOX", "rw"), files("$SANDBOX", "rw"), ada,
+			roots("/tmp", true, "/home/ada", true)},
+		{"sandbox with workspace", files("$SANDBOX", "rw"), files("$SANDBOX", "rw"), adaWS, roots("/home/ada/proj", true)},
+		{"home inside tmp", files("$SANDBOX", "rw"), files("$SANDBOX", "rw"), caps.Env{Home: "/tmp/ada", Tmp: "/tmp"},
+			roots("/tmp", true)},
+		{"home against sandbox with workspace", files("$HOME", "rw"), files("$SANDBOX", "rw"), adaWS, roots("/home/ada/proj", true)},
+		{"home against sandbox without workspace", files("$HOME/x", "rw"), files("$SANDBOX", "ro"), ada, roots("/home/ada/x", false)},
+		{"home narrowed", files("$HOME", "ro"), files("$HOME/notes", "rw"), ada, roots("/home/ada/notes", false)},
+		{"workspace without one", files("$WORKSPACE", "rw"), files("$WORKSPACE", "rw"), ada, nil},
+		{"workspace", files("$WORKSPACE/src", "rw"), files("$WORKSPACE", "rw"), adaWS, roots("/home/ada/proj/src", true)},
+		{"tmp", files("$TMP/x", "rw"), files("/tmp", "rw"), ada, roots("/tmp/x", true)},
+		{"explicit path outside the workspace", files("/srv", "ro"), files("/srv", "ro"), adaWS, roots("/srv", false)},
+		{"sandbox dot-dot climbs out of the request only", files("$SANDBOX/..", "rw"), files("$SANDBOX", "rw"), adaWS,
+			roots("/home/ada/proj", true)},
+		{"cleaned", files("/srv//a/./b/../c/", "rw"), files("/srv/a", "rw"), ada, roots("/srv/a/c", true)},
+		{"no paths requested", files(), files("/", "rw"), ada, nil},
+		{"no paths allowed", files("/", "rw"), files(), ada, nil},
+		{"empty home", files("$HOME", "rw"), files("/", "rw"), caps.Env{Tmp: "/tmp"}, nil},
+		{"relative home", files("$HOME", "rw"), files("/", "rw"), caps.Env{Home: "ada", Tmp: "/tmp"}, nil},
+		{"empty environment", files("$SANDBOX", "rw"), files("/", "rw"), caps.Env{}, nil},
+		{"empty environment on both sides", files("$SANDBOX", "rw"), files("$SANDBOX", "rw"), caps.Env{}, nil},
+		{"relative home on both sides", files("$HOME", "rw"), files("$HOME", "rw"), caps.Env{Home: "ada", Tmp: "/tmp"}, nil},
+		{"relative workspace leaves nothing", files("$SANDBOX", "rw"), files("/", "rw"), caps.Env{Home: "/home/ada", Tmp: "/tmp", Workspace: "proj"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &caps.Manifest{Name: "p", Capabilities: caps.Capabilities{Files: tc.req}}
+			p := &caps.Policy{Plugins: map[string]caps.Capabilities{"p": {Files: tc.allow}}}
+			g := p.Allow(m, tc.env)
+			if !reflect.DeepEqual(g.FileRoots, tc.want) {
+				t.Errorf("FileRoots = %v, want %v", g.FileRoots, tc.want)
+			}
+			if g.Has(caps.Files) != (len(tc.want) > 0) {
+				t.Errorf("Has(files) = %v with roots %v", g.Has(caps.Files), g.FileRoots)
+			}
+		})
+	}
+}
+
+func TestAllowProcess(t *testing.T) {
+	proc := func(cmds []string, cwd []string, shell bool) *caps.ProcessScope {
+		return &caps.ProcessScope{Commands: cmds, Cwd: cwd, Shell: shell}
+	}
+	l := func(s ...string) []string { return s }
+	for _, tc := range []struct {
+		name       string
+		req, allow *caps.ProcessScope
+		env        caps.Env
+		cmds, cwd  []string
+		shell      bool
+	}{
+		{"common commands", proc(l("git", "ls"), nil, false), proc(l("git", "rm"), nil, false), adaWS, l("git"), l("/home/ada/proj"), false},
+		{"allowance any", proc(l("git", "ls"), nil, false), proc(l("*"), nil, false), adaWS, l("git", "ls"), l("/home/ada/proj"), false},
+		{"request any", proc(l("*"), nil, false), proc(l("git", "ls"), nil, false), adaWS, l("git", "ls"), l("/home/ada/proj"), false},
+		{"both any", proc(l("*"), nil, false), proc(l("*"), nil, false), adaWS, l("*"), l("/home/ada/proj"), false},
+		{"names are compared as written", proc(l("git"), nil, false), proc(l("/usr/bin/git"), nil, false), adaWS, nil, l("/home/ada/proj"), false},
+		{"no common command", proc(l("rm"), nil, false), proc(l("git"), nil, false), adaWS, nil, l("/home/ada/proj"), false},
+		{"cwd defaults to the sandbox", proc(l("git"), nil, false), proc(l("git"), nil, false), ada, l("git"), l("/tmp", "/home/ada"), false},
+		{"cwd narrowed", proc(l("git"), l("$HOME"), false), proc(l("git"), l("$HOME/src"), false), ada, l("git"), l("/home/ada/src"), false},
+		{"cwd outside the default", proc(l("git"), l("/srv"), false), proc(l("git"), nil, false), adaWS, l("git"), nil, false},
+		{"cwd workspace without one", proc(l("git"), l("$WORKSPACE"), false), proc(l("git"), l("$WORKSPACE"), false), ada, l("git"), nil, false},
+		{"shell both", proc(l("bash"), nil, true), proc(l("bash"), nil, true), adaWS, l("bash"), l("/home/ada/proj"), true},
+		{"shell requested only", proc(l("bash"), nil, true), proc(l("bash"), nil, false), adaWS, l("bash"), l("/home/ada/proj"), false},
+		{"shell allowed only", proc(l("bash"), nil, false), proc(l("bash"), nil, true), adaWS, l("bash"), l("/home/ada/proj"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &caps.Manifest{Name: "p", Capabilities: caps.Capabilities{Process: tc.req}}
+			p := &caps.Policy{Default: &caps.Capabilities{Process: tc.allow}}
+			g := p.Allow(m, tc.env)
+			if !slices.Equal(g.Commands, tc.cmds) || !slices.Equal(g.CwdRoots, tc.cwd) || g.Shell != tc.shell {
+				t.Errorf("commands %v cwd %v shell %v, want %v %v %v", g.Commands, g.CwdRoots, g.Shell, tc.cmds, tc.cwd, tc.shell)
+			}
+			if want := len(tc.cmds) > 0 && len(tc.cwd) > 0; g.Has(caps.Process) != want {
+				t.Errorf("Has(process) = %v, want %v", g.Has(caps.Process), want)
+			}
+		})
+	}
+}
+
+func TestAllowFamiliesAndDefault(t *testing.T) {
+	everything := caps.Capabilities{
+		Files:    files("$SANDBOX", "rw"),
+		Process:  &caps.ProcessScope{Commands: []string{"*"}},
+		State:    &caps.StateScope{},
+		CDP:      &caps.CDPScope{},
+		Upstream: &caps.UpstreamScope{},
+	}
+	all := []caps.Family{caps.Files, caps.Process, caps.State, caps.CDP, caps.Upstream}
+	for _, tc := range []struct {
+		name   string
+		policy *caps.Policy
+		req    caps.Capabilities
+		want   []caps.Family
+	}{
+		{"no policy: deny by default", &caps.Policy{}, everything, nil},
+		{"an entry for another plugin", &caps.Policy{Plugins: map[string]caps.Capabilities{"other": everything}}, everything, nil},
+		{"default", &caps.Policy{Default: &everything}, everything, all},
+		{"entry", &caps.Policy{Plugins: map[string]caps.Capabilities{"p": everything}}, everything, all},
+		{"entry replaces default", &caps.Policy{Plugins: map[string]caps.Capabilities{"p": {State: &caps.StateScope{}}}, Default: &everything},
+			everything, []caps.Family{caps.State}},
+		{"empty entry grants nothing", &caps.Policy{Plugins: map[string]caps.Capabilities{"p": {}}, Default: &everything}, everything, nil},
+		{"nothing requested", &caps.Policy{Default: &everything}, caps.Capabilities{}, nil},
+		{"only what is requested", &caps.Policy{Default: &everything}, caps.Capabilities{State: &caps.StateScope{}, CDP: &caps.CDPScope{}},
+			[]caps.Family{caps.State, caps.CDP}},
+		{"files requested, no tree in common", &caps.Policy{Default: &caps.Capabilities{Files: files("/srv", "rw")}},
+			caps.Capabilities{Files: files("/etc", "ro")}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := tc.policy.Allow(&caps.Manifest{Name: "p", Capabilities: tc.req}, ada)
+			if got := g.GrantedFamilies(); !slices.Equal(got, tc.want) {
+				t.Errorf("GrantedFamilies = %v, want %v", got, tc.want)
+			}
+			for _, f := range all {
+				if g.Has(f) != slices.Contains(tc.want, f) {
+					t.Errorf("Has(%s) = %v", f, g.Has(f))
+				}
+			}
+			if len(tc.want) == 0 && (g.FileRoots != nil || g.Commands != nil || g.CwdRoots != nil || g.Shell || g.StateMaxBytes != 0) {
+				t.Errorf("no family granted, but the grant holds scope: %+v", g)
+			}
+		})
+	}
+}
+
+func TestAllowState(t *testing.T) {
+	for _, tc := range []struct{ req, allow, want int64 }{
+		{0, 0, 1 << 20},
+		{100, 0, 100},
+		{0, 200, 200},
+		{100, 200, 100},
+		{300, 200, 200},
+	} {
+		m := &caps.Manifest{Name: "p", Capabilities: caps.Capabilities{State: &caps.StateScope{MaxBytes: tc.req}}}
+		p := &caps.Policy{Default: &caps.Capabilities{State: &caps.StateScope{MaxBytes: tc.allow}}}
+		if g := p.Allow(m, ada); g.StateMaxBytes != tc.want || !g.Has(caps.State) {
+			t.Errorf("request %d, policy %d: StateMaxBytes %d (granted %v), want %d", tc.req, tc.allow, g.StateMaxBytes, g.Has(caps.State), tc.want)
+		}
+	}
+}
+
+func TestAllowLimits(t *testing.T) {
+	type limits struct {
+		timeout   time.Duration
+		pages     uint32
+		result    int64
+		instances int
+	}
+	mib := func(n uint32) uint32 { return n * 16 }
+	defaults := limits{30 * time.Second, mib(256), 16 << 20, 16}
+	for _, tc := range []struct {
+		name string
+		ask  caps.Limits
+		op   caps.OperatorLimits
+		want limits
+	}{
+		{"host defaults", caps.Limits{}, caps.OperatorLimits{}, defaults},
+		{"asks within the caps", caps.Limits{TimeoutMs: 5000, MemoryMiB: 64, MaxResultBytes: 1000, MaxInstances: 2}, caps.OperatorLimits{},
+			limits{5 * time.Second, mib(64), 1000, 2}},
+		{"asks above the host caps", caps.Limits{TimeoutMs: 3600_000, MemoryMiB: 4096, MaxResultBytes: 1 << 30, MaxInstances: 100}, caps.OperatorLimits{},
+			limits{10 * time.Minute, mib(1024), 64 << 20, 16}},
+		{"operator defaults", caps.Limits{}, caps.OperatorLimits{DefaultTimeoutMs: 1000, DefaultMemoryMiB: 32, DefaultMaxResultBytes: 99, MaxInstances: 3},
+			limits{time.Second, mib(32), 99, 3}},
+		{"operator caps", caps.Limits{TimeoutMs: 5000, MemoryMiB: 512, MaxResultBytes: 5000, MaxInstances: 8},
+			caps.OperatorLimits{MaxTimeoutMs: 2000, MaxMemoryMiB: 128, MaxResultBytes: 4000, MaxInstances: 4},
+			limits{2 * time.Second, mib(128), 4000, 4}},
+		{"operator raises the caps", caps.Limits{TimeoutMs: 3600_000, MemoryMiB: 4096, MaxResultBytes: 1 << 30},
+			caps.OperatorLimits{MaxTimeoutMs: 7200_000, MaxMemoryMiB: 4096, MaxResultBytes: 1 << 31},
+			limits{time.Hour, mib(4096), 1 << 30, 16}},
+		{"default above its cap is capped", caps.Limits{}, caps.OperatorLimits{DefaultTimeoutMs: 9000, MaxTimeoutMs: 5000, DefaultMemoryMiB: 512, MaxMemoryMiB: 256},
+			limits{5 * time.Second, mib(256), 16 << 20, 16}},
+		{"negative operator values count as absent", caps.Limits{}, caps.OperatorLimits{DefaultTimeoutMs: -1, MaxMemoryMiB: -1, MaxInstances: -1}, defaults},
+		{"memory never above 4096 MiB", caps.Limits{}, caps.OperatorLimits{DefaultMemoryMiB: 1 << 28, MaxMemoryMiB: 1 << 30},
+			limits{30 * time.Second, 65536, 16 << 20, 16}},
+		{"huge timeouts do not overflow", caps.Limits{TimeoutMs: math.MaxInt64}, caps.OperatorLimits{MaxTimeoutMs: math.MaxInt64},
+			limits{time.Duration(math.MaxInt64 / int64(time.Millisecond) * int64(time.Millisecond)), mib(256), 16 << 20, 16}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &caps.Policy{Limits: tc.op}
+			g := p.Allow(&caps.Manifest{Name: "p", Limits: tc.ask}, ada)
+			got := limits{g.Timeout, g.MemoryPages, g.MaxResultBytes, g.MaxInstances}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestEnvResolve(t *testing.T) {
+	l := func(s ...string) []string { return s }
+	for _, tc := range []struct {
+		env  caps.Env
+		path string
+		want []string
+	}{
+		{ada, "/srv/data", l("/srv/data")},
+		{ada, "/srv//data/../x/", l("/srv/x")},
+		{ada, "/", l("/")},
+		{ada, "/..", l("/")},
+		{ada, "$HOME", l("/home/ada")},
+		{ada, "$HOME/", l("/home/ada")},
+		{ada, "$HOME/.cache/p", l("/home/ada/.cache/p")},
+		{ada, "$HOME/..", l("/home")},
+		{ada, "$TMP/x", l("/tmp/x")},
+		{ada, "$SANDBOX", l("/tmp", "/home/ada")},
+		{ada, "$SANDBOX/x", l("/tmp/x", "/home/ada/x")},
+		{adaWS, "$SANDBOX/x", l("/home/ada/proj/x")},
+		{adaWS, "$WORKSPACE", l("/home/ada/proj")},
+		{adaWS, "$HOME", l("/home/ada")},
+		{caps.Env{Home: "/home/ada/", Tmp: "/tmp/"}, "$HOME/x", l("/home/ada/x")},
+		{caps.Env{Home: "/tmp/ada", Tmp: "/tmp"}, "$SANDBOX", l("/tmp")},
+		{caps.Env{Home: "/", Tmp: "/tmp"}, "$SANDBOX", l("/tmp", "/")},
+		{ada, "$WORKSPACE", nil},
+		{caps.Env{Tmp: "/tmp"}, "$HOME", nil},
+		{caps.Env{Home: "ada", Tmp: "tmp"}, "$HOME", nil},
+		{caps.Env{Home: "ada", Tmp: "tmp"}, "$SANDBOX", nil},
+		{caps.Env{Home: "/home/ada"}, "$SANDBOX", l("/home/ada")},
+		{caps.Env{Workspace: "proj", Home: "/home/ada", Tmp: "/tmp"}, "$SANDBOX", nil},
+		{ada, "$HOMEdir", nil},
+		{ada, "$USER", nil},
+		{ada, "relative", nil},
+		{ada, "", nil},
+		{ada, "~", nil},
+	} {
+		got := tc.env.Resolve(tc.path)
+		if len(got) == 0 && len(tc.want) == 0 {
+			continue
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%+v Resolve(%q) = %q, want %q", tc.env, tc.path, got, tc.want)
+		}
+	}
+}
+
+func TestWithin(t *testing.T) {
+	for _, tc := range []struct {
+		p, root string
+		want    bool
+	}{
+		{"/srv", "/srv", true},
+		{"/srv/a", "/srv", true},
+		{"/srv/a/b", "/srv", true},
+		{"/srv2", "/srv", false},
+		{"/sr", "/srv", false},
+		{"/", "/srv", false},
+		{"/srv", "/srv/a", false},
+		{"/anything", "/", true},
+		{"/", "/", true},
+		{"relative", "/", false},
+	} {
+		if got := caps.Within(tc.p, tc.root); got != tc.want {
+			t.Errorf("Within(%q, %q) = %v, want %v", tc.p, tc.root, got, tc.want)
+		}
+	}
+}
