@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"regexp"
 	"strings"
@@ -208,11 +209,9 @@ func StrictUnmarshal(data []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
-	if dec.More() {
-		return errors.New("trailing data after JSON value")
-	}
-	var extra json.RawMessage
-	if err := dec.Decode(&extra); err == nil {
+	// Only white space may follow. (dec.More is false before a stray '}' or
+	// ']', and decoding one fails, so neither could tell "{}}" from "{}".)
+	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("trailing data after JSON value")
 	}
 	return checkNames(json.NewDecoder(bytes.NewReader(data)), reflect.TypeOf(v))

@@ -35,6 +35,7 @@ func TestParsePolicy(t *testing.T) {
 		{"duplicate plugin", `{"plugins": {"p": {}, "p": {"state": {}}}}`, `invalid policy: json: duplicate field "p"`},
 		{"duplicate field", `{"default": {}, "default": {"state": {}}}`, `invalid policy: json: duplicate field "default"`},
 		{"trailing", `{} {}`, "invalid policy: trailing data after JSON value"},
+		{"trailing brace", `{"default": {}}}`, "invalid policy: trailing data after JSON value"},
 		{"not an object", `[]`, "invalid policy: json: cannot unmarshal array into Go value of type caps.Policy"},
 		{"plugin path", `{"plugins": {"notes": {"files": {"paths": [{"path": "data", "mode": "rw"}]}}}}`,
 			`invalid policy: plugin notes: files: path "data" must be absolute or start with one of [$SANDBOX $HOME $TMP $WORKSPACE]`},
