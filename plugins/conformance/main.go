@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/aiodhq/aiod/sdk"
 )
@@ -166,6 +167,18 @@ func diagnosticTools() {
 	tool("test_streaming_elicitation", "Returns a plain result; its response stream must carry no requests.", func(*sdk.Ctx, json.RawMessage) (*sdk.Result, error) {
 		return text("stream observed: result frames only, no top-level requests")
 	})
+	// Not a conformance fixture: aiod's own e2e tests cancel it midway.
+	sdk.AddRawTool(sdk.Tool{Name: "aiod_slow", Description: "Reports progress every 50 ms for ms milliseconds, then answers done (for cancellation tests).",
+		InputSchema: `{"type":"object","properties":{"ms":{"type":"integer","description":"how long to run"}},"required":["ms"]}`},
+		func(c *sdk.Ctx, args json.RawMessage) (*sdk.Result, error) {
+			var in struct{ Ms int }
+			_ = json.Unmarshal(args, &in)
+			for t := 0; t < in.Ms; t += 50 {
+				c.Progress(float64(t), float64(in.Ms), "working")
+				time.Sleep(50 * time.Millisecond)
+			}
+			return text("done")
+		})
 	tool("test_logging_tool", "Logs once; the host drops it unless the request set a log level.", func(c *sdk.Ctx, _ json.RawMessage) (*sdk.Result, error) {
 		c.Log(sdk.LevelInfo, "test_logging_tool executed")
 		return text("Log attempted; the host gates it on the request's log level.")
