@@ -74,3 +74,11 @@ func BenchmarkEchoModern(b *testing.B) {
 	benchServe(b, echoServer(b), MapHeaders{"accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28",
 		"mcp-method": "tools/call", "mcp-name": "echo"}, modernEcho)
 }
+
+// A session whose client declared elicitation and sampling: a tool may ask
+// it for input, so the call runs in the background, ready to stream.
+func BenchmarkEchoLegacySessionInputCapable(b *testing.B) {
+	s := echoServer(b)
+	sess, _ := s.sessions.create("default", "2025-11-25", parseClientCaps([]byte(`{"elicitation":{},"sampling":{}}`)), nil)
+	benchServe(b, s, MapHeaders{"accept": "application/json, text/event-stream", "mcp-session-id": sess.id, "mcp-protocol-version": "2025-11-25"}, legacyEcho)
+}
