@@ -85,8 +85,8 @@ func (g *guard) keyOK(c *fiber.Ctx) bool {
 // an allowed one), so a DNS-rebound name cannot reach the server.
 func (g *guard) hostOK(host string) bool {
 	h := strings.ToLower(host)
-	if g.hosts[h] || g.hosts[hostOnly(h)] {
-		return true
+	if h == "" || g.hosts[h] || g.hosts[hostOnly(h)] {
+		return true // no Host at all (HTTP/1.0 tools): not a browser, so not a rebinding
 	}
 	if !g.loopback {
 		return true
