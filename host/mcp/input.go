@@ -272,8 +272,11 @@ func paramsDigest(name string, args json.RawMessage) [32]byte {
 		dec.UseNumber()
 		var v any
 		if dec.Decode(&v) == nil {
-			canon, _ := json.Marshal(v) // map keys sorted
-			h.Write(canon)
+			// map keys come out sorted; no arguments, null and {} are alike
+			if m, ok := v.(map[string]any); v != nil && (!ok || len(m) > 0) {
+				canon, _ := json.Marshal(v)
+				h.Write(canon)
+			}
 		} else {
 			h.Write(args)
 		}

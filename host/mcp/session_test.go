@@ -54,3 +54,21 @@ func TestModernResultSplice(t *testing.T) {
 		}
 	}
 }
+
+func TestParamsDigest(t *testing.T) {
+	same := [][2]string{{``, `{}`}, {`null`, `{}`}, {`{"a":1,"b":[2,3]}`, ` { "b" : [2,3], "a" : 1 } `}, {`{"n":1.0}`, `{"n":1.0}`}}
+	for _, c := range same {
+		if paramsDigest("t", []byte(c[0])) != paramsDigest("t", []byte(c[1])) {
+			t.Errorf("%s and %s digest differently", c[0], c[1])
+		}
+	}
+	diff := [][2]string{{`{"a":1}`, `{"a":2}`}, {`{}`, `{"a":null}`}}
+	for _, c := range diff {
+		if paramsDigest("t", []byte(c[0])) == paramsDigest("t", []byte(c[1])) {
+			t.Errorf("%s and %s digest alike", c[0], c[1])
+		}
+	}
+	if paramsDigest("t", nil) == paramsDigest("u", nil) {
+		t.Error("the name is not in the digest")
+	}
+}
