@@ -1,8 +1,9 @@
 // Command context is the built-in plugin sandbox_get_context: the
 // sandbox's version and home directory. The home directory (and user
 // and shell) come from the environment the host gives programs, read
-// with printenv through the aiod:process family; the version is the
-// one this module was built as. spec/sandbox-tools.md describes the tool.
+// with printenv through the aiod:process family; so does the version
+// (AIOD_VERSION) when the host sets it, else it is the one this module
+// was built as. spec/sandbox-tools.md describes the tool.
 package main
 
 import (
@@ -59,8 +60,12 @@ func Run(_ *sdk.Ctx, _ json.RawMessage) (*sdk.Result, error) {
 		}
 	}
 	home := env["HOME"]
+	version := env["AIOD_VERSION"] // the daemon's, when the host passes it
+	if version == "" {
+		version = Version()
+	}
 	var info strings.Builder
-	info.WriteString("AIO sandbox (aiod) version: " + Version() + "\n")
+	info.WriteString("AIO sandbox (aiod) version: " + version + "\n")
 	info.WriteString("Home directory: " + home + "\n")
 	if u := env["USER"]; u != "" {
 		info.WriteString("User: " + u + "\n")
