@@ -3,6 +3,8 @@ package host
 import (
 	"errors"
 	"log/slog"
+	"os"
+	"strings"
 	"sync"
 
 	"github.com/aiodhq/aiod/host/fsroot"
@@ -25,7 +27,7 @@ type families struct {
 }
 
 func newFamilies(log *slog.Logger) *families {
-	m := proc.New(proc.Config{})
+	m := proc.New(proc.Config{BaseEnv: baseEnv(os.Environ())})
 	return &families{
 		log:   log,
 		files: hostfn.NewFiles(fsroot.Options{}),
@@ -33,6 +35,20 @@ func newFamilies(log *slog.Logger) *families {
 		proc:  hostfn.NewProcess(m),
 		state: hostfn.NewState(hostfn.NewStateStore(0)),
 	}
+}
+
+// baseEnv is what every program the host runs starts from: the safe
+// variables of proc.SafeBaseEnv, plus AIO_SKILLS_PATH (where
+// sandbox_load_skill finds skills) and AIOD_VERSION (the daemon's version,
+// for sandbox_get_context).
+func baseEnv(environ []string) []string {
+	env := proc.SafeBaseEnv(environ)
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "AIO_SKILLS_PATH=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "AIOD_VERSION="+Version)
 }
 
 // forGrant returns the gated families granted by g (core is added by the
