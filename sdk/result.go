@@ -3,10 +3,9 @@ package sdk
 import (
 	"encoding/base64"
 	"encoding/json"
-	"strconv"
-	"unicode/utf8"
 
 	"github.com/aiodhq/aiod/sdk/internal/abi"
+	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
 // Result is a tool's answer: MCP's CallToolResult.
@@ -63,12 +62,10 @@ func ErrorResult(msg string) *Result {
 }
 
 // JSONResult is a result whose text is v as compact JSON (maps with sorted
-// keys, as aiod emits) and whose structuredContent is the same object.
+// keys, as aiod emits; see package jsonx) and whose structuredContent is
+// the same object.
 func JSONResult(v any, isError bool) *Result {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return ErrorResult("sdk: cannot encode result: " + err.Error())
-	}
+	b := jsonx.Marshal(v)
 	return &Result{Content: []Content{Text(string(b))}, Structured: json.RawMessage(b), IsError: isError}
 }
 
@@ -93,11 +90,8 @@ func appendResult(b []byte, r *Result) []byte {
 	}
 	b = append(b, ']')
 	if r.Structured != nil {
-		s, err := json.Marshal(r.Structured)
-		if err == nil {
-			b = append(b, `,"structuredContent":`...)
-			b = append(b, s...)
-		}
+		b = append(b, `,"structuredContent":`...)
+		b = jsonx.Append(b, r.Structured)
 	}
 	if r.IsError {
 		b = append(b, `,"isError":true}`...)
@@ -111,20 +105,20 @@ func appendContent(b []byte, c *Content) []byte {
 	switch c.typ {
 	case "text":
 		b = append(b, `{"type":"text","text":`...)
-		b = appendString(b, c.text)
+		b = jsonx.AppendString(b, c.text)
 	case "image", "audio":
 		b = append(b, `{"type":"`...)
 		b = append(b, c.typ...)
 		b = append(b, `","data":"`...)
 		b = base64.StdEncoding.AppendEncode(b, c.data)
 		b = append(b, `","mimeType":`...)
-		b = appendString(b, c.mimeType)
+		b = jsonx.AppendString(b, c.mimeType)
 	case "resource":
 		b = append(b, `{"type":"resource","resource":{"uri":`...)
-		b = appendString(b, c.uri)
+		b = jsonx.AppendString(b, c.uri)
 		if c.mimeType != "" {
 			b = append(b, `,"mimeType":`...)
-			b = appendString(b, c.mimeType)
+			b = jsonx.AppendString(b, c.mimeType)
 		}
 		if c.data != nil {
 			b = append(b, `,"blob":"`...)
@@ -132,74 +126,20 @@ func appendContent(b []byte, c *Content) []byte {
 			b = append(b, '"')
 		} else {
 			b = append(b, `,"text":`...)
-			b = appendString(b, c.text)
+			b = jsonx.AppendString(b, c.text)
 		}
 		b = append(b, '}')
 	case "resource_link":
 		b = append(b, `{"type":"resource_link","uri":`...)
-		b = appendString(b, c.uri)
+		b = jsonx.AppendString(b, c.uri)
 		b = append(b, `,"name":`...)
-		b = appendString(b, c.text)
+		b = jsonx.AppendString(b, c.text)
 		if c.mimeType != "" {
 			b = append(b, `,"mimeType":`...)
-			b = appendString(b, c.mimeType)
+			b = jsonx.AppendString(b, c.mimeType)
 		}
 	default:
 		b = append(b, `{"type":"text","text":""`...)
 	}
 	return append(b, '}')
-}
-
-const hex = "0123456789abcdef"
-
-// appendString appends s as a JSON string, replacing invalid UTF-8 with
-// U+FFFD as encoding/json does. The loop is written flat on purpose: Go
-// function calls are expensive in wasm (see RATIONALE.md).
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, `\u202`...)
-			b = strconv.AppendInt(b, int64(r&0xf), 16)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

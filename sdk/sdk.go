@@ -33,6 +33,7 @@ import (
 	"reflect"
 
 	"github.com/aiodhq/aiod/sdk/internal/abi"
+	"github.com/aiodhq/aiod/sdk/jsonx"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -119,7 +120,7 @@ func Plugin(i Info) { info = i }
 func AddTool[In any](t Tool, h func(c *Ctx, in In) (*Result, error)) {
 	var zero In
 	typ := reflect.TypeOf(zero)
-	dec := decoderFor(typ)
+	dec := jsonx.DecoderFor(typ)
 	schema := t.InputSchema
 	if schema == nil {
 		s, err := jsonschema.For[In](nil)
@@ -130,7 +131,7 @@ func AddTool[In any](t Tool, h func(c *Ctx, in In) (*Result, error)) {
 	}
 	register(t, schema, func(c *Ctx, args []byte) (*Result, error) {
 		var in In
-		if err := dec.decode(args, &in); err != nil {
+		if err := dec.Decode(args, &in); err != nil {
 			return ErrorResult(fmt.Sprintf("invalid arguments: %v", err)), nil
 		}
 		return h(c, in)

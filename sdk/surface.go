@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/aiodhq/aiod/sdk/internal/abi"
+	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
 // Prompts, resources, resource templates and completions: the MCP server
@@ -300,7 +301,7 @@ func appendPromptResult(b []byte, r *PromptResult) []byte {
 	b = append(b, '{')
 	if r.Description != "" {
 		b = append(b, `"description":`...)
-		b = appendString(b, r.Description)
+		b = jsonx.AppendString(b, r.Description)
 		b = append(b, ',')
 	}
 	b = append(b, `"messages":[`...)
@@ -313,7 +314,7 @@ func appendPromptResult(b []byte, r *PromptResult) []byte {
 			role = "user"
 		}
 		b = append(b, `{"role":`...)
-		b = appendString(b, role)
+		b = jsonx.AppendString(b, role)
 		b = append(b, `,"content":`...)
 		b = appendContent(b, &m.Content)
 		b = append(b, '}')
@@ -332,10 +333,10 @@ func appendContents(b []byte, uri string, cs []ResourceContents) []byte {
 			u = uri
 		}
 		b = append(b, `{"uri":`...)
-		b = appendString(b, u)
+		b = jsonx.AppendString(b, u)
 		if c.MimeType != "" {
 			b = append(b, `,"mimeType":`...)
-			b = appendString(b, c.MimeType)
+			b = jsonx.AppendString(b, c.MimeType)
 		}
 		if c.Blob != nil {
 			b = append(b, `,"blob":"`...)
@@ -343,7 +344,7 @@ func appendContents(b []byte, uri string, cs []ResourceContents) []byte {
 			b = append(b, '"')
 		} else {
 			b = append(b, `,"text":`...)
-			b = appendString(b, c.Text)
+			b = jsonx.AppendString(b, c.Text)
 		}
 		b = append(b, '}')
 	}

@@ -22,6 +22,8 @@ import (
 	"encoding/json"
 	"io/fs"
 	"time"
+
+	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
 // Module is the import module of the host functions.
@@ -148,7 +150,7 @@ func doJSON(name, path string, req, resp any) error {
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(out, resp); err != nil {
+	if err := jsonx.Unmarshal(out, resp); err != nil {
 		return &Error{Code: "internal", ErrorType: "other", Message: "bad response from the host: " + err.Error(), Operation: name, Path: path}
 	}
 	return nil
@@ -244,7 +246,7 @@ func Write(path string, data []byte, opts *WriteOptions) (int64, error) {
 	var res struct {
 		BytesWritten int64 `json:"bytes_written"`
 	}
-	if err := json.Unmarshal(resp, &res); err != nil {
+	if err := jsonx.Unmarshal(resp, &res); err != nil {
 		return 0, &Error{Code: "internal", ErrorType: "other", Message: "bad response from the host: " + err.Error(), Operation: "write", Path: path}
 	}
 	return res.BytesWritten, nil

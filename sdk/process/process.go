@@ -23,6 +23,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
 // Module is the import module of the host functions.
@@ -93,7 +95,7 @@ func do(name string, req, resp any) error {
 		}
 		return e
 	}
-	if err := json.Unmarshal(out, resp); err != nil {
+	if err := jsonx.Unmarshal(out, resp); err != nil {
 		return &Error{Code: "internal", Message: "bad response from the host: " + err.Error()}
 	}
 	return nil

@@ -13,7 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aiodhq/aiod/plugins/sandbox/internal/jsontext"
 	"github.com/aiodhq/aiod/sdk"
 	"github.com/aiodhq/aiod/sdk/process"
 )
@@ -129,7 +128,7 @@ func Run(_ *sdk.Ctx, a Args) (*sdk.Result, error) {
 	if res.ExitCode != nil {
 		exit = *res.ExitCode
 	}
-	return jsontext.Result(map[string]any{
+	return sdk.JSONResult(map[string]any{
 		"status": res.Status, "output": out, "exit_code": exit, "cwd": res.Cwd,
 	}, false), nil
 }

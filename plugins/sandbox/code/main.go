@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aiodhq/aiod/plugins/sandbox/internal/jsontext"
 	"github.com/aiodhq/aiod/sdk"
 	"github.com/aiodhq/aiod/sdk/process"
 )
@@ -141,7 +140,7 @@ func Run(_ *sdk.Ctx, a Args) (*sdk.Result, error) {
 			tb = lines
 		}
 	}
-	return jsontext.Result(map[string]any{
+	return sdk.JSONResult(map[string]any{
 		"status": status, "stdout": res.Stdout, "stderr": res.Stderr, "exit_code": exit, "traceback": tb,
 	}, false), nil
 }

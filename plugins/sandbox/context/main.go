@@ -11,7 +11,6 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/aiodhq/aiod/plugins/sandbox/internal/jsontext"
 	"github.com/aiodhq/aiod/sdk"
 	"github.com/aiodhq/aiod/sdk/process"
 )
@@ -51,7 +50,7 @@ func Version() string {
 func Run(_ *sdk.Ctx, _ json.RawMessage) (*sdk.Result, error) {
 	res, err := process.Run("printenv")
 	if err != nil {
-		return jsontext.Result(map[string]any{"success": false, "error": err.Error()}, true), nil
+		return sdk.JSONResult(map[string]any{"success": false, "error": err.Error()}, true), nil
 	}
 	env := map[string]string{}
 	for _, l := range strings.Split(res.Stdout, "\n") {
@@ -73,5 +72,5 @@ func Run(_ *sdk.Ctx, _ json.RawMessage) (*sdk.Result, error) {
 	if s := env["SHELL"]; s != "" {
 		info.WriteString("Shell: " + s + "\n")
 	}
-	return jsontext.Result(map[string]any{"home_dir": home, "info": strings.TrimSuffix(info.String(), "\n")}, false), nil
+	return sdk.JSONResult(map[string]any{"home_dir": home, "info": strings.TrimSuffix(info.String(), "\n")}, false), nil
 }

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/aiodhq/aiod/plugins/sandbox/internal/jsontext"
 	"github.com/aiodhq/aiod/sdk"
 	"github.com/aiodhq/aiod/sdk/files"
 )
@@ -87,7 +86,7 @@ func (r *result) sdk() *sdk.Result {
 	if r.err != "" {
 		e = r.err
 	}
-	return jsontext.Result(map[string]any{
+	return sdk.JSONResult(map[string]any{
 		"command": r.command, "path": r.path, "output": r.output, "error": e,
 		"prev_exist": r.prevExist, "old_content": r.oldContent, "new_content": r.newContent,
 		"success": r.err == "",
@@ -106,7 +105,7 @@ func (a Args) fileErr(err error) *sdk.Result {
 	if !errors.As(err, &fe) {
 		return a.fail(false, err.Error())
 	}
-	return jsontext.Result(map[string]any{
+	return sdk.JSONResult(map[string]any{
 		"command": a.Command, "error": fe, "message": fe.Message, "path": a.Path, "success": false,
 	}, true)
 }

@@ -9,7 +9,6 @@ package main
 import (
 	"errors"
 
-	"github.com/aiodhq/aiod/plugins/sandbox/internal/jsontext"
 	"github.com/aiodhq/aiod/sdk"
 	"github.com/aiodhq/aiod/sdk/files"
 )
@@ -120,13 +119,13 @@ func ok(a Args, fields map[string]any) *sdk.Result {
 	fields["action"] = a.Action
 	fields["path"] = a.Path
 	fields["success"] = true
-	return jsontext.Result(fields, false)
+	return sdk.JSONResult(fields, false)
 }
 
 // fail is a failure that is not a file error: {action, error, path,
 // success:false}, as aiod answers a missing argument or a bad pattern.
 func fail(a Args, msg string) *sdk.Result {
-	return jsontext.Result(map[string]any{
+	return sdk.JSONResult(map[string]any{
 		"action": a.Action, "error": msg, "path": a.Path, "success": false,
 	}, true)
 }
@@ -138,7 +137,7 @@ func fileErr(a Args, err error) *sdk.Result {
 	if !errors.As(err, &fe) {
 		return fail(a, err.Error())
 	}
-	return jsontext.Result(map[string]any{
+	return sdk.JSONResult(map[string]any{
 		"action": a.Action, "error": fe, "message": fe.Message, "path": a.Path, "success": false,
 	}, true)
 }

@@ -1,4 +1,4 @@
-package sdk
+package jsonx
 
 import (
 	"encoding/json"
@@ -113,7 +113,7 @@ func FuzzDecode(f *testing.F) {
 
 func TestAppendString(t *testing.T) {
 	for _, s := range []string{"", "plain", "q\"b\\", "\x00\x1f\n\r\t", "é😀", "\u2028\u2029", "bad\xffutf8", "<html>&"} {
-		got := string(appendString(nil, s))
+		got := string(AppendString(nil, s))
 		var back string
 		if err := json.Unmarshal([]byte(got), &back); err != nil {
 			t.Fatalf("%q encoded as invalid JSON %s: %v", s, got, err)
@@ -128,7 +128,7 @@ func FuzzAppendString(f *testing.F) {
 	f.Add("hello\n\"x\"\xff")
 	f.Fuzz(func(t *testing.T, s string) {
 		var back string
-		if err := json.Unmarshal(appendString(nil, s), &back); err != nil {
+		if err := json.Unmarshal(AppendString(nil, s), &back); err != nil {
 			t.Fatalf("%q: invalid JSON: %v", s, err)
 		}
 		if back != viaEncodingJSON(s) {

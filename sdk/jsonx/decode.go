@@ -1,4 +1,4 @@
-package sdk
+package jsonx
 
 import (
 	"encoding/json"
@@ -8,10 +8,37 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 )
+
+// Unmarshal decodes data into v (a pointer) like json.Unmarshal, with the
+// fast path for flat struct fields. Keys match field names exactly (not
+// case-insensitively, unlike encoding/json).
+func Unmarshal(data []byte, v any) error {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return json.Unmarshal(data, v)
+	}
+	d, ok := cache.Load(t.Elem())
+	if !ok {
+		d, _ = cache.LoadOrStore(t.Elem(), DecoderFor(t.Elem()))
+	}
+	return d.(*Decoder).Decode(data, v)
+}
+
+var cache sync.Map // reflect.Type -> *Decoder
+
+// Decoder decodes JSON into values of one type. Make it once per type.
+type Decoder = decoder
+
+// DecoderFor returns the decoder of type t.
+func DecoderFor(t reflect.Type) *Decoder { return decoderFor(t) }
+
+// Decode decodes data into dst, a pointer to the decoder's type.
+func (d *decoder) Decode(data []byte, dst any) error { return d.decode(data, dst) }
 
 // decoder decodes a tool's JSON arguments into a struct. Flat fields of
 // kind string, bool, int, float and pointers to those are set directly with
