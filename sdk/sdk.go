@@ -190,7 +190,7 @@ func handle(op int32, name, args []byte) int32 {
 		abi.WriteOutput(b)
 		return abi.RetOK
 	case abi.OpToolCall:
-		t := index[string(name)]
+		t := lookup(name)
 		if t == nil {
 			return abi.RetUnknownName
 		}
@@ -200,6 +200,20 @@ func handle(op int32, name, args []byte) int32 {
 		return finishCall(func() (*Result, error) { return t.call(&ctx, args) })
 	}
 	return handleSurface(op, name, args)
+}
+
+// lookup finds a tool by name: a linear scan for a few tools (a map lookup
+// hashes the name, which costs more in wasm), the map beyond.
+func lookup(name []byte) *tool {
+	if len(tools) <= 16 {
+		for _, t := range tools {
+			if t.decl.Name == string(name) {
+				return t
+			}
+		}
+		return nil
+	}
+	return index[string(name)]
 }
 
 // Describe returns the manifest document built from the declarations: the

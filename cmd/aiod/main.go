@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof" // served only when AIO_PPROF_ADDR is set
 	"os"
 	"os/signal"
 	"strconv"
@@ -152,6 +154,16 @@ func start(args []string, stderr io.Writer) int {
 	}
 	defer h.Close(context.Background())
 	log.Info("plugins ready", "startup_ms", time.Since(began).Milliseconds())
+	if addr := os.Getenv("AIO_PPROF_ADDR"); addr != "" {
+		// Debugging aid for operators: Go's profiler on a separate,
+		// loopback-only listener (never on the MCP port).
+		if !strings.HasPrefix(addr, "127.0.0.1:") && !strings.HasPrefix(addr, "localhost:") {
+			fmt.Fprintf(stderr, "aiod: AIO_PPROF_ADDR must be a loopback address, got %q\n", addr)
+			return 2
+		}
+		go func() { log.Warn("pprof stopped", "err", http.ListenAndServe(addr, nil)) }()
+		log.Info("pprof listening", "addr", addr)
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {

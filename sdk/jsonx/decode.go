@@ -49,6 +49,7 @@ func (d *decoder) Decode(data []byte, dst any) error { return d.decode(data, dst
 type decoder struct {
 	typ    reflect.Type
 	fields map[string]*field
+	list   []*field // the same, in declaration order, for a linear scan
 	whole  bool // not a struct: decode all with encoding/json
 }
 
@@ -93,6 +94,9 @@ func decoderFor(t reflect.Type) *decoder {
 				f.ptr = true
 				f.kind = sf.Type.Elem().Kind()
 			}
+		}
+		if _, dup := d.fields[name]; !dup {
+			d.list = append(d.list, f)
 		}
 		d.fields[name] = f
 	}
@@ -146,7 +150,7 @@ func (d *decoder) decode(data []byte, dst any) error {
 		if ve < 0 {
 			return errSyntax
 		}
-		if f := d.fields[key]; f != nil {
+		if f := d.find(key); f != nil {
 			if err := f.set(base, data[vs:ve]); err != nil {
 				return fmt.Errorf("%s: %w", f.name, err)
 			}
@@ -164,6 +168,20 @@ func (d *decoder) decode(data []byte, dst any) error {
 		}
 		return errSyntax
 	}
+}
+
+// find looks a key up: a linear scan for a few fields (hashing the key
+// costs more in wasm), the map beyond.
+func (d *decoder) find(key string) *field {
+	if len(d.list) <= 16 {
+		for _, f := range d.list {
+			if f.name == key {
+				return f
+			}
+		}
+		return nil
+	}
+	return d.fields[key]
 }
 
 func checkTrailing(data []byte, i int) error {
