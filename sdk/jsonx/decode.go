@@ -50,7 +50,7 @@ type decoder struct {
 	typ    reflect.Type
 	fields map[string]*field
 	list   []*field // the same, in declaration order, for a linear scan
-	whole  bool // not a struct: decode all with encoding/json
+	whole  bool     // not a struct: decode all with encoding/json
 }
 
 type field struct {
