@@ -68,6 +68,13 @@ idle_rss=$(rss_kb $AIOD_PID)
 section "Go micro-benchmarks (in-process call path)"
 go test -run '^$' -bench . -benchmem -benchtime 20000x ./host/plugin ./host/mcp 2>/dev/null | grep -E '^Benchmark' || true
 
+section "Built-in tools against native baselines (per-call latency, over HTTP)"
+go test -run '^$' -bench 'FileRead1MiB|BashEchoHi' -benchtime 30x ./host/sandboxtest 2>/dev/null | tee "$WORK/sandbox-bench.txt" | grep -E '^Benchmark' || true
+awk '/^Benchmark/ {n=$1; sub(/-[0-9]+$/, "", n); v[n]=$3} END {
+  if (v["BenchmarkNativeReadFile1MiB"] > 0) printf "file read 1 MiB: %.0f us, os.ReadFile %.0f us, ratio %.1f\n", v["BenchmarkFileRead1MiB"]/1000, v["BenchmarkNativeReadFile1MiB"]/1000, v["BenchmarkFileRead1MiB"]/v["BenchmarkNativeReadFile1MiB"]
+  if (v["BenchmarkNativeBashEchoHi"] > 0) printf "bash echo hi: %.0f us, bash -c %.0f us, ratio %.1f\n", v["BenchmarkBashEchoHi"]/1000, v["BenchmarkNativeBashEchoHi"]/1000, v["BenchmarkBashEchoHi"]/v["BenchmarkNativeBashEchoHi"]
+}' "$WORK/sandbox-bench.txt"
+
 URL="http://127.0.0.1:$AIOD_PORT/mcp"
 BODY=$PEERS/echo-call.json
 section "HTTP echo throughput, legacy without a session (ratios to the go-sdk peer)"
