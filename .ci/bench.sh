@@ -28,7 +28,7 @@ command -v wrk >/dev/null || { echo "bench: wrk is not installed (apt-get instal
 section() { printf '\n## %s\n\n' "$*"; }
 
 wait_http() { # url body
-  for _ in $(seq 1 1000); do
+  for _ in $(seq 1 12000); do
     if curl -sf -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d "$2" "$1"; then return 0; fi
     sleep 0.01
   done
@@ -45,22 +45,23 @@ rm -rf "$WORK/peers" && cp -r "$PEERS" "$WORK/peers" && chmod -R u+w "$WORK/peer
 echo "gosdk-echo (stateless :$GOSDK_PORT, sessions :$GOSDK_SESSION_PORT), fiber-ceiling :$CEIL_PORT"
 
 LIST='{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
-start_aiod() { # cache-dir -> prints ms to first tools/list answered
+start_aiod() { # cache-dir; sets AIOD_PID and STARTUP_MS (ms to the first tools/list answered)
   local t0 t1
   t0=$(date +%s%N)
   bin/aiod start --port "$AIOD_PORT" --plugins-dir build/plugins --cache-dir "$1" --log-level warn 2>"$WORK/aiod.log" &
   AIOD_PID=$!
   wait_http "http://127.0.0.1:$AIOD_PORT/mcp" "$LIST"
   t1=$(date +%s%N)
-  echo $(((t1 - t0) / 1000000))
+  STARTUP_MS=$(((t1 - t0) / 1000000))
 }
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 
 section "Start-up: process start to first tools/list answered"
 rm -rf "$WORK/cache"
-cold=$(start_aiod "$WORK/cache"); kill $AIOD_PID; wait $AIOD_PID 2>/dev/null || true
-warm=$(start_aiod "$WORK/cache")
-pids+=($AIOD_PID)
+start_aiod "$WORK/cache"; cold=$STARTUP_MS
+kill "$AIOD_PID"; wait "$AIOD_PID" 2>/dev/null || true
+start_aiod "$WORK/cache"; warm=$STARTUP_MS
+pids+=("$AIOD_PID")
 printf '%-28s %8s\n' "cold compile cache" "${cold} ms"
 printf '%-28s %8s\n' "warm compile cache" "${warm} ms"
 idle_rss=$(rss_kb $AIOD_PID)
@@ -69,7 +70,7 @@ section "Go micro-benchmarks (in-process call path)"
 go test -run '^$' -bench . -benchmem -benchtime 20000x ./host/plugin ./host/mcp 2>/dev/null | grep -E '^Benchmark' || true
 
 section "Built-in tools against native baselines (per-call latency, over HTTP)"
-go test -run '^$' -bench 'FileRead1MiB|BashEchoHi' -benchtime 30x ./host/sandboxtest 2>/dev/null | tee "$WORK/sandbox-bench.txt" | grep -E '^Benchmark' || true
+go test -run '^$' -bench 'FileRead1MiB|ReadFile1MiB|BashEchoHi' -benchtime 30x ./host/sandboxtest 2>/dev/null | tee "$WORK/sandbox-bench.txt" | grep -E '^Benchmark' || true
 awk '/^Benchmark/ {n=$1; sub(/-[0-9]+$/, "", n); v[n]=$3} END {
   if (v["BenchmarkNativeReadFile1MiB"] > 0) printf "file read 1 MiB: %.0f us, os.ReadFile %.0f us, ratio %.1f\n", v["BenchmarkFileRead1MiB"]/1000, v["BenchmarkNativeReadFile1MiB"]/1000, v["BenchmarkFileRead1MiB"]/v["BenchmarkNativeReadFile1MiB"]
   if (v["BenchmarkNativeBashEchoHi"] > 0) printf "bash echo hi: %.0f us, bash -c %.0f us, ratio %.1f\n", v["BenchmarkBashEchoHi"]/1000, v["BenchmarkNativeBashEchoHi"]/1000, v["BenchmarkBashEchoHi"]/v["BenchmarkNativeBashEchoHi"]
@@ -84,7 +85,13 @@ warm_rss=$(rss_kb $AIOD_PID)
 
 section "HTTP echo throughput, legacy in a session"
 init='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}'
-sid() { curl -si -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d "$init" "$1" | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id" {print $2}'; }
+sid() { # opens a session: initialize, then notifications/initialized
+  local id
+  id=$(curl -si -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d "$init" "$1" | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id" {print $2}')
+  curl -s -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H "Mcp-Session-Id: $id" -H 'MCP-Protocol-Version: 2025-11-25' -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$1"
+  echo "$id"
+}
 aiod_sid=$(sid "$URL"); gosdk_sid=$(sid http://127.0.0.1:$GOSDK_SESSION_PORT/)
 if [[ -n $aiod_sid && -n $gosdk_sid ]]; then
   # compare.sh sends one header set to every target, so each runs alone

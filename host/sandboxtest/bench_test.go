@@ -1,6 +1,8 @@
 package sandboxtest
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,11 +31,14 @@ func oneMiBFile(b *testing.B) string {
 func BenchmarkFileRead1MiB(b *testing.B) {
 	s := sharedServer(b, "")
 	path := oneMiBFile(b)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+		"params": map[string]any{"name": "sandbox_file_operations", "arguments": map[string]any{"action": "read", "path": path}}})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r := s.call(b, "sandbox_file_operations", map[string]any{"action": "read", "path": path})
-		if r.IsError {
-			b.Fatal(r.Text())
+		// the raw exchange: what a client pays, without this harness's checks
+		status, out := s.post(b, body)
+		if status != 200 || len(out) < 1<<20 || bytes.Contains(out, []byte(`"isError":true`)) {
+			b.Fatalf("status %d, %d bytes: %.200s", status, len(out), out)
 		}
 	}
 }
