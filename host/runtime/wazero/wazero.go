@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +20,6 @@ import (
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/runtime"
-	"github.com/aiodhq/aiod/host/runtime/wazero/interrupt"
 )
 
 // Options configure the engine.
@@ -68,11 +66,7 @@ func Precompile(ctx context.Context, e runtime.Engine, wasm []byte) error {
 	if !ok {
 		return errors.New("not a wazero engine")
 	}
-	checked := true
-	if iw, err := interrupt.Instrument(wasm); err == nil {
-		wasm, checked = iw, false
-	}
-	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(en.cache).WithCloseOnContextDone(checked))
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(en.cache).WithCloseOnContextDone(true))
 	defer r.Close(ctx)
 	_, err := r.CompileModule(ctx, wasm)
 	return err
@@ -104,14 +98,7 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 	if e.opts.Interpreter {
 		rcfg = wazero.NewRuntimeConfigInterpreter()
 	}
-	// Deadlines: a module we can instrument checks an exported flag at
-	// every loop header (package interrupt) and needs nothing else; any
-	// other module runs with wazero's own checks (RATIONALE.md).
-	instrumented := false
-	if iw, err := interrupt.Instrument(wasm); err == nil {
-		wasm, instrumented = iw, true
-	}
-	rcfg = rcfg.WithCompilationCache(e.cache).WithCloseOnContextDone(!instrumented)
+	rcfg = rcfg.WithCompilationCache(e.cache).WithCloseOnContextDone(true)
 	if cfg.MemoryPages > 0 {
 		rcfg = rcfg.WithMemoryLimitPages(cfg.MemoryPages)
 	}
@@ -187,7 +174,7 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	c := &compiled{r: r, cm: cm, name: cfg.Name, stderr: stderr, pages: cfg.MemoryPages, instrumented: instrumented}
+	c := &compiled{r: r, cm: cm, name: cfg.Name, stderr: stderr, pages: cfg.MemoryPages}
 	for name := range cm.ExportedFunctions() {
 		c.exports = append(c.exports, name)
 	}
@@ -215,10 +202,6 @@ type compiled struct {
 	exports []string
 	once    sync.Once
 	err     error
-	// instrumented: the module checks interrupt.GlobalName at loop
-	// headers, and start functions are called explicitly so that they
-	// can be interrupted too.
-	instrumented bool
 }
 
 func (c *compiled) Exports() []string { return c.exports }
@@ -239,55 +222,20 @@ func (c *compiled) Instantiate(ctx context.Context) (runtime.Instance, error) {
 	// _initialize may call host functions (logging); give it a Call.
 	call := &hostfn.Call{Plugin: c.name, MaxOutput: 0}
 	ictx := context.WithValue(ctx, callKey{}, call)
-	cfg := c.moduleConfig().WithStartFunctions("_initialize")
-	if c.instrumented {
-		cfg = c.moduleConfig().WithStartFunctions()
-	}
-	m, err := c.r.InstantiateModule(ictx, c.cm, cfg)
+	m, err := c.r.InstantiateModule(ictx, c.cm, c.moduleConfig().WithStartFunctions("_initialize"))
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: instantiate: %w", c.name, classify(ctx, err, nil, c.pages))
 	}
 	inst := &instance{m: m, pages: c.pages, fns: map[string]api.Function{}}
-	if c.instrumented {
-		g, ok := m.ExportedGlobal(interrupt.GlobalName).(api.MutableGlobal)
-		if !ok {
-			m.Close(ctx)
-			return nil, fmt.Errorf("plugin %s: instantiate: interrupt flag missing", c.name)
-		}
-		inst.flag = g
-		if m.ExportedFunction("_initialize") != nil {
-			if _, err := inst.Call(ctx, call, "_initialize"); err != nil {
-				m.Close(ctx)
-				return nil, fmt.Errorf("plugin %s: instantiate: %w", c.name, err)
-			}
-		}
-	}
 	return inst, nil
 }
 
 func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []byte, maxOut int64) ([]byte, uint32, error) {
 	out := &capWriter{max: maxOut}
 	cfg := c.moduleConfig().WithStdin(bytes.NewReader(stdin)).WithStdout(out).WithStartFunctions("_start")
-	if c.instrumented {
-		cfg = cfg.WithStartFunctions()
-	}
 	m, err := c.r.InstantiateModule(context.WithValue(ctx, callKey{}, call), c.cm, cfg)
 	if m != nil {
 		defer m.Close(context.WithoutCancel(ctx))
-	}
-	if err == nil && c.instrumented {
-		inst := &instance{m: m, pages: c.pages, fns: map[string]api.Function{}}
-		inst.flag, _ = m.ExportedGlobal(interrupt.GlobalName).(api.MutableGlobal)
-		if inst.flag == nil {
-			return nil, 0, fmt.Errorf("plugin %s: interrupt flag missing", c.name)
-		}
-		_, err = inst.Call(ctx, call, "_start")
-		if errors.Is(err, runtime.ErrTrap) {
-			var ee *sys.ExitError
-			if errors.As(err, &ee) {
-				err = ee
-			}
-		}
 	}
 	if out.over {
 		return nil, 0, hostfn.ErrResultTooLarge{Limit: maxOut}
@@ -296,9 +244,6 @@ func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []by
 		var ee *sys.ExitError
 		if errors.As(err, &ee) && ctx.Err() == nil {
 			return out.buf.Bytes(), ee.ExitCode(), nil
-		}
-		if errors.Is(err, runtime.ErrTimeout) {
-			return nil, 0, err
 		}
 		return nil, 0, classify(ctx, err, m, c.pages)
 	}
@@ -330,8 +275,6 @@ type instance struct {
 	fns    map[string]api.Function
 	stack  [4]uint64
 	closed atomic.Bool
-	// flag is the interrupt flag of an instrumented module (nil if not).
-	flag api.MutableGlobal
 }
 
 func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params ...uint64) (int32, error) {
@@ -345,12 +288,7 @@ func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params
 	}
 	stack := i.stack[:max(len(params), len(fn.Definition().ResultTypes()))]
 	copy(stack, params)
-	var err error
-	if i.flag != nil {
-		err = i.callInterruptible(ctx, c, fn, stack)
-	} else {
-		err = fn.CallWithStack(context.WithValue(ctx, callKey{}, c), stack)
-	}
+	err := fn.CallWithStack(context.WithValue(ctx, callKey{}, c), stack)
 	if err != nil {
 		if c != nil && c.Overflow {
 			return 0, hostfn.ErrResultTooLarge{Limit: c.MaxOutput}
@@ -361,33 +299,6 @@ func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params
 		return 0, nil
 	}
 	return int32(uint32(stack[0])), nil
-}
-
-// callInterruptible runs fn with the interrupt flag armed: when ctx ends
-// (deadline or cancellation) the flag is set and the guest traps at its
-// next loop header. One timer callback per call, no goroutine.
-func (i *instance) callInterruptible(ctx context.Context, c *hostfn.Call, fn api.Function, stack []uint64) error {
-	var fired atomic.Bool
-	stop := context.AfterFunc(ctx, func() {
-		i.flag.Set(1)
-		fired.Store(true)
-	})
-	err := fn.CallWithStack(context.WithValue(ctx, callKey{}, c), stack)
-	if !stop() {
-		// The callback ran (or is running): wait for it, then clear the
-		// flag so that a call that finished in time leaves the instance
-		// usable. A call it interrupted has failed; that instance is
-		// discarded by the caller anyway.
-		for !fired.Load() {
-			goruntime.Gosched()
-		}
-		if err == nil {
-			i.flag.Set(0)
-		} else if ctx.Err() != nil {
-			return fmt.Errorf("%w: %w", runtime.ErrTimeout, context.Cause(ctx))
-		}
-	}
-	return err
 }
 
 func (i *instance) Close(ctx context.Context) error {
