@@ -135,6 +135,37 @@ func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine) {
 				e.t.Fatalf("err %v after %s", err, time.Since(start))
 			}
 		}},
+		{"cancellation stops an infinite loop", func(e env) {
+			c := e.compile("host/plugin/testdata/hostile", runtime.Config{})
+			inst := e.instance(c)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(200*time.Millisecond, cancel)
+			start := time.Now()
+			_, _, err := toolCall(ctx, inst, "loop", "{}", 1<<20)
+			if err == nil || time.Since(start) > 5*time.Second {
+				e.t.Fatalf("err %v after %s", err, time.Since(start))
+			}
+		}},
+		{"a call that finishes in time leaves the instance usable", func(e env) {
+			c := e.compile("plugins/examples/echo", runtime.Config{})
+			inst := e.instance(c)
+			for i := 0; i < 60; i++ {
+				// a deadline that expires around the end of the call
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i*25)*time.Microsecond)
+				_, _, err := toolCall(ctx, inst, "echo", `{"text":"hi"}`, 1<<20)
+				cancel()
+				if err != nil { // interrupted: the host discards such an instance
+					inst.Close(context.Background())
+					inst = e.instance(c)
+					continue
+				}
+				// it finished: the same instance must serve the next call
+				ret, out, err := toolCall(context.Background(), inst, "echo", `{"text":"again"}`, 1<<20)
+				if err != nil || ret != 0 || !strings.Contains(out, `"again"`) {
+					e.t.Fatalf("round %d: after a call that finished in time: ret %d out %s err %v", i, ret, out, err)
+				}
+			}
+		}},
 		{"memory is capped", func(e env) {
 			c := e.compile("host/plugin/testdata/hostile", runtime.Config{MemoryPages: 32 * 16})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
