@@ -21,6 +21,11 @@
 // loop iteration. Straight-line code and calls into the host are not
 // interrupted, exactly as with wazero's own check.
 //
+// Status: not yet used by the engine. A guest spinning in an instrumented loop
+// never returns to Go, which blocks a stop-the-world garbage collection (and
+// the timer that would set the flag); the inserted check must also make a
+// periodic trip into Go first (RATIONALE.md, "Deadlines").
+//
 // Only the global, export and code sections change; every other section,
 // including custom sections, is kept byte for byte and in place. Modules using
 // features the rewriter does not decode (SIMD, threads, exceptions, tail
