@@ -24,6 +24,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/aiodhq/aiod/sdk/internal/abi"
 	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
@@ -73,8 +74,6 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
-var codeNames = [...]string{"ok", "denied", "invalid", "not_found", "exists", "io", "too_large", "timeout", "unavailable", "internal"}
-
 // do marshals req, calls name and decodes the answer into resp.
 func do(name string, req, resp any) error {
 	b, err := json.Marshal(req)
@@ -88,10 +87,7 @@ func do(name string, req, resp any) error {
 			e.Message = string(out)
 		}
 		if e.Code == "" {
-			e.Code = "internal"
-			if int(code) < len(codeNames) {
-				e.Code = codeNames[code]
-			}
+			e.Code = abi.CodeName(code)
 		}
 		return e
 	}

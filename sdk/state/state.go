@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/aiodhq/aiod/sdk/internal/abi"
 	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
@@ -55,8 +56,6 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
-var codeNames = [...]string{"ok", "denied", "invalid", "not_found", "exists", "io", "too_large", "timeout", "unavailable", "internal"}
-
 func do(name string, req, resp any) error {
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -69,10 +68,7 @@ func do(name string, req, resp any) error {
 			e.Message = string(out)
 		}
 		if e.Code == "" {
-			e.Code = "internal"
-			if int(code) < len(codeNames) {
-				e.Code = codeNames[code]
-			}
+			e.Code = abi.CodeName(code)
 		}
 		return e
 	}

@@ -36,3 +36,13 @@ const (
 
 // Handler is the guest's side of aiod_call, installed by package sdk.
 var Handler func(op int32, name, args []byte) int32
+
+var codeNames = [...]string{"ok", "denied", "invalid", "not_found", "exists", "io", "too_large", "timeout", "unavailable", "internal", "input_required"}
+
+// CodeName is the name of a host function error code ("internal" if unknown).
+func CodeName(code uint32) string {
+	if int(code) < len(codeNames) {
+		return codeNames[code]
+	}
+	return "internal"
+}
