@@ -23,6 +23,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/aiodhq/aiod/sdk/internal/abi"
 	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
@@ -105,8 +106,6 @@ func (e *Error) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-var codeNames = [...]string{"ok", "denied", "invalid", "not_found", "exists", "io", "too_large", "timeout", "unavailable", "internal"}
-
 // hostError turns a failed call's response into an *Error.
 func hostError(op, path string, code uint32, resp []byte) *Error {
 	e := &Error{}
@@ -114,10 +113,7 @@ func hostError(op, path string, code uint32, resp []byte) *Error {
 		e = &Error{Message: string(resp)}
 	}
 	if e.Code == "" {
-		e.Code = "internal"
-		if int(code) < len(codeNames) {
-			e.Code = codeNames[code]
-		}
+		e.Code = abi.CodeName(code)
 	}
 	if e.Operation == "" {
 		e.Operation = op
