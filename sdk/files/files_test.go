@@ -4,7 +4,6 @@ package files_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -18,54 +17,8 @@ import (
 	"github.com/aiodhq/aiod/host/fsroot"
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/files"
-	"github.com/aiodhq/aiod/sdk/internal/abi"
+	"github.com/aiodhq/aiod/sdk/sdktest"
 )
-
-type mem []byte
-
-func (m mem) Read(off, n uint32) ([]byte, bool) {
-	if uint64(off)+uint64(n) > uint64(len(m)) {
-		return nil, false
-	}
-	return m[off : off+n], true
-}
-
-func (m mem) Write(off uint32, b []byte) bool {
-	if uint64(off)+uint64(len(b)) > uint64(len(m)) {
-		return false
-	}
-	copy(m[off:], b)
-	return true
-}
-
-// host runs the real aiod:files family behind the native fake host, so
-// these tests check the SDK's requests against the host's strict decoding.
-type host struct {
-	call *hostfn.Call
-	defs map[string]hostfn.Def
-	rr   hostfn.Def
-}
-
-func (h *host) WriteOutput([]byte)                {}
-func (h *host) Log(int, string)                   {}
-func (h *host) Progress(float64, float64, string) {}
-
-func (h *host) Call(module, name string, req []byte) ([]byte, uint32) {
-	d, ok := h.defs[name]
-	if module != files.Module || !ok {
-		return []byte(`{"code":"unavailable","message":"no such function"}`), uint32(hostfn.Unavailable)
-	}
-	m := append(mem(nil), req...)
-	stack := []uint64{0, uint64(len(req))}
-	d.Fn(context.Background(), h.call, m, stack)
-	code, n := uint32(stack[0]>>32), uint32(stack[0])
-	if n == 0 {
-		return nil, code
-	}
-	out := make(mem, n)
-	h.rr.Fn(context.Background(), h.call, out, []uint64{0})
-	return out, code
-}
 
 // setup grants base/rw (read-write) and base/ro (read-only).
 func setup(t *testing.T) (rw, ro, out string) {
@@ -84,17 +37,8 @@ func setup(t *testing.T) (rw, ro, out string) {
 	g := (&caps.Policy{Default: &caps.Capabilities{Files: &caps.FilesScope{Paths: paths}}}).
 		Allow(&caps.Manifest{Name: "t", Capabilities: caps.Capabilities{Files: &caps.FilesScope{Paths: paths}}}, caps.Env{Tmp: "/tmp"})
 	fam := hostfn.NewFiles(fsroot.Options{})
-	h := &host{call: &hostfn.Call{Plugin: "t", Grant: g}, defs: map[string]hostfn.Def{}}
-	for _, d := range fam.Defs() {
-		h.defs[d.Name] = d
-	}
-	for _, d := range hostfn.Core().Defs() {
-		if d.Name == "response_read" {
-			h.rr = d
-		}
-	}
-	restore := abi.SetNativeHost(h)
-	t.Cleanup(func() { restore(); fam.Close() })
+	sdktest.New(t, sdktest.WithFamilies(g, fam))
+	t.Cleanup(func() { fam.Close() })
 	return rw, ro, out
 }
 

@@ -3,7 +3,6 @@
 package process_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -13,55 +12,9 @@ import (
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/proc"
-	"github.com/aiodhq/aiod/sdk/internal/abi"
 	"github.com/aiodhq/aiod/sdk/process"
+	"github.com/aiodhq/aiod/sdk/sdktest"
 )
-
-type mem []byte
-
-func (m mem) Read(off, n uint32) ([]byte, bool) {
-	if uint64(off)+uint64(n) > uint64(len(m)) {
-		return nil, false
-	}
-	return m[off : off+n], true
-}
-
-func (m mem) Write(off uint32, b []byte) bool {
-	if uint64(off)+uint64(len(b)) > uint64(len(m)) {
-		return false
-	}
-	copy(m[off:], b)
-	return true
-}
-
-// host runs the real aiod:process family behind the native fake host, so
-// the SDK's requests meet the host's strict decoding.
-type host struct {
-	call *hostfn.Call
-	defs map[string]hostfn.Def
-	rr   hostfn.Def
-}
-
-func (h *host) WriteOutput([]byte)                {}
-func (h *host) Log(int, string)                   {}
-func (h *host) Progress(float64, float64, string) {}
-
-func (h *host) Call(module, name string, req []byte) ([]byte, uint32) {
-	d, ok := h.defs[name]
-	if module != process.Module || !ok {
-		return []byte(`{"code":"unavailable","message":"no such function"}`), uint32(hostfn.Unavailable)
-	}
-	m := append(mem(nil), req...)
-	stack := []uint64{0, uint64(len(req))}
-	d.Fn(context.Background(), h.call, m, stack)
-	code, n := uint32(stack[0]>>32), uint32(stack[0])
-	if n == 0 {
-		return nil, code
-	}
-	out := make(mem, n)
-	h.rr.Fn(context.Background(), h.call, out, []uint64{0})
-	return out, code
-}
 
 func setup(t *testing.T, commands []string, shell bool) string {
 	t.Helper()
@@ -74,16 +27,7 @@ func setup(t *testing.T, commands []string, shell bool) string {
 	g := p.Allow(&caps.Manifest{Name: "t", Capabilities: caps.Capabilities{Process: scope}}, caps.Env{Tmp: os.TempDir()})
 	m := proc.New(proc.Config{})
 	t.Cleanup(func() { m.Close() })
-	h := &host{call: &hostfn.Call{Plugin: "t", Owner: "o", Grant: g}, defs: map[string]hostfn.Def{}}
-	for _, d := range hostfn.NewProcess(m).Defs() {
-		h.defs[d.Name] = d
-	}
-	for _, d := range hostfn.Core().Defs() {
-		if d.Name == "response_read" {
-			h.rr = d
-		}
-	}
-	t.Cleanup(abi.SetNativeHost(h))
+	sdktest.New(t, sdktest.WithFamilies(g, hostfn.NewProcess(m)))
 	return root
 }
 
