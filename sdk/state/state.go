@@ -16,11 +16,9 @@
 package state
 
 import (
-	"encoding/json"
 	"errors"
 
 	"github.com/aiodhq/aiod/sdk/internal/abi"
-	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
 // Module is the import module of the host functions.
@@ -57,23 +55,8 @@ func (e *Error) Is(target error) bool {
 }
 
 func do(name string, req, resp any) error {
-	b, err := json.Marshal(req)
-	if err != nil {
-		return &Error{Code: "invalid", Message: err.Error()}
-	}
-	out, code := call(name, b)
-	if code != 0 {
-		e := &Error{}
-		if json.Unmarshal(out, e) != nil || e.Message == "" {
-			e.Message = string(out)
-		}
-		if e.Code == "" {
-			e.Code = abi.CodeName(code)
-		}
-		return e
-	}
-	if err := jsonx.Unmarshal(out, resp); err != nil {
-		return &Error{Code: "internal", Message: "bad response from the host: " + err.Error()}
+	if code, msg := abi.Do(call, name, req, resp); code != "" {
+		return &Error{Code: code, Message: msg}
 	}
 	return nil
 }

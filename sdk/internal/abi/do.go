@@ -1,0 +1,37 @@
+package abi
+
+import (
+	"encoding/json"
+
+	"github.com/aiodhq/aiod/sdk/jsonx"
+)
+
+// Do makes one JSON request/response call of a gated family: it marshals
+// req, calls name through call, and decodes the answer into resp. On
+// failure it returns the error's code name and message ("" on success),
+// from the host's {"code","message"} object or, failing that, from the
+// numeric code and the raw response.
+func Do(call func(name string, req []byte) ([]byte, uint32), name string, req, resp any) (code, message string) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return "invalid", err.Error()
+	}
+	out, c := call(name, b)
+	if c != 0 {
+		var e struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(out, &e) != nil || e.Message == "" {
+			e.Message = string(out)
+		}
+		if e.Code == "" {
+			e.Code = CodeName(c)
+		}
+		return e.Code, e.Message
+	}
+	if err := jsonx.Unmarshal(out, resp); err != nil {
+		return "internal", "bad response from the host: " + err.Error()
+	}
+	return "", ""
+}
