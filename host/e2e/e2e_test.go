@@ -38,6 +38,9 @@ func binaries(t *testing.T) (bin, plugins string) {
 	plugins = filepath.Join(root, "build", "plugins")
 	for _, p := range []string{bin, filepath.Join(plugins, "echo", "manifest.json"), filepath.Join(plugins, "conformance", "manifest.json")} {
 		if _, err := os.Stat(p); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is missing: make test builds it first", p)
+			}
 			t.Skipf("%s is missing: run `make build plugins` first", p)
 		}
 	}
