@@ -24,7 +24,6 @@ import (
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/runtime"
-	"github.com/aiodhq/aiod/host/runtime/wazero"
 	"github.com/aiodhq/aiod/host/server"
 )
 
@@ -119,7 +118,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 			return nil, fmt.Errorf("cache dir: %w", err)
 		}
 	}
-	eng, err := wazero.New(wazero.Options{CacheDir: cacheDir})
+	eng, err := newEngine("", EngineOptions{CacheDir: cacheDir})
 	if err != nil {
 		return nil, err
 	}
