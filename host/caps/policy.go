@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/aiodhq/aiod/host/internal/pathx"
 )
 
 // Policy is the operator's side: what each plugin may be granted. Deny by
@@ -92,7 +94,7 @@ func (e Env) SandboxRoots() []string {
 	if filepath.IsAbs(e.Tmp) {
 		roots = append(roots, filepath.Clean(e.Tmp))
 	}
-	if filepath.IsAbs(e.Home) && (len(roots) == 0 || !within(filepath.Clean(e.Home), roots[0])) {
+	if filepath.IsAbs(e.Home) && (len(roots) == 0 || !pathx.Within(e.Home, roots[0])) {
 		roots = append(roots, filepath.Clean(e.Home))
 	}
 	return roots
@@ -276,9 +278,9 @@ func intersectPaths(req, allow []PathScope, env Env) []Root {
 				for _, ap := range env.Resolve(a.Path) {
 					w := r.Mode == ReadWrite && a.Mode == ReadWrite
 					switch {
-					case within(rp, ap):
+					case pathx.Within(rp, ap):
 						add(rp, w)
-					case within(ap, rp):
+					case pathx.Within(ap, rp):
 						add(ap, w)
 					}
 				}
@@ -304,13 +306,6 @@ func intersectCommands(req, allow []string) []string {
 	return out
 }
 
-// within reports whether path p is root or below it (both clean, absolute).
-func within(p, root string) bool {
-	if root == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == root || strings.HasPrefix(p, root+"/")
-}
-
-// Within reports whether the clean absolute path p lies in root.
-func Within(p, root string) bool { return within(p, root) }
+// Within reports whether the absolute path p is root or lies below it
+// (pathx.Within: lexical, on cleaned paths; a relative path is never within).
+func Within(p, root string) bool { return pathx.Within(p, root) }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/aiodhq/aiod/host/internal/pathx"
 )
 
 // SafeBaseNames are the variables a child inherits from the host
@@ -202,7 +204,7 @@ func CheckCwd(dir string, roots []string) (string, error) {
 	real, err := filepath.EvalSymlinks(clean)
 	if err != nil {
 		for _, r := range roots {
-			if within(clean, filepath.Clean(r)) || within(clean, realPath(r)) {
+			if pathx.Within(clean, r) || pathx.Within(clean, realPath(r)) {
 				if errors.Is(err, fs.ErrNotExist) {
 					return "", errorf(ErrNotFound, "cwd %s does not exist", clean)
 				}
@@ -212,7 +214,7 @@ func CheckCwd(dir string, roots []string) (string, error) {
 		return "", errorf(ErrDenied, "cwd %s is outside the granted directories", clean)
 	}
 	for _, r := range roots {
-		if within(real, realPath(r)) {
+		if pathx.Within(real, realPath(r)) {
 			fi, err := os.Stat(real)
 			if err != nil || !fi.IsDir() {
 				return "", errorf(ErrInvalid, "cwd %s is not a directory", clean)
@@ -224,12 +226,4 @@ func CheckCwd(dir string, roots []string) (string, error) {
 		return "", errorf(ErrDenied, "cwd %s resolves to %s, outside the granted directories", clean, real)
 	}
 	return "", errorf(ErrDenied, "cwd %s is outside the granted directories", clean)
-}
-
-// within reports whether the clean absolute path p is root or below it.
-func within(p, root string) bool {
-	if root == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == root || strings.HasPrefix(p, root+"/")
 }
