@@ -198,6 +198,7 @@ func (h *Host) Close(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
+	h.mcp.Close()
 	if h.reg != nil {
 		errs = append(errs, h.reg.Close(ctx))
 	}

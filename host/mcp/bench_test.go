@@ -15,12 +15,24 @@ import (
 
 // echoServer loads build/plugins (the echo plugin) into a Server, skipping
 // when `make plugins` has not run.
-var benchServer *Server
+var (
+	benchServer *Server
+	benchReg    *plugin.Registry
+)
 
 func echoServer(tb testing.TB) *Server {
 	tb.Helper()
-	if benchServer != nil {
-		return benchServer
+	if benchServer == nil {
+		benchServer = NewServer(echoRegistry(tb), Options{}) // kept for the whole run
+	}
+	return benchServer
+}
+
+// echoRegistry loads build/plugins once for the whole run.
+func echoRegistry(tb testing.TB) *plugin.Registry {
+	tb.Helper()
+	if benchReg != nil {
+		return benchReg
 	}
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(file), "..", "..", "build", "plugins")
@@ -36,8 +48,8 @@ func echoServer(tb testing.TB) *Server {
 	if reg == nil {
 		tb.Fatal(err)
 	}
-	benchServer = NewServer(reg, Options{}) // kept for the whole run
-	return benchServer
+	benchReg = reg
+	return reg
 }
 
 const (
@@ -45,7 +57,7 @@ const (
 	modernEcho = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}`
 )
 
-func benchServe(b *testing.B, s *Server, h MapHeaders, body string) {
+func benchServe(b *testing.B, s *Server, h mapHeaders, body string) {
 	ctx := context.Background()
 	ex := &Exchange{Method: "POST", Header: h, Body: []byte(body)}
 	b.ReportAllocs()
@@ -61,17 +73,17 @@ func benchServe(b *testing.B, s *Server, h MapHeaders, body string) {
 // The three modes of the echo call: legacy without a session, legacy in a
 // session, 2026-07-28 with its headers and _meta.
 func BenchmarkEchoLegacySessionless(b *testing.B) {
-	benchServe(b, echoServer(b), MapHeaders{"accept": "application/json, text/event-stream"}, legacyEcho)
+	benchServe(b, echoServer(b), mapHeaders{"accept": "application/json, text/event-stream"}, legacyEcho)
 }
 
 func BenchmarkEchoLegacySession(b *testing.B) {
 	s := echoServer(b)
 	sess, _ := s.sessions.create("default", "2025-11-25", clientCaps{}, nil)
-	benchServe(b, s, MapHeaders{"accept": "application/json, text/event-stream", "mcp-session-id": sess.id, "mcp-protocol-version": "2025-11-25"}, legacyEcho)
+	benchServe(b, s, mapHeaders{"accept": "application/json, text/event-stream", "mcp-session-id": sess.id, "mcp-protocol-version": "2025-11-25"}, legacyEcho)
 }
 
 func BenchmarkEchoModern(b *testing.B) {
-	benchServe(b, echoServer(b), MapHeaders{"accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28",
+	benchServe(b, echoServer(b), mapHeaders{"accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28",
 		"mcp-method": "tools/call", "mcp-name": "echo"}, modernEcho)
 }
 
@@ -80,5 +92,5 @@ func BenchmarkEchoModern(b *testing.B) {
 func BenchmarkEchoLegacySessionInputCapable(b *testing.B) {
 	s := echoServer(b)
 	sess, _ := s.sessions.create("default", "2025-11-25", parseClientCaps([]byte(`{"elicitation":{},"sampling":{}}`)), nil)
-	benchServe(b, s, MapHeaders{"accept": "application/json, text/event-stream", "mcp-session-id": sess.id, "mcp-protocol-version": "2025-11-25"}, legacyEcho)
+	benchServe(b, s, mapHeaders{"accept": "application/json, text/event-stream", "mcp-session-id": sess.id, "mcp-protocol-version": "2025-11-25"}, legacyEcho)
 }

@@ -16,7 +16,7 @@ import (
 // wrong type in the envelope is errType (-32600); in params it leaves p
 // empty, as a failed params decode always has, and the method reports what
 // it misses.
-func decodeMessage(body []byte, req *Request, p *params) error {
+func decodeMessage(body []byte, req *message, p *params) error {
 	s := scanner{b: body}
 	s.ws()
 	if s.i >= len(s.b) {
@@ -158,13 +158,13 @@ func decodeParams(b []byte, p *params) bool {
 			p.Meta = m
 			return s.object(func(key []byte, esc bool) bool {
 				switch keyString(key, esc) {
-				case MetaProtocolVersion:
+				case metaProtocolVersion:
 					return str(&m.ProtocolVersion)
-				case MetaLogLevel:
+				case metaLogLevel:
 					return str(&m.LogLevel)
-				case MetaClientCapabilities:
+				case metaClientCapabilities:
 					return raw(&m.ClientCapabilities)
-				case MetaClientInfo:
+				case metaClientInfo:
 					return raw(&m.ClientInfo)
 				case "progressToken":
 					return raw(&m.ProgressToken)

@@ -25,7 +25,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req Request
+		var req message
 		var p params
 		err := decodeMessage(body, &req, &p)
 		valid := json.Valid(body)
@@ -70,12 +70,12 @@ func FuzzHeaderValue(f *testing.F) {
 	f.Add("", "", "=?base64?SGVs!!!bG8=?=", "\x00")
 	f.Fuzz(func(t *testing.T, name, method, hv, arg string) {
 		enc := "=?base64?" + base64.StdEncoding.EncodeToString([]byte(arg)) + "?="
-		if got, ok := DecodeHeaderValue(enc); !ok || got != arg {
+		if got, ok := decodeHeaderValue(enc); !ok || got != arg {
 			t.Fatalf("sentinel of %q decoded to %q, %v", arg, got, ok)
 		}
 		args, _ := json.Marshal(map[string]any{"region": arg, "level": 3})
 		p := &params{Name: &name, Arguments: args}
-		h := MapHeaders{"mcp-method": hv, "mcp-name": hv, "mcp-param-region": hv}
+		h := mapHeaders{"mcp-method": hv, "mcp-name": hv, "mcp-param-region": hv}
 		mirrored := []paramHeader{{Header: "Region", Arg: "region", Type: "string"}, {Header: "Level", Arg: "level", Type: "integer"}}
 		e := checkStandardHeaders(h, method, p, mirrored)
 		if e != nil && e.Code != CodeHeaderMismatch {

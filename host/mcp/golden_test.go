@@ -98,7 +98,7 @@ func TestGolden(t *testing.T) {
 			var session, state string
 			var got []step
 			for _, st := range script {
-				h := MapHeaders{"accept": "application/json, text/event-stream"}
+				h := mapHeaders{"accept": "application/json, text/event-stream"}
 				for k, v := range st.Headers {
 					h[strings.ToLower(k)] = strings.ReplaceAll(v, "$SESSION", session)
 				}
@@ -112,7 +112,7 @@ func TestGolden(t *testing.T) {
 				out.Status = r.Status
 				out.RespHdrs = nil
 				for _, f := range r.Header {
-					if f.Name == HeaderSessionID {
+					if f.Name == headerSessionID {
 						session = f.Value
 						f.Value = "$SESSION"
 					}

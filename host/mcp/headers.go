@@ -18,24 +18,17 @@ type Headers interface {
 	Get(name string) string
 }
 
-// MapHeaders is a Headers over a map with canonical (lower-case) keys,
-// for tests and adapters.
-type MapHeaders map[string]string
-
-// Get implements Headers.
-func (m MapHeaders) Get(name string) string { return m[strings.ToLower(name)] }
-
 // The base64 sentinel of SEP-2243: =?base64?<standard base64 of UTF-8>?=
 const (
 	b64Prefix = "=?base64?"
 	b64Suffix = "?="
 )
 
-// DecodeHeaderValue trims optional whitespace around a header value and
+// decodeHeaderValue trims optional whitespace around a header value and
 // decodes the base64 sentinel. ok is false for a value that contains
 // characters a header value may not carry, or that uses the sentinel
 // without valid padded standard base64 inside.
-func DecodeHeaderValue(v string) (string, bool) {
+func decodeHeaderValue(v string) (string, bool) {
 	v = strings.Trim(v, " \t")
 	for i := 0; i < len(v); i++ {
 		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
@@ -69,15 +62,23 @@ type headerIndex struct {
 
 type headerCache struct{ p atomic.Pointer[headerIndex] }
 
-// forCatalog returns the index of cat, building it once per generation.
+// forCatalog returns the index of cat, built from its tools/list
+// rendering once per generation.
 func (c *headerCache) forCatalog(cat *plugin.Catalog) *headerIndex {
 	if ix := c.p.Load(); ix != nil && ix.gen == cat.Generation {
 		return ix
 	}
 	ix := &headerIndex{gen: cat.Generation, tools: map[string][]paramHeader{}}
-	for _, t := range cat.Tools {
-		if hs := xMCPHeaders(t.Decl.InputSchema); len(hs) > 0 {
-			ix.tools[t.Decl.Name] = hs
+	var tools []struct {
+		Name        string          `json:"name"`
+		InputSchema json.RawMessage `json:"inputSchema"`
+	}
+	if list := cat.ToolsJSON(); bytes.Contains(list, []byte("x-mcp-header")) {
+		_ = json.Unmarshal(list, &tools) // rendered by the catalogue: valid
+	}
+	for _, t := range tools {
+		if hs := xMCPHeaders(t.InputSchema); len(hs) > 0 {
+			ix.tools[t.Name] = hs
 		}
 	}
 	c.p.Store(ix)
@@ -139,8 +140,8 @@ func isToken(s string) bool {
 
 // checkStandardHeaders validates Mcp-Method, Mcp-Name and Mcp-Param-* of
 // a modern request against its body (step 7 of the validation order).
-func checkStandardHeaders(h Headers, method string, p *params, mirrored []paramHeader) *rpcError {
-	hv, ok := DecodeHeaderValue(h.Get("Mcp-Method"))
+func checkStandardHeaders(h Headers, method string, p *params, mirrored []paramHeader) *Error {
+	hv, ok := decodeHeaderValue(h.Get("Mcp-Method"))
 	if hv == "" {
 		return errf(CodeHeaderMismatch, "Header mismatch: missing Mcp-Method header (body method '"+method+"')")
 	}
@@ -159,7 +160,7 @@ func checkStandardHeaders(h Headers, method string, p *params, mirrored []paramH
 		if raw == "" {
 			return errf(CodeHeaderMismatch, "Header mismatch: missing Mcp-Name header (body value '"+*want+"')")
 		}
-		v, ok := DecodeHeaderValue(raw)
+		v, ok := decodeHeaderValue(raw)
 		if !ok || v != *want {
 			return errf(CodeHeaderMismatch, "Header mismatch: Mcp-Name header value '"+v+"' does not match body value '"+*want+"'")
 		}
@@ -181,7 +182,7 @@ func checkStandardHeaders(h Headers, method string, p *params, mirrored []paramH
 		if raw == "" {
 			return errf(CodeHeaderMismatch, "Header mismatch: missing "+name+" header for argument '"+m.Arg+"'")
 		}
-		v, ok := DecodeHeaderValue(raw)
+		v, ok := decodeHeaderValue(raw)
 		if !ok {
 			return errf(CodeHeaderMismatch, "Header mismatch: "+name+" header value is not valid")
 		}

@@ -120,7 +120,7 @@ func (rc *rpcCall) Input(ctx context.Context, raw []byte) ([]byte, error) {
 
 type pendingReq struct {
 	owner string
-	ch    chan *Request
+	ch    chan *message
 }
 
 func (rc *rpcCall) legacyInput(ctx context.Context, keys []string, reqs map[string]inputRequest) ([]byte, error) {
@@ -140,7 +140,7 @@ func (rc *rpcCall) legacyInput(ctx context.Context, keys []string, reqs map[stri
 	}()
 	for i, k := range keys {
 		id := strconv.Quote("aiod-" + strconv.FormatUint(s.nextID.Add(1), 10))
-		pr := &pendingReq{owner: owner, ch: make(chan *Request, 1)}
+		pr := &pendingReq{owner: owner, ch: make(chan *message, 1)}
 		s.pending.Store(id, pr)
 		ids[i], waits[i] = id, pr
 		msg, _ := json.Marshal(struct {
@@ -170,7 +170,7 @@ func (rc *rpcCall) legacyInput(ctx context.Context, keys []string, reqs map[stri
 }
 
 // deliver routes a client's answer to the request waiting for it.
-func (s *Server) deliver(req *Request, owner string) {
+func (s *Server) deliver(req *message, owner string) {
 	v, ok := s.pending.Load(string(req.ID))
 	if !ok {
 		return
@@ -208,7 +208,7 @@ type mrtr struct {
 // startMRTR prepares input rounds for the current request: it opens a
 // requestState (a tampered, expired or foreign one is an error) and
 // takes the round's inputResponses.
-func (rc *rpcCall) startMRTR(name string, args json.RawMessage) *rpcError {
+func (rc *rpcCall) startMRTR(name string, args json.RawMessage) *Error {
 	if rc.era != Modern {
 		return nil
 	}
@@ -316,7 +316,7 @@ func (rc *rpcCall) mrtrInput(keys []string, reqs map[string]inputRequest) ([]byt
 
 // inputRequired renders the InputRequiredResult of a run that stopped for
 // input.
-func (rc *rpcCall) inputRequired() ([]byte, *rpcError) {
+func (rc *rpcCall) inputRequired() ([]byte, *Error) {
 	m := rc.mrtr
 	if len(m.pending) == 0 {
 		return nil, errf(CodeInternal, "internal error: input required without input requests")

@@ -1,18 +1,17 @@
 package mcp
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
 )
 
-// ModernVersion is the first (and only) stateless protocol revision served.
-const ModernVersion = "2026-07-28"
+// modernVersion is the first (and only) stateless protocol revision served.
+const modernVersion = "2026-07-28"
 
 // SupportedVersions lists every revision aiod serves, newest first, as
 // server/discover reports them.
-var SupportedVersions = []string{ModernVersion, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+var SupportedVersions = []string{modernVersion, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // MCP error codes beyond JSON-RPC's.
 const (
@@ -25,12 +24,12 @@ const (
 
 // Reserved _meta keys.
 const (
-	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
-	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
-	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaLogLevel           = "io.modelcontextprotocol/logLevel"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
 )
 
 // Era is the protocol family a request belongs to.
@@ -55,9 +54,9 @@ func (e Era) String() string {
 // isModernVersion reports whether v names a stateless revision. Versions are
 // ISO dates, so string order is date order; unknown future strings (even
 // non-dates such as "v999.0.0") sort after every date and count as modern.
-func isModernVersion(v string) bool { return v >= ModernVersion }
+func isModernVersion(v string) bool { return v >= modernVersion }
 
-func isLegacyVersion(v string) bool { return slices.Contains(LegacyVersions, v) }
+func isLegacyVersion(v string) bool { return slices.Contains(legacyVersions, v) }
 
 // Log levels, lowest first (RFC 5424 / MCP logging).
 var logLevelNames = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
@@ -101,19 +100,20 @@ type params struct {
 	Notifications json.RawMessage `json:"notifications"`
 }
 
-// rpcError is a JSON-RPC error to answer with.
-type rpcError struct {
+// Error is a JSON-RPC error to answer with. A Handler returns one to
+// choose the error a request is answered with.
+type Error struct {
 	Code    int
 	Message string
 	Data    any // marshalled as "data" when not nil
 }
 
-func (e *rpcError) Error() string { return e.Message }
+func (e *Error) Error() string { return e.Message }
 
-func errf(code int, msg string) *rpcError { return &rpcError{Code: code, Message: msg} }
+func errf(code int, msg string) *Error { return &Error{Code: code, Message: msg} }
 
 // render returns the JSON-RPC error response for id.
-func (e *rpcError) render(id json.RawMessage) []byte {
+func (e *Error) render(id json.RawMessage) []byte {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
@@ -132,7 +132,7 @@ func (e *rpcError) render(id json.RawMessage) []byte {
 }
 
 // httpStatus is the status a modern-era error is sent with (§1.4.2/§1.6).
-func (e *rpcError) httpStatus() int {
+func (e *Error) httpStatus() int {
 	switch e.Code {
 	case CodeMethodNotFound:
 		return 404
@@ -159,12 +159,3 @@ func acceptsJSON(accept string) bool {
 	return strings.Contains(accept, "application/json") || strings.Contains(accept, "*/*") ||
 		strings.Contains(accept, "application/*")
 }
-
-// hasMetaProtocolVersion reports, without decoding, whether a body may
-// carry the modern _meta protocol version key (a cheap pre-check; the
-// decode decides).
-func hasMetaProtocolVersion(body []byte) bool {
-	return bytes.Contains(body, metaProtocolVersionBytes)
-}
-
-var metaProtocolVersionBytes = []byte(MetaProtocolVersion)

@@ -28,8 +28,8 @@ type requestState struct {
 // stateVersion prefixes every sealed state so the format can change.
 const stateVersion = "s1."
 
-// ErrBadRequestState is returned for a state that fails to open.
-var ErrBadRequestState = errors.New("invalid requestState")
+// errBadRequestState is returned for a state that fails to open.
+var errBadRequestState = errors.New("invalid requestState")
 
 type stateSealer struct {
 	aead cipher.AEAD
@@ -85,23 +85,23 @@ func (s *stateSealer) seal(st *requestState, binding []byte) (string, error) {
 // open verifies and decodes a requestState sealed for binding.
 func (s *stateSealer) open(tok string, binding []byte) (*requestState, error) {
 	if len(tok) < len(stateVersion) || tok[:len(stateVersion)] != stateVersion || len(tok) > 1<<20 {
-		return nil, ErrBadRequestState
+		return nil, errBadRequestState
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(tok[len(stateVersion):])
 	if err != nil || len(raw) < s.aead.NonceSize()+s.aead.Overhead()+8 {
-		return nil, ErrBadRequestState
+		return nil, errBadRequestState
 	}
 	ns := s.aead.NonceSize()
 	plain, err := s.aead.Open(nil, raw[:ns], raw[ns:], binding)
 	if err != nil {
-		return nil, ErrBadRequestState
+		return nil, errBadRequestState
 	}
 	if exp := int64(binary.BigEndian.Uint64(plain)); s.now().Unix() > exp {
 		return nil, errors.New("requestState expired")
 	}
 	var st requestState
 	if err := json.Unmarshal(plain[8:], &st); err != nil {
-		return nil, ErrBadRequestState
+		return nil, errBadRequestState
 	}
 	return &st, nil
 }

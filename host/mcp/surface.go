@@ -12,7 +12,7 @@ import (
 // prompts/get, resources/read, completion/complete, subscriptions/listen
 // and the notifications that reach listening clients.
 
-func (rc *rpcCall) promptsGet(ctx context.Context) ([]byte, *rpcError) {
+func (rc *rpcCall) promptsGet(ctx context.Context) ([]byte, *Error) {
 	p := rc.p
 	if p.Name == nil || *p.Name == "" {
 		return nil, errf(CodeInvalidParams, "Invalid params: missing prompt name")
@@ -28,7 +28,7 @@ func (rc *rpcCall) promptsGet(ctx context.Context) ([]byte, *rpcError) {
 	}
 	creq := plugin.CallRequest{Owner: rc.ex.Principal.Owner, Name: *p.Name, Args: args}
 	rc.hook(&creq)
-	res, err := rc.s.reg.GetPrompt(ctx, creq)
+	res, err := rc.s.cat.GetPrompt(ctx, creq)
 	if err != nil {
 		if errors.Is(err, plugin.ErrUnknownPrompt) {
 			return nil, errf(CodeInvalidParams, "Invalid params: unknown prompt: "+*p.Name)
@@ -38,7 +38,7 @@ func (rc *rpcCall) promptsGet(ctx context.Context) ([]byte, *rpcError) {
 	return res, nil
 }
 
-func (rc *rpcCall) resourcesRead(ctx context.Context) ([]byte, *rpcError) {
+func (rc *rpcCall) resourcesRead(ctx context.Context) ([]byte, *Error) {
 	p := rc.p
 	if p.URI == nil || *p.URI == "" {
 		return nil, errf(CodeInvalidParams, "Invalid params: missing uri")
@@ -49,14 +49,14 @@ func (rc *rpcCall) resourcesRead(ctx context.Context) ([]byte, *rpcError) {
 	}
 	creq := plugin.CallRequest{Owner: rc.ex.Principal.Owner, Name: uri}
 	rc.hook(&creq)
-	res, err := rc.s.reg.ReadResource(ctx, creq)
+	res, err := rc.s.cat.ReadResource(ctx, creq)
 	if err != nil {
 		if errors.Is(err, plugin.ErrUnknownResource) {
 			code := CodeInvalidParams
 			if rc.era == Legacy {
 				code = CodeLegacyNotFound
 			}
-			return nil, &rpcError{Code: code, Message: "Resource not found: " + uri, Data: map[string]string{"uri": uri}}
+			return nil, &Error{Code: code, Message: "Resource not found: " + uri, Data: map[string]string{"uri": uri}}
 		}
 		return rc.callError(err)
 	}
@@ -66,13 +66,13 @@ func (rc *rpcCall) resourcesRead(ctx context.Context) ([]byte, *rpcError) {
 	return res, nil
 }
 
-func (rc *rpcCall) complete(ctx context.Context) ([]byte, *rpcError) {
+func (rc *rpcCall) complete(ctx context.Context) ([]byte, *Error) {
 	if len(rc.p.Ref) == 0 || len(rc.p.Argument) == 0 {
 		return nil, errf(CodeInvalidParams, "Invalid params: completion/complete needs ref and argument")
 	}
 	creq := plugin.CallRequest{Owner: rc.ex.Principal.Owner, Args: rc.req.Params}
 	rc.hook(&creq)
-	res, err := rc.s.reg.Complete(ctx, creq)
+	res, err := rc.s.cat.Complete(ctx, creq)
 	if err != nil {
 		if errors.Is(err, plugin.ErrUnknownPrompt) {
 			return nil, errf(CodeInvalidParams, "Invalid params: completion reference names no known prompt or resource template")
@@ -146,7 +146,7 @@ func (l *listeners) closeAll() {
 }
 
 func subscriptionMeta(pre string, id json.RawMessage, post string) []byte {
-	b := append([]byte(pre), `"`+MetaSubscriptionID+`":`...)
+	b := append([]byte(pre), `"`+metaSubscriptionID+`":`...)
 	b = append(b, id...)
 	return append(b, post...)
 }

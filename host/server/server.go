@@ -6,9 +6,11 @@ package server
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -120,6 +122,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	switch code {
 	case fiber.StatusRequestEntityTooLarge:
 		msg, rpc = "request body exceeds 8 MiB", -32600
+		lingerOnClose(c.Context().Conn()) // the client may still be sending: drain, so it reads this
 	case fiber.StatusNotFound, fiber.StatusMethodNotAllowed:
 		rpc = -32601
 	case fiber.StatusBadRequest:
@@ -133,21 +136,12 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 // rpcErrorBody is a JSON-RPC error without id: every refusal on /mcp is
 // still something an MCP client can parse.
 func rpcErrorBody(code int, msg string) string {
-	return `{"jsonrpc":"2.0","id":null,"error":{"code":` + itoa(code) + `,"message":` + quote(msg) + `}}`
-}
-
-func itoa(n int) string {
-	if n < 0 {
-		return "-" + itoa(-n)
-	}
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
+	m, _ := json.Marshal(msg) // a string always marshals
+	return `{"jsonrpc":"2.0","id":null,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(m) + `}}`
 }
 
 // Serve accepts connections on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
+func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(lingerListener{ln}) }
 
 // Shutdown stops accepting, ends open MCP streams and waits for in-flight
 // requests up to ctx.
@@ -160,20 +154,3 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // App returns the Fiber app (for tests).
 func (s *Server) App() *fiber.App { return s.app }
-
-func quote(s string) string {
-	b := make([]byte, 0, len(s)+2)
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20:
-			b = append(b, ' ')
-		default:
-			b = append(b, c)
-		}
-	}
-	return string(append(b, '"'))
-}

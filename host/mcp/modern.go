@@ -1,0 +1,126 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+)
+
+// The stateless 2026-07-28 era: every request carries its protocol
+// version and client capabilities in params._meta, mirrored in headers;
+// there are no sessions, and results carry resultType and the server's
+// identity.
+
+// removedMethods are legacy methods that do not exist in 2026-07-28.
+var removedMethods = map[string]bool{
+	"initialize": true, "ping": true, "logging/setLevel": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+	"tasks/get": true, "tasks/result": true, "tasks/list": true, "tasks/cancel": true,
+}
+
+// modernPost validates and serves a stateless request, in the order of
+// spec/protocol.md "Validation order".
+func (s *Server) modernPost(ctx context.Context, ex *Exchange, req *message, p *params, hv string) *Response {
+	if e := envelopeOK(req); e != nil {
+		return jsonError(400, validID(req.ID), e)
+	}
+	if req.Method == "" {
+		return jsonError(400, req.ID, errf(CodeInvalidRequest, "invalid request: 2026-07-28 has no server→client requests to answer"))
+	}
+	id := req.ID
+	m := p.Meta
+	switch {
+	case m == nil:
+		return jsonError(400, id, errf(CodeInvalidParams, "Invalid params: missing params._meta (the 2026-07-28 protocol needs "+metaProtocolVersion+" and "+metaClientCapabilities+")"))
+	case m.ProtocolVersion == nil:
+		return jsonError(400, id, errf(CodeInvalidParams, "Invalid params: missing _meta."+metaProtocolVersion))
+	case len(m.ClientCapabilities) == 0 || string(m.ClientCapabilities) == "null":
+		return jsonError(400, id, errf(CodeInvalidParams, "Invalid params: missing _meta."+metaClientCapabilities))
+	}
+	if hv != *m.ProtocolVersion {
+		if hv == "" {
+			return jsonError(400, id, errf(CodeHeaderMismatch, "Header mismatch: missing MCP-Protocol-Version header (body '"+*m.ProtocolVersion+"')"))
+		}
+		return jsonError(400, id, errf(CodeHeaderMismatch, "Header mismatch: MCP-Protocol-Version header value '"+hv+"' does not match body value '"+*m.ProtocolVersion+"'"))
+	}
+	if *m.ProtocolVersion != modernVersion {
+		return jsonError(400, id, &Error{Code: CodeUnsupportedVersion,
+			Message: "Unsupported protocol version " + *m.ProtocolVersion + "; this server supports " + modernVersion + " (and, through initialize, the legacy revisions)",
+			Data:    map[string]any{"supported": []string{modernVersion}, "requested": *m.ProtocolVersion}})
+	}
+	var mirrored []paramHeader
+	if req.Method == "tools/call" && p.Name != nil && s.cat != nil {
+		mirrored = s.headers.forCatalog(s.cat.Catalog()).tools[*p.Name]
+	}
+	if e := checkStandardHeaders(ex.Header, req.Method, p, mirrored); e != nil {
+		return jsonError(400, id, e)
+	}
+	rc := &rpcCall{s: s, era: Modern, ex: ex, req: req, p: p, version: modernVersion, logLevel: -1}
+	if m.LogLevel != nil {
+		if rc.logLevel = logLevelIndex(*m.LogLevel); rc.logLevel < 0 {
+			return jsonError(400, id, errf(CodeInvalidParams, "Invalid params: unknown log level '"+*m.LogLevel+"'"))
+		}
+	}
+	if req.isNotification() {
+		return &Response{Status: 202}
+	}
+	if removedMethods[req.Method] {
+		return jsonError(404, id, errf(CodeMethodNotFound, "Method not found: "+req.Method+" does not exist in protocol "+modernVersion))
+	}
+	if string(m.ClientCapabilities) == "{}" {
+		rc.caps = clientCaps{Raw: m.ClientCapabilities}
+	} else {
+		rc.caps = parseClientCaps(m.ClientCapabilities)
+	}
+	rc.progressToken = m.ProgressToken
+	if req.Method == "subscriptions/listen" {
+		return s.listen(rc)
+	}
+	if !streams(ex, req.Method) || (len(rc.progressToken) == 0 && rc.logLevel < 0) {
+		res, rerr := rc.dispatch(ctx)
+		return rc.reply(res, rerr)
+	}
+	return s.async(ex, rc)
+}
+
+var modernCapabilities = json.RawMessage(`{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{}}`)
+
+func (rc *rpcCall) discover() ([]byte, *Error) {
+	b, _ := json.Marshal(struct {
+		SupportedVersions []string        `json:"supportedVersions"`
+		Capabilities      json.RawMessage `json:"capabilities"`
+		ServerInfo        Implementation  `json:"serverInfo"`
+		Instructions      string          `json:"instructions,omitempty"`
+		TTL               int             `json:"ttlMs"`
+		Scope             string          `json:"cacheScope"`
+	}{SupportedVersions, modernCapabilities, rc.s.info, rc.s.opts.Instructions, 0, "public"})
+	return b, nil
+}
+
+// modernResult splices resultType (unless present) and _meta.serverInfo
+// into a result object.
+func (s *Server) modernResult(res []byte, resultType string) []byte {
+	hasType := bytes.Contains(res[:min(len(res), 64)], resultTypeKey)
+	b := make([]byte, 0, len(res)+len(s.metaJSON)+48)
+	b = append(b, '{')
+	if !hasType {
+		b = append(b, `"resultType":"`...)
+		b = append(b, resultType...)
+		b = append(b, `",`...)
+	}
+	if !bytes.Contains(res, metaKey) {
+		b = append(b, `"_meta":`...)
+		b = append(b, s.metaJSON...)
+		b = append(b, ',')
+	}
+	rest := res[1:]
+	if firstByte(rest) == '}' {
+		b = b[:len(b)-1]
+	}
+	return append(b, rest...)
+}
+
+var (
+	resultTypeKey = []byte(`"resultType"`)
+	metaKey       = []byte(`"_meta"`)
+)
