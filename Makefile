@@ -1,8 +1,9 @@
 # aiod: `make run` starts the server, `make test` runs every test.
 GO      ?= go
 WASM    := GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags=-s
-VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/aiodhq/aiod/host.Version=$(VERSION)
+# The semantic version is host.Version (one place); the build stamps the commit.
+COMMIT  ?= $(shell c=$$(git rev-parse --short=7 HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null || c=$$c-dirty; echo $$c; })
+LDFLAGS := -X github.com/aiodhq/aiod/host.Commit=$(COMMIT)
 HOST    ?= 127.0.0.1
 PORT    ?= 18091
 
@@ -41,7 +42,7 @@ plugins: bin/aiodpack
 	done
 
 run: build plugins
-	bin/aiod start --host $(HOST) --port $(PORT) --plugins-dir build/plugins
+	bin/aiod start --host $(HOST) --port $(PORT) --plugins-dir build/plugins --cache-dir build/cache/wazero
 
 test: build plugins test-go conformance
 

@@ -37,11 +37,16 @@ func Engines() []string {
 	return names
 }
 
+func engineName(name string) string {
+	if name == "" {
+		return DefaultEngine
+	}
+	return name
+}
+
 // newEngine builds the named engine ("" is DefaultEngine).
 func newEngine(name string, o EngineOptions) (runtime.Engine, error) {
-	if name == "" {
-		name = DefaultEngine
-	}
+	name = engineName(name)
 	f, ok := engines[name]
 	if !ok {
 		return nil, fmt.Errorf("engine %q is not built into this binary (built with: %s)", name, strings.Join(Engines(), ", "))

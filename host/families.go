@@ -39,8 +39,8 @@ func newFamilies(log *slog.Logger) *families {
 
 // baseEnv is what every program the host runs starts from: the safe
 // variables of proc.SafeBaseEnv, plus AIO_SKILLS_PATH (where
-// sandbox_load_skill finds skills) and AIOD_VERSION (the daemon's version,
-// for sandbox_get_context).
+// sandbox_load_skill finds skills) and AIOD_VERSION (the daemon's semantic
+// version, Version, without the commit: what sandbox_get_context reports).
 func baseEnv(environ []string) []string {
 	env := proc.SafeBaseEnv(environ)
 	for _, kv := range environ {

@@ -1,10 +1,12 @@
 // Package host is aiod's facade: New builds the engine, the plugin registry,
-// the MCP dispatcher and the HTTP server from a Config; Serve runs it;
-// Close tears it down.
+// the MCP dispatcher and the HTTP server from a Config; Run listens and
+// serves it (reloading on SIGHUP, stopping on SIGINT/SIGTERM); Close tears
+// it down.
 //
-//	h, err := host.New(ctx, host.Config{Port: 18091})
+//	h, err := host.New(ctx, host.Config{})
 //	...
-//	err = h.ListenAndServe(ctx)
+//	defer h.Close(ctx)
+//	err = h.Run(ctx)
 package host
 
 import (
@@ -27,21 +29,27 @@ import (
 	"github.com/aiodhq/aiod/host/server"
 )
 
-// Version is set at build time with -ldflags "-X github.com/aiodhq/aiod/host.Version=...".
-var Version = "dev"
-
-// Config is everything `aiod start` can set. The zero value is usable.
+// Config is everything `aiod start` can set. The zero value is usable: a
+// zero field means the owning package's default (DefaultHost, DefaultPort,
+// DefaultEngine, plugin.DefaultIdleTimeout, mcp.DefaultMaxSessions,
+// mcp.DefaultSessionIdleTimeout).
 type Config struct {
-	Host                 string // default 127.0.0.1
-	Port                 int    // default 18091
-	PluginsDir           string
-	CacheDir             string // default <user cache dir>/aiod/wazero; "-" disables the disk cache
-	Workspace            string // restricts file operations and process cwd to this directory
-	PolicyFile           string
+	Host       string // default DefaultHost
+	Port       int    // default DefaultPort
+	PluginsDir string
+	CacheDir   string // default <user cache dir>/aiod/wazero; "-" disables the disk cache
+	Workspace  string // restricts file operations and process cwd to this directory
+	PolicyFile string
+	// APIKey, when not empty, is required on every route but /health.
 	APIKey               string
-	APIKeySet            bool // an API key was configured (even empty: refuse to start)
 	AllowUnauthenticated bool
-	IdleTimeout          time.Duration
+	// IdleTimeout evicts plugin instances idle this long.
+	IdleTimeout time.Duration
+	// Engine names the WebAssembly engine (one of Engines()).
+	Engine string
+	// PprofAddr, when set, serves Go's profiler on this loopback address
+	// while Run runs (never on the MCP port).
+	PprofAddr string
 	// MaxSessions and SessionIdleTimeout bound legacy MCP sessions (zero:
 	// the mcp package defaults).
 	MaxSessions        int
@@ -76,13 +84,18 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Host == "" {
-		cfg.Host = "127.0.0.1"
+		cfg.Host = DefaultHost
 	}
 	if cfg.Port == 0 {
-		cfg.Port = 18091
+		cfg.Port = DefaultPort
 	}
-	if cfg.APIKeySet && cfg.APIKey == "" {
-		return nil, errors.New("the API key is configured but empty: refusing to start (unset it, or set a non-empty key)")
+	if cfg.Port < 0 || cfg.Port > 65535 {
+		return nil, fmt.Errorf("port %d: not in 1-65535", cfg.Port)
+	}
+	if cfg.PprofAddr != "" {
+		if h, _, err := net.SplitHostPort(cfg.PprofAddr); err != nil || !isLoopback(h) {
+			return nil, fmt.Errorf("profiler address %q: must be a loopback host:port (127.0.0.1:6060)", cfg.PprofAddr)
+		}
 	}
 	if !isLoopback(cfg.Host) && cfg.APIKey == "" && !cfg.AllowUnauthenticated {
 		return nil, fmt.Errorf("%w: %s is reachable from other machines; set --api-key (AIO_API_KEY) or pass --allow-unauthenticated", ErrUnauthenticatedExposure, cfg.Host)
@@ -118,7 +131,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 			return nil, fmt.Errorf("cache dir: %w", err)
 		}
 	}
-	eng, err := newEngine("", EngineOptions{CacheDir: cacheDir})
+	eng, err := newEngine(cfg.Engine, EngineOptions{CacheDir: cacheDir})
 	if err != nil {
 		return nil, err
 	}
@@ -167,17 +180,8 @@ func (h *Host) Server() *server.Server { return h.srv }
 // Addr is host:port from the config.
 func (h *Host) Addr() string { return net.JoinHostPort(h.cfg.Host, strconv.Itoa(h.cfg.Port)) }
 
-// ListenAndServe listens on the configured address and serves until ctx
-// ends, then shuts down gracefully.
-func (h *Host) ListenAndServe(ctx context.Context) error {
-	ln, err := net.Listen("tcp", h.Addr())
-	if err != nil {
-		return err
-	}
-	return h.Serve(ctx, ln)
-}
-
-// Serve serves on ln until ctx ends.
+// Serve serves on ln until ctx ends, then shuts down gracefully. It handles
+// no signals (Run does).
 func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
 	h.log.Info("aiod listening", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "version", Version)
 	errc := make(chan error, 1)

@@ -3,7 +3,10 @@
 //	aiod start [flags]    serve MCP at http://HOST:PORT/mcp
 //	aiod version          print the version
 //
-// Every flag of start also reads an environment variable (the flag wins).
+// Every flag of start also reads an environment variable (the flag wins);
+// a variable that does not parse is a start-up error naming it. cmd/aiod
+// only turns flags and environment into a host.Config: the host owns the
+// defaults, the listener, the signals and the profiler (host.Run).
 package main
 
 import (
@@ -13,16 +16,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	_ "net/http/pprof" // served only when AIO_PPROF_ADDR is set
 	"os"
-	"os/signal"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aiodhq/aiod/host"
+	"github.com/aiodhq/aiod/host/mcp"
+	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/plugins/builtin"
 )
 
@@ -46,7 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "aiod %s\n", host.Version)
+		fmt.Fprintf(stdout, "aiod %s\n", host.VersionString())
 		return 0
 	case "start":
 		return start(args[1:], stderr)
@@ -59,93 +59,158 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-// envOr returns the environment variable's value, or def.
-func envOr(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
+// startFlags are the flags of `aiod start`, each bound to a field of cfg
+// (or to a value converted into one after parsing) and to its environment
+// variable.
+type startFlags struct {
+	fs       *flag.FlagSet
+	env      map[string]string // flag name -> environment variable
+	cfg      host.Config
+	logLevel slog.Level
+	origins  string
+	hosts    string
+}
+
+// emptyMeansSet are the variables for which an empty value is a value, not
+// the absence of one: an empty API key refuses to start rather than
+// silently serving without authentication.
+var emptyMeansSet = map[string]bool{"AIO_API_KEY": true}
+
+func newStartFlags(stderr io.Writer) *startFlags {
+	s := &startFlags{fs: flag.NewFlagSet("aiod start", flag.ContinueOnError), env: map[string]string{}}
+	s.fs.SetOutput(stderr)
+	c := &s.cfg
+	s.str(&c.Host, "host", "AIO_HOST", host.DefaultHost, "address to listen on; beyond loopback an API key (or --allow-unauthenticated) is required")
+	s.int(&c.Port, "port", "AIO_PORT", host.DefaultPort, "port to listen on")
+	s.str(&c.PluginsDir, "plugins-dir", "AIO_PLUGINS_DIR", "", "directory of plugin packages to load besides the built-ins")
+	s.str(&c.CacheDir, "cache-dir", "AIO_CACHE_DIR", "", "compiled-module cache directory; '-' disables it (default: <user cache dir>/aiod/wazero)")
+	s.str(&c.Workspace, "workspace", "AIO_WORKSPACE", "", "restrict every file operation and process working directory to this directory")
+	s.str(&c.PolicyFile, "policy", "AIO_POLICY", "", "operator capability policy file, JSON (default: plugins from --plugins-dir get no capabilities)")
+	s.str(&c.APIKey, "api-key", "AIO_API_KEY", "", "API key required as 'Authorization: Bearer KEY' or 'x-api-key: KEY'; set but empty refuses to start")
+	s.bool(&c.AllowUnauthenticated, "allow-unauthenticated", "AIO_ALLOW_UNAUTHENTICATED", false, "allow listening beyond loopback without an API key")
+	s.duration(&c.IdleTimeout, "idle-timeout", "AIO_IDLE_TIMEOUT", plugin.DefaultIdleTimeout, "evict plugin instances idle this long (0: the default)")
+	s.fs.TextVar(&s.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error (env AIO_LOG_LEVEL)")
+	s.env["log-level"] = "AIO_LOG_LEVEL"
+	s.int(&c.MaxSessions, "max-sessions", "AIO_MAX_SESSIONS", mcp.DefaultMaxSessions, "most legacy MCP sessions alive at once; the least recently used idle one makes room (0: the default)")
+	s.duration(&c.SessionIdleTimeout, "session-idle-timeout", "AIO_SESSION_IDLE_TIMEOUT", mcp.DefaultSessionIdleTimeout, "end a legacy MCP session unused this long (0: the default)")
+	s.str(&s.origins, "allowed-origins", "AIO_ALLOWED_ORIGINS", "", "comma-separated Origin values accepted besides loopback ones ('*' for any)")
+	s.str(&s.hosts, "allowed-hosts", "AIO_ALLOWED_HOSTS", "", "comma-separated Host header values accepted besides loopback names when listening on loopback")
+	s.str(&c.Engine, "engine", "AIO_ENGINE", host.DefaultEngine, "WebAssembly engine, one of: "+strings.Join(host.Engines(), ", "))
+	s.str(&c.PprofAddr, "pprof-addr", "AIO_PPROF_ADDR", "", "serve Go's profiler on this loopback host:port (debugging aid)")
+	return s
+}
+
+func (s *startFlags) str(p *string, name, env, def, help string) {
+	s.fs.StringVar(p, name, def, help+" (env "+env+")")
+	s.env[name] = env
+}
+
+func (s *startFlags) int(p *int, name, env string, def int, help string) {
+	s.fs.IntVar(p, name, def, help+" (env "+env+")")
+	s.env[name] = env
+}
+
+func (s *startFlags) bool(p *bool, name, env string, def bool, help string) {
+	s.fs.BoolVar(p, name, def, help+" (env "+env+")")
+	s.env[name] = env
+}
+
+func (s *startFlags) duration(p *time.Duration, name, env string, def time.Duration, help string) {
+	s.fs.DurationVar(p, name, def, help+" (env "+env+")")
+	s.env[name] = env
+}
+
+// errEmptyKey refuses an API key that is configured but empty.
+var errEmptyKey = errors.New("the API key is configured but empty: refusing to start (unset it, or set a non-empty key)")
+
+// parse parses args, then fills every flag not given on the command line
+// from its environment variable (unset or empty: the default), parsed by
+// the flag's own parser, so that a bad value fails the same way for both.
+func (s *startFlags) parse(args []string, lookup func(string) (string, bool)) error {
+	if err := s.fs.Parse(args); err != nil {
+		return reportedError{err} // the flag set printed it, with the usage
 	}
-	return def
-}
-
-func envBool(name string) bool {
-	b, _ := strconv.ParseBool(os.Getenv(name))
-	return b
-}
-
-// parseStart turns start's flags and the environment into a Config (the
-// flag wins over the environment variable).
-func parseStart(args []string, stderr io.Writer) (host.Config, *slog.Logger, int) {
-	fs := flag.NewFlagSet("aiod start", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	port, _ := strconv.Atoi(envOr("AIO_PORT", "18091"))
-	var (
-		hostFlag    = fs.String("host", envOr("AIO_HOST", "127.0.0.1"), "address to listen on (env AIO_HOST)")
-		portFlag    = fs.Int("port", port, "port to listen on (env AIO_PORT)")
-		plugins     = fs.String("plugins-dir", envOr("AIO_PLUGINS_DIR", ""), "directory of plugin packages to load besides the built-ins (env AIO_PLUGINS_DIR)")
-		cache       = fs.String("cache-dir", envOr("AIO_CACHE_DIR", ""), "compiled-module cache directory; '-' disables it (env AIO_CACHE_DIR; default: user cache dir)")
-		workspace   = fs.String("workspace", envOr("AIO_WORKSPACE", ""), "restrict every file operation and process working directory to this directory (env AIO_WORKSPACE)")
-		policy      = fs.String("policy", envOr("AIO_POLICY", ""), "operator capability policy file, JSON (env AIO_POLICY; default: plugins from --plugins-dir get no capabilities)")
-		apiKey      = fs.String("api-key", envOr("AIO_API_KEY", ""), "API key required as 'Authorization: Bearer KEY' or 'x-api-key: KEY' (env AIO_API_KEY)")
-		allowUnauth = fs.Bool("allow-unauthenticated", envBool("AIO_ALLOW_UNAUTHENTICATED"), "allow listening beyond loopback without an API key (env AIO_ALLOW_UNAUTHENTICATED)")
-		idle        = fs.Duration("idle-timeout", envDuration("AIO_IDLE_TIMEOUT", 5*time.Minute), "evict plugin instances idle this long (env AIO_IDLE_TIMEOUT)")
-		logLevel    = fs.String("log-level", envOr("AIO_LOG_LEVEL", "info"), "debug, info, warn or error (env AIO_LOG_LEVEL)")
-		maxSess     = fs.Int("max-sessions", envInt("AIO_MAX_SESSIONS", 1024), "most legacy MCP sessions alive at once; the least recently used idle one makes room (env AIO_MAX_SESSIONS)")
-		sessIdle    = fs.Duration("session-idle-timeout", envDuration("AIO_SESSION_IDLE_TIMEOUT", 30*time.Minute), "end a legacy MCP session unused this long (env AIO_SESSION_IDLE_TIMEOUT)")
-		origins     = fs.String("allowed-origins", envOr("AIO_ALLOWED_ORIGINS", ""), "comma-separated Origin values accepted besides loopback ones ('*' for any) (env AIO_ALLOWED_ORIGINS)")
-		hosts       = fs.String("allowed-hosts", envOr("AIO_ALLOWED_HOSTS", ""), "comma-separated Host header values accepted besides loopback names when listening on loopback (env AIO_ALLOWED_HOSTS)")
-	)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return host.Config{}, nil, 0
+	if s.fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", s.fs.Arg(0))
+	}
+	given := map[string]bool{}
+	s.fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	keySet := given["api-key"]
+	var errs []error
+	s.fs.VisitAll(func(f *flag.Flag) {
+		env := s.env[f.Name]
+		if given[f.Name] || env == "" {
+			return
 		}
-		return host.Config{}, nil, 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "aiod start: unexpected argument %q\n", fs.Arg(0))
-		return host.Config{}, nil, 2
-	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "aiod start: bad --log-level %q\n", *logLevel)
-		return host.Config{}, nil, 2
-	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lvl}))
-	_, keySet := os.LookupEnv("AIO_API_KEY")
-	fs.Visit(func(f *flag.Flag) {
+		v, ok := lookup(env)
+		if !ok || (v == "" && !emptyMeansSet[env]) {
+			return
+		}
 		if f.Name == "api-key" {
 			keySet = true
 		}
+		if err := f.Value.Set(v); err != nil {
+			errs = append(errs, fmt.Errorf("environment variable %s=%q: invalid value for --%s (want %s): %v", env, v, f.Name, want(f), err))
+		}
 	})
-	cfg := host.Config{
-		Host:                 *hostFlag,
-		Port:                 *portFlag,
-		PluginsDir:           *plugins,
-		CacheDir:             *cache,
-		Workspace:            *workspace,
-		PolicyFile:           *policy,
-		APIKey:               *apiKey,
-		APIKeySet:            keySet,
-		AllowUnauthenticated: *allowUnauth,
-		IdleTimeout:          *idle,
-		MaxSessions:          *maxSess,
-		SessionIdleTimeout:   *sessIdle,
-		AllowedOrigins:       splitList(*origins),
-		AllowedHosts:         splitList(*hosts),
-		Logger:               log,
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
+	if keySet && s.cfg.APIKey == "" {
+		return errEmptyKey
+	}
+	s.cfg.AllowedOrigins = splitList(s.origins)
+	s.cfg.AllowedHosts = splitList(s.hosts)
+	return nil
+}
+
+// want describes the values f accepts.
+func want(f *flag.Flag) string {
+	switch f.Value.(flag.Getter).Get().(type) {
+	case int:
+		return "an integer"
+	case bool:
+		return "true or false"
+	case time.Duration:
+		return "a duration such as 90s or 5m"
+	case *slog.Level:
+		return "debug, info, warn or error"
+	}
+	return "a string"
+}
+
+// reportedError is an error already shown to the user.
+type reportedError struct{ error }
+
+func (e reportedError) Unwrap() error { return e.error }
+
+// parseStart turns start's flags and the environment into a Config (the
+// flag wins over the environment variable). code is -1 to go on, else the
+// exit code.
+func parseStart(args []string, stderr io.Writer) (cfg host.Config, code int) {
+	s := newStartFlags(stderr)
+	if err := s.parse(args, os.LookupEnv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return host.Config{}, 0
+		}
+		if !errors.As(err, new(reportedError)) {
+			fmt.Fprintf(stderr, "aiod start: %v\n", err)
+		}
+		return host.Config{}, 2
+	}
+	s.cfg.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: s.logLevel}))
 	if builtin.Present() {
-		cfg.Builtins = builtin.FS()
+		s.cfg.Builtins = builtin.FS()
 	}
-	return cfg, log, -1
+	return s.cfg, -1
 }
 
 func start(args []string, stderr io.Writer) int {
-	cfg, log, code := parseStart(args, stderr)
+	cfg, code := parseStart(args, stderr)
 	if code >= 0 {
 		return code
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx := context.Background()
 	began := time.Now()
 	h, err := host.New(ctx, cfg)
 	if err != nil {
@@ -153,50 +218,12 @@ func start(args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer h.Close(context.Background())
-	log.Info("plugins ready", "startup_ms", time.Since(began).Milliseconds())
-	if addr := os.Getenv("AIO_PPROF_ADDR"); addr != "" {
-		// Debugging aid for operators: Go's profiler on a separate,
-		// loopback-only listener (never on the MCP port).
-		if !strings.HasPrefix(addr, "127.0.0.1:") && !strings.HasPrefix(addr, "localhost:") {
-			fmt.Fprintf(stderr, "aiod: AIO_PPROF_ADDR must be a loopback address, got %q\n", addr)
-			return 2
-		}
-		go func() { log.Warn("pprof stopped", "err", http.ListenAndServe(addr, nil)) }()
-		log.Info("pprof listening", "addr", addr)
-	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		for range hup {
-			log.Info("SIGHUP: reloading plugins")
-			if err := h.Registry().Reload(ctx); err != nil {
-				log.Warn("reload finished with errors", "err", err)
-			}
-		}
-	}()
-	if err := h.ListenAndServe(ctx); err != nil {
+	cfg.Logger.Info("plugins ready", "startup_ms", time.Since(began).Milliseconds())
+	if err := h.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "aiod: %v\n", strings.TrimSpace(err.Error()))
 		return 1
 	}
 	return 0
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if v := os.Getenv(name); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-	}
-	return def
-}
-
-func envInt(name string, def int) int {
-	if v := os.Getenv(name); v != "" {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
-		}
-	}
-	return def
 }
 
 func splitList(s string) []string {

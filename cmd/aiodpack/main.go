@@ -4,88 +4,70 @@
 // written once, in Go) with the module's sha256 pinned.
 //
 //	aiodpack -o build/plugins/echo echo.wasm
+//	aiodpack -into build/plugins echo.wasm
+//	aiodpack -warm -cache-dir build/cache/wazero echo.wasm
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/aiodhq/aiod/host"
-	"github.com/aiodhq/aiod/host/plugin"
-	"github.com/aiodhq/aiod/host/runtime/wazero"
 )
 
 func main() {
-	out := flag.String("o", "", "output plugin directory (created)")
-	into := flag.String("into", "", "write the package to DIR/<plugin name> instead of -o")
-	cacheDir := flag.String("cache-dir", "", "also compile into this compilation cache (shared with aiod start --cache-dir)")
-	warm := flag.Bool("warm", false, "only compile the module into -cache-dir; write no package")
-	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: aiodpack (-o DIR | -into PARENT) module.wasm")
-		flag.PrintDefaults()
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+func run(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("aiodpack", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("o", "", "output plugin directory (created)")
+	into := fs.String("into", "", "write the package to DIR/<plugin name> instead of -o")
+	cacheDir := fs.String("cache-dir", "", "also compile into this compilation cache (shared with aiod start --cache-dir)")
+	warm := fs.Bool("warm", false, "only compile the module into -cache-dir; write no package")
+	engine := fs.String("engine", host.DefaultEngine, fmt.Sprintf("WebAssembly engine (built in: %v)", host.Engines()))
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: aiodpack (-o DIR | -into PARENT) module.wasm\n       aiodpack -warm -cache-dir DIR module.wasm")
+		fs.PrintDefaults()
 	}
-	flag.Parse()
-	if *warm {
-		if err := warmCache(*cacheDir, flag.Arg(0)); err != nil {
-			fmt.Fprintln(os.Stderr, "aiodpack:", err)
-			os.Exit(1)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 || (!*warm && (*out == "") == (*into == "")) {
+		fs.Usage()
+		return 2
+	}
+	module := fs.Arg(0)
+	opts := host.PackOptions{CacheDir: *cacheDir, Engine: *engine}
+	if err := pack(context.Background(), module, *out, *into, *warm, opts); err != nil {
+		fmt.Fprintln(stderr, "aiodpack:", err)
+		return 1
+	}
+	return 0
+}
+
+func pack(ctx context.Context, module, out, into string, warm bool, opts host.PackOptions) error {
+	wasm, err := os.ReadFile(module)
+	if err != nil {
+		return err
+	}
+	if warm {
+		if opts.CacheDir == "" {
+			return fmt.Errorf("-warm needs -cache-dir")
 		}
-		return
+		return host.Precompile(ctx, wasm, opts)
 	}
-	if (*out == "") == (*into == "") || flag.NArg() != 1 {
-		flag.Usage()
-		os.Exit(2)
-	}
-	if err := run(*out, *into, *cacheDir, flag.Arg(0)); err != nil {
-		fmt.Fprintln(os.Stderr, "aiodpack:", err)
-		os.Exit(1)
-	}
-}
-
-// warmCache compiles module into the cache dir.
-func warmCache(cacheDir, module string) error {
-	if cacheDir == "" {
-		return fmt.Errorf("-warm needs -cache-dir")
-	}
-	wasm, err := os.ReadFile(module)
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	eng, err := wazero.New(wazero.Options{CacheDir: cacheDir})
-	if err != nil {
-		return err
-	}
-	defer eng.Close(ctx)
-	return wazero.Precompile(ctx, eng, wasm)
-}
-
-func run(dir, into, cacheDir, module string) error {
-	wasm, err := os.ReadFile(module)
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	eng, err := wazero.New(wazero.Options{CacheDir: cacheDir})
-	if err != nil {
-		return err
-	}
-	defer eng.Close(ctx)
-	m, manifest, err := plugin.Describe(ctx, eng, wasm, host.AllFamilies())
+	p, err := host.Pack(ctx, wasm, opts)
 	if err != nil {
 		return fmt.Errorf("%s: %w", module, err)
 	}
 	if into != "" {
-		dir = filepath.Join(into, m.Name)
+		out = filepath.Join(into, p.Name)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "plugin.wasm"), wasm, 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "manifest.json"), manifest, 0o644)
+	return p.WriteDir(out)
 }

@@ -31,6 +31,9 @@ import (
 // DefaultOwner is the owner (tenant) id used when none is given.
 const DefaultOwner = "default"
 
+// DefaultIdleTimeout is Options.IdleTimeout when zero.
+const DefaultIdleTimeout = 5 * time.Minute
+
 // ABI entry points and operation codes (spec/abi/v1.md).
 const (
 	exportCall    = "aiod_call"
@@ -128,7 +131,7 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 		opts.Policy = &caps.Policy{}
 	}
 	if opts.IdleTimeout <= 0 {
-		opts.IdleTimeout = 5 * time.Minute
+		opts.IdleTimeout = DefaultIdleTimeout
 	}
 	r := &Registry{opts: opts, log: opts.Logger, stop: make(chan struct{})}
 	r.calls.New = func() any { return &hostfn.Call{} }

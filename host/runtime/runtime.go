@@ -24,6 +24,13 @@ type Engine interface {
 	Close(ctx context.Context) error
 }
 
+// Precompiler is an Engine that can compile a module ahead of time into its
+// persistent cache (to warm a cache directory), without linking or checking
+// imports. Optional: callers type-assert for it.
+type Precompiler interface {
+	Precompile(ctx context.Context, wasm []byte) error
+}
+
 // Config configures one compiled module.
 type Config struct {
 	// Name identifies the plugin in errors and logs.

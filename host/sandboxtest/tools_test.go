@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aiodhq/aiod/host"
 )
 
 // TestToolsList: the seven built-ins come first, in aiod's order, each
@@ -118,13 +120,16 @@ func TestCode(t *testing.T) {
 	}
 }
 
+// TestContext: sandbox_get_context reports the home directory and the
+// daemon's semantic version (host.Version, the one `aiod version` prints),
+// not a commit hash.
 func TestContext(t *testing.T) {
 	s := sharedServer(t, "")
 	r := s.call(t, "sandbox_get_context", map[string]any{})
 	m := r.Object(t)
 	home, _ := os.UserHomeDir()
 	if r.IsError || len(m) != 2 || m["home_dir"] != home ||
-		!strings.HasPrefix(m["info"].(string), "AIO sandbox (aiod) version: ") || !strings.Contains(m["info"].(string), "\nHome directory: "+home) {
+		!strings.HasPrefix(m["info"].(string), "AIO sandbox (aiod) version: "+host.Version+"\n") || !strings.Contains(m["info"].(string), "\nHome directory: "+home) {
 		t.Errorf("context: %s", fmtJSON(m))
 	}
 }

@@ -59,14 +59,12 @@ func (e *engine) Close(ctx context.Context) error {
 	return e.cache.Close(ctx)
 }
 
+var _ runtime.Precompiler = (*engine)(nil)
+
 // Precompile compiles wasm into e's compilation cache without linking or
-// checking imports (to warm a cache directory).
-func Precompile(ctx context.Context, e runtime.Engine, wasm []byte) error {
-	en, ok := e.(*engine)
-	if !ok {
-		return errors.New("not a wazero engine")
-	}
-	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(en.cache).WithCloseOnContextDone(true))
+// checking imports (to warm a cache directory): runtime.Precompiler.
+func (e *engine) Precompile(ctx context.Context, wasm []byte) error {
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(e.cache).WithCloseOnContextDone(true))
 	defer r.Close(ctx)
 	_, err := r.CompileModule(ctx, wasm)
 	return err

@@ -1,9 +1,11 @@
 // Command context is the built-in plugin sandbox_get_context: the
 // sandbox's version and home directory. The home directory (and user
 // and shell) come from the environment the host gives programs, read
-// with printenv through the aiod:process family; so does the version
-// (AIOD_VERSION) when the host sets it, else it is the one this module
-// was built as. spec/sandbox-tools.md describes the tool.
+// with printenv through the aiod:process family; so does the version:
+// AIOD_VERSION, the daemon's semantic version (host.Version, e.g. "0.2.0",
+// the one `aiod version` prints), else (a host that does not set it) the
+// version this module was built as. spec/sandbox-tools.md describes the
+// tool.
 package main
 
 import (

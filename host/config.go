@@ -1,0 +1,60 @@
+package host
+
+import (
+	"fmt"
+	"runtime/debug"
+)
+
+// Listen defaults (Config.Host and Config.Port when zero; cmd/aiod shows
+// them in its flag help).
+const (
+	DefaultHost = "127.0.0.1"
+	DefaultPort = 18091
+)
+
+// Version is aiod's semantic version: the MCP serverInfo.version, what
+// `aiod version` prints and what sandbox_get_context reports (through
+// AIOD_VERSION in the environment of the programs the host runs).
+const Version = "0.2.0"
+
+// Commit is the source commit the binary was built from, set by `make build`
+// with -ldflags "-X github.com/aiodhq/aiod/host.Commit=<hash>". Empty
+// falls back to the Go toolchain's vcs.revision stamp, else "unknown"
+// (see BuildCommit).
+var Commit string
+
+// BuildCommit is the commit this binary was built from: Commit when set,
+// else the first 7 characters of the vcs.revision the Go toolchain stamps
+// (with "-dirty" when the tree was modified), else "unknown".
+func BuildCommit() string {
+	if Commit != "" {
+		return Commit
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	var rev string
+	var dirty bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "unknown"
+	}
+	if len(rev) > 7 {
+		rev = rev[:7]
+	}
+	if dirty {
+		rev += "-dirty"
+	}
+	return rev
+}
+
+// VersionString is "<Version> (<commit>)", e.g. "0.2.0 (8851bea)".
+func VersionString() string { return fmt.Sprintf("%s (%s)", Version, BuildCommit()) }
