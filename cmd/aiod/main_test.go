@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -241,6 +240,6 @@ func TestReadmeFlagTable(t *testing.T) {
 		}
 	})
 	if len(seen) == 0 {
-		t.Fatal(fmt.Sprintf("no flag rows found in README (pattern %s)", row))
+		t.Fatalf("no flag rows found in README (pattern %s)", row)
 	}
 }
