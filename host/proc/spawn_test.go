@@ -245,3 +245,21 @@ func TestSpawnCloseKills(t *testing.T) {
 		t.Errorf("spawn after close: %v", err)
 	}
 }
+
+// BenchmarkSpawnEcho is the cost of one sandbox_execute_bash-like spawn:
+// bash -c 'echo hi', containment included.
+func BenchmarkSpawnEcho(b *testing.B) {
+	bash, err := lookIn("bash", DefaultPath)
+	if err != nil {
+		b.Fatal("no bash")
+	}
+	m := New(Config{})
+	defer m.Close()
+	req := SpawnRequest{Path: bash, Args: []string{"bash", "-c", "echo hi"}, Env: m.Config().BaseEnv, Dir: os.TempDir()}
+	for b.Loop() {
+		res, err := m.Spawn(b.Context(), req)
+		if err != nil || string(res.Stdout) != "hi\n" {
+			b.Fatalf("%v %+v", err, res)
+		}
+	}
+}
