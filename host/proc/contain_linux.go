@@ -212,6 +212,12 @@ func killTree(u *unit) {
 		u.cg.kill()
 		return
 	}
+	killSession(u)
+}
+
+// killSession kills u by namespace, process group and session, without
+// its cgroup.
+func killSession(u *unit) {
 	if u.exited.Load() && (u.ns != "" || alive(u.pid)) {
 		return
 	}

@@ -115,6 +115,7 @@ func bombGuard(t *testing.T, m *Manager) {
 			if base >= 0 && procTotal() >= base+1500 {
 				t.Error("bomb guard: the system's task count ran away; killing")
 				for u := range m.units {
+					killSession(u) // also if the cgroup failed to hold it
 					killTree(u)
 				}
 			}
