@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -225,5 +226,34 @@ func TestCgroupCleanStale(t *testing.T) {
 	}
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("live aiod's cgroup removed: %v", err)
+	}
+}
+
+// BenchmarkUnitCgroup is what a cgroup adds to a start: make the unit's
+// cgroup, move the starting thread in and back (v1), remove the cgroup.
+func BenchmarkUnitCgroup(b *testing.B) {
+	m := New(Config{})
+	defer m.Close()
+	if m.cg == nil {
+		b.Fatalf("no cgroups: %+v", m.Containment())
+	}
+	for b.Loop() {
+		cg, err := m.cg.create(512)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !m.cg.v2 {
+			errc := make(chan error, 1)
+			go func() {
+				runtime.LockOSThread()
+				errc <- m.cg.onThreadIn(cg, func() error { return nil })
+			}()
+			if err := <-errc; err != nil {
+				b.Fatal(err)
+			}
+		}
+		if !cg.remove() {
+			b.Fatal("not removed")
+		}
 	}
 }

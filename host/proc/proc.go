@@ -1,7 +1,8 @@
 // Package proc is the native process layer behind the aiod:process host
 // functions: one-shot processes (Spawn) and persistent bash sessions owned
 // by the host (Manager.Exec), with output caps, timeouts that kill whole
-// process trees, and a process-count watchdog against fork bombs.
+// process trees, and per-unit process and memory limits the kernel enforces
+// (cgroups).
 //
 // # Containment
 //
@@ -12,20 +13,36 @@
 // root, CLONE_NEWUSER|CLONE_NEWPID with the caller's own uid and gid mapped
 // otherwise). Killing the init of a PID namespace kills every process in
 // it, even those that left the process group or session. Without a
-// namespace a unit is killed by process group and by scanning /proc for
-// members of its session.
+// namespace a unit is killed by process group and by its cgroup (or, with
+// no cgroup, by scanning /proc for members of its session).
 //
-// RLIMIT_NPROC does not contain a fork bomb started by root (the kernel
-// exempts uid 0) and counts every process of the uid, the host's own
-// included, so it is not used. Instead a watchdog scans /proc every
-// Config.WatchInterval, counts the processes of each unit (by PID namespace,
-// else by session id) and kills a unit that exceeds Config.MaxProcs. No
-// cgroup and no external tool (bwrap, prlimit, unshare) is needed.
+// Each unit also gets its own cgroup, a child of one parent per Manager
+// (aiod-<pid>-<token>, removed by Close; those of a crashed aiod are
+// removed by the next New), with pids.max = Config.MaxProcs and, when
+// Config.MaxMemory is set, a memory limit. The unit is in its cgroup before
+// it can fork: cgroup v2 clones it straight into it (CLONE_INTO_CGROUP),
+// used where the host's own cgroup delegates the pids controller; cgroup v1
+// (the pids and memory hierarchies) starts it from an OS thread moved into
+// the unit's cgroups for the fork and moved back after. A fork bomb then
+// cannot exceed the limit, however fast it forks: the kernel refuses the
+// fork. The watchdog (every Config.WatchInterval) reads the cgroup's
+// pids.events and kills a unit the kernel refused a fork, reporting
+// "process_limit"; a kill SIGKILLs every process in the cgroup until none
+// is left.
 //
-// The namespace is a containment and cleanup boundary, not a sandbox: the
-// processes share the host's filesystem, network and /proc, and a program
-// run as root can leave by means of its own (a nested PID namespace escapes
-// the count, though not the kill).
+// Where no cgroup can be made (not root and nothing delegated, a read-only
+// hierarchy, no pids controller) the Manager says so once in its log and
+// in Containment, and falls back to a watchdog that counts the processes
+// of each unit in /proc (by PID namespace, else by session id) and kills a
+// unit past Config.MaxProcs: a race a fast fork bomb can win for a while.
+// RLIMIT_NPROC is not used: the kernel exempts root from it and it counts
+// every process of the uid, the host's own included. No external tool
+// (bwrap, prlimit, unshare, systemd-run) is needed.
+//
+// The namespace and the cgroup are a containment and cleanup boundary,
+// not a sandbox: the processes share the host's filesystem, network and
+// /proc, and a program run as root can leave by means of its own (write
+// its pid to another cgroup, or nest a PID namespace).
 package proc
 
 import (

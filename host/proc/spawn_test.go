@@ -247,19 +247,24 @@ func TestSpawnCloseKills(t *testing.T) {
 }
 
 // BenchmarkSpawnEcho is the cost of one sandbox_execute_bash-like spawn:
-// bash -c 'echo hi', containment included.
+// bash -c 'echo hi', containment included: with the unit's cgroup (where
+// the machine allows it) and with the watchdog only.
 func BenchmarkSpawnEcho(b *testing.B) {
 	bash, err := lookIn("bash", DefaultPath)
 	if err != nil {
 		b.Fatal("no bash")
 	}
-	m := New(Config{})
-	defer m.Close()
-	req := SpawnRequest{Path: bash, Args: []string{"bash", "-c", "echo hi"}, Env: m.Config().BaseEnv, Dir: os.TempDir()}
-	for b.Loop() {
-		res, err := m.Spawn(b.Context(), req)
-		if err != nil || string(res.Stdout) != "hi\n" {
-			b.Fatalf("%v %+v", err, res)
-		}
+	for _, noCgroup := range []bool{false, true} {
+		m := New(Config{noCgroup: noCgroup})
+		b.Run(m.Containment().Mode, func(b *testing.B) {
+			req := SpawnRequest{Path: bash, Args: []string{"bash", "-c", "echo hi"}, Env: m.Config().BaseEnv, Dir: os.TempDir()}
+			for b.Loop() {
+				res, err := m.Spawn(b.Context(), req)
+				if err != nil || string(res.Stdout) != "hi\n" {
+					b.Fatalf("%v %+v", err, res)
+				}
+			}
+		})
+		_ = m.Close()
 	}
 }
