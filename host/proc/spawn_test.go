@@ -197,7 +197,7 @@ func TestSpawnForkBomb(t *testing.T) {
 		}
 		start := time.Now()
 		// The bomb outlives bash -c, and also a variant that keeps the
-		// leader alive so that the watchdog has to act.
+		// leader alive so that the unit is killed at its limit.
 		for _, script := range []string{`:(){ :|:& };:`, `:(){ :|:& };: ; sleep 30`} {
 			res, err := m.Spawn(ctxT(t), SpawnRequest{Path: bash, Args: []string{"bash", "-c", script}, Env: m.Config().BaseEnv, Dir: t.TempDir(), Timeout: 20 * time.Second})
 			if err != nil {
