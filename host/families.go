@@ -27,7 +27,7 @@ type families struct {
 }
 
 func newFamilies(log *slog.Logger) *families {
-	m := proc.New(proc.Config{BaseEnv: baseEnv(os.Environ())})
+	m := proc.New(proc.Config{BaseEnv: baseEnv(os.Environ()), Logger: log})
 	return &families{
 		log:   log,
 		files: hostfn.NewFiles(fsroot.Options{}),

@@ -193,7 +193,10 @@ func countProcs(units []*unit) map[*unit]int {
 
 // killTree SIGKILLs every process of u. With a namespace, killing its init
 // makes the kernel kill the rest; without, the process group and then every
-// process still in the unit's session are killed until none is left.
+// process still in the unit's session are killed until none is left. With
+// a cgroup, every process in it is killed until none is left: that covers
+// the processes that left the session too, and pids.max keeps them from
+// forking faster than they are killed.
 //
 // Once the leader has been reaped its pid may be reused. With a namespace
 // there is then nothing left to kill (the kernel killed and reaped the
@@ -201,6 +204,20 @@ func countProcs(units []*unit) map[*unit]int {
 // in the unit's group or session keep the pid from being reused; if a live
 // process has that pid again, none of ours is left and nothing is done.
 func killTree(u *unit) {
+	if u.cg != nil {
+		if !u.exited.Load() {
+			_ = syscall.Kill(-u.pid, syscall.SIGKILL)
+			_ = syscall.Kill(u.pid, syscall.SIGKILL)
+		}
+		u.cg.kill()
+		return
+	}
+	killSession(u)
+}
+
+// killSession kills u by namespace, process group and session, without
+// its cgroup.
+func killSession(u *unit) {
 	if u.exited.Load() && (u.ns != "" || alive(u.pid)) {
 		return
 	}
@@ -244,6 +261,9 @@ func killGroup(pgid int) {
 
 // unitProcs lists the pids of u's live processes (zombies excluded).
 func unitProcs(u *unit) []int {
+	if u.cg != nil {
+		return u.cg.procs()
+	}
 	var pids []int
 	scanProcs(u.ns != "", u.ns == "", func(pid int, ns string, sid, _ int) {
 		if (u.ns != "" && ns == u.ns) || (u.ns == "" && sid == u.pid) {

@@ -22,7 +22,9 @@ func countProcs([]*unit) map[*unit]int { return nil }
 
 func procTotal() int { return -1 }
 
-func killTree(u *unit) {
+func killTree(u *unit) { killSession(u) }
+
+func killSession(u *unit) {
 	if u.exited.Load() { // the pid may have been reused
 		return
 	}

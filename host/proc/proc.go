@@ -1,7 +1,8 @@
 // Package proc is the native process layer behind the aiod:process host
 // functions: one-shot processes (Spawn) and persistent bash sessions owned
 // by the host (Manager.Exec), with output caps, timeouts that kill whole
-// process trees, and a process-count watchdog against fork bombs.
+// process trees, and per-unit process and memory limits the kernel enforces
+// (cgroups).
 //
 // # Containment
 //
@@ -12,20 +13,36 @@
 // root, CLONE_NEWUSER|CLONE_NEWPID with the caller's own uid and gid mapped
 // otherwise). Killing the init of a PID namespace kills every process in
 // it, even those that left the process group or session. Without a
-// namespace a unit is killed by process group and by scanning /proc for
-// members of its session.
+// namespace a unit is killed by process group and by its cgroup (or, with
+// no cgroup, by scanning /proc for members of its session).
 //
-// RLIMIT_NPROC does not contain a fork bomb started by root (the kernel
-// exempts uid 0) and counts every process of the uid, the host's own
-// included, so it is not used. Instead a watchdog scans /proc every
-// Config.WatchInterval, counts the processes of each unit (by PID namespace,
-// else by session id) and kills a unit that exceeds Config.MaxProcs. No
-// cgroup and no external tool (bwrap, prlimit, unshare) is needed.
+// Each unit also gets its own cgroup, a child of one parent per Manager
+// (aiod-<pid>-<token>, removed by Close; those of a crashed aiod are
+// removed by the next New), with pids.max = Config.MaxProcs and, when
+// Config.MaxMemory is set, a memory limit. The unit is in its cgroup before
+// it can fork: cgroup v2 clones it straight into it (CLONE_INTO_CGROUP),
+// used where the host's own cgroup delegates the pids controller; cgroup v1
+// (the pids and memory hierarchies) starts it from an OS thread moved into
+// the unit's cgroups for the fork and moved back after. A fork bomb then
+// cannot exceed the limit, however fast it forks: the kernel refuses the
+// fork. The watchdog (every Config.WatchInterval) reads the cgroup's
+// pids.events and kills a unit the kernel refused a fork, reporting
+// "process_limit"; a kill SIGKILLs every process in the cgroup until none
+// is left.
 //
-// The namespace is a containment and cleanup boundary, not a sandbox: the
-// processes share the host's filesystem, network and /proc, and a program
-// run as root can leave by means of its own (a nested PID namespace escapes
-// the count, though not the kill).
+// Where no cgroup can be made (not root and nothing delegated, a read-only
+// hierarchy, no pids controller) the Manager says so once in its log and
+// in Containment, and falls back to a watchdog that counts the processes
+// of each unit in /proc (by PID namespace, else by session id) and kills a
+// unit past Config.MaxProcs: a race a fast fork bomb can win for a while.
+// RLIMIT_NPROC is not used: the kernel exempts root from it and it counts
+// every process of the uid, the host's own included. No external tool
+// (bwrap, prlimit, unshare, systemd-run) is needed.
+//
+// The namespace and the cgroup are a containment and cleanup boundary,
+// not a sandbox: the processes share the host's filesystem, network and
+// /proc, and a program run as root can leave by means of its own (write
+// its pid to another cgroup, or nest a PID namespace).
 package proc
 
 import (
@@ -34,6 +51,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,8 +107,14 @@ type Config struct {
 	DefaultMaxOutput int64
 	MaxOutputLimit   int64
 	// MaxProcs is the most processes one unit may have at a time (512).
+	// Under a cgroup the kernel enforces it, counting tasks (threads
+	// included); under the watchdog, processes.
 	MaxProcs int
-	// WatchInterval is how often the watchdog counts processes (100ms).
+	// MaxMemory is the most memory, in bytes, one unit may use (0: no
+	// limit). Only a cgroup enforces it; the kernel's OOM killer kills
+	// within the unit when it is reached.
+	MaxMemory int64
+	// WatchInterval is how often the watchdog checks the units (100ms).
 	WatchInterval time.Duration
 	// MaxSessions bounds the shell sessions of the manager (32) and
 	// MaxSessionsPerOwner those of one plugin and owner (8). When a bound
@@ -114,6 +138,11 @@ type Config struct {
 	TempDir string
 	// Isolation selects the containment (IsolationAuto).
 	Isolation Isolation
+	// Logger receives the one warning about weaker containment; nil
+	// means slog.Default().
+	Logger *slog.Logger
+
+	noCgroup bool // tests: force the watchdog
 }
 
 func (c *Config) fill() {
@@ -146,7 +175,34 @@ func (c *Config) fill() {
 	if c.BaseEnv == nil {
 		c.BaseEnv = SafeBaseEnv(os.Environ())
 	}
+	if c.MaxMemory < 0 {
+		c.MaxMemory = 0
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
 }
+
+// Containment describes how the manager contains its units.
+type Containment struct {
+	// Mode is "cgroup-v2" or "cgroup-v1" when the kernel enforces
+	// MaxProcs (and MaxMemory) per unit, "watchdog" when a watchdog
+	// counting processes in /proc has to do.
+	Mode string `json:"mode"`
+	// PIDNamespace is set when every unit is the init of its own PID
+	// namespace.
+	PIDNamespace bool `json:"pid_namespace"`
+	// Reason says why the containment is weaker than a cgroup with
+	// every configured limit, "" if it is not.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Containment modes.
+const (
+	ModeCgroupV2 = "cgroup-v2"
+	ModeCgroupV1 = "cgroup-v1"
+	ModeWatchdog = "watchdog"
+)
 
 // Manager runs processes and owns shell sessions. It is safe for
 // concurrent use.
@@ -157,7 +213,11 @@ type Manager struct {
 	units    map[*unit]struct{}
 	sessions map[Key]*session
 	closed   bool
-	iso      isoMode // containment, fixed at New
+	iso      isoMode  // containment, fixed at New
+	cg       *cgroups // the units' cgroup parent, nil under the watchdog
+	cgLeft   []*unitCgroup
+	cgGone   bool // cg's parent was removed
+	contain  Containment
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -177,10 +237,41 @@ func New(cfg Config) *Manager {
 	if cfg.Isolation == IsolationAuto {
 		m.iso = preferredIso()
 	}
+	m.setupCgroups()
 	m.wg.Add(1)
 	go m.watch()
 	return m
 }
+
+// setupCgroups makes the units' cgroup parent or, failing that, settles
+// for the watchdog and says so once.
+func (m *Manager) setupCgroups() {
+	m.contain = Containment{Mode: ModeWatchdog, PIDNamespace: m.iso != isoNone}
+	if m.cfg.noCgroup {
+		m.contain.Reason = "cgroups disabled"
+		return
+	}
+	cg, memNote, err := newCgroups(m.cfg.MaxMemory)
+	if err != nil {
+		m.contain.Reason = err.Error()
+		m.cfg.Logger.Warn("process limits: no cgroup for the units, falling back to a watchdog that polls /proc (a fork bomb can outrun it)",
+			"max_procs", m.cfg.MaxProcs, "err", err)
+		return
+	}
+	m.cg = cg
+	m.contain.Mode = ModeCgroupV1
+	if cg.isV2() {
+		m.contain.Mode = ModeCgroupV2
+	}
+	if memNote != "" {
+		m.contain.Reason = "memory limit not enforced: " + memNote
+		m.cfg.Logger.Warn("process limits: the memory limit is not enforced", "max_memory", m.cfg.MaxMemory, "reason", memNote)
+	}
+	cg.cleanStale()
+}
+
+// Containment reports how units are contained, fixed at New.
+func (m *Manager) Containment() Containment { return m.contain }
 
 // Config returns the effective configuration.
 func (m *Manager) Config() Config { return m.cfg }
@@ -210,8 +301,29 @@ func (m *Manager) Close() error {
 			s.close(m)
 		}
 		m.wg.Wait()
+		m.releaseCgroups()
 	})
 	return nil
+}
+
+// releaseCgroups retries the unit cgroups that could not be removed and,
+// once the manager is closed and its last unit gone, removes the parent.
+func (m *Manager) releaseCgroups() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cg == nil || m.cgGone {
+		return
+	}
+	left := m.cgLeft[:0]
+	for _, cg := range m.cgLeft {
+		if !cg.remove() {
+			left = append(left, cg)
+		}
+	}
+	m.cgLeft = left
+	if m.closed && len(m.units) == 0 && len(m.cgLeft) == 0 {
+		m.cgGone = m.cg.close()
+	}
 }
 
 func (m *Manager) isClosed() bool {
@@ -222,7 +334,12 @@ func (m *Manager) isClosed() bool {
 
 // watch is the watchdog and the idle-session janitor.
 //
-// Counting the processes of each unit means reading /proc, which is not
+// A unit in a cgroup cannot exceed its limit (the kernel refuses the
+// fork); the watchdog reads the cgroup's pids.events and kills the unit
+// once a fork was refused, so that the caller learns "process_limit".
+//
+// Without a cgroup the watchdog is the limit, and a race against the
+// unit's forks. Counting the processes of each unit means reading /proc, which is not
 // free (milliseconds with a few hundred processes), so each tick reads only
 // the system's task count and does the full count when it has grown by a
 // sizable step since its low-water mark (a fork bomb does at once), or a
@@ -242,11 +359,23 @@ func (m *Manager) watch() {
 		case <-t.C:
 		}
 		m.mu.Lock()
-		units := make([]*unit, 0, len(m.units))
+		var units, hit []*unit
 		for u := range m.units {
-			units = append(units, u)
+			if u.cg == nil {
+				units = append(units, u)
+			} else if u.cg.limitHit() {
+				hit = append(hit, u)
+			}
 		}
+		left := len(m.cgLeft)
 		m.mu.Unlock()
+		// The kernel refused these units a fork: they are at their limit.
+		for _, u := range hit {
+			u.kill(reasonProcLimit)
+		}
+		if left > 0 {
+			m.releaseCgroups()
+		}
 		total := procTotal()
 		if low < 0 || total < low {
 			low = total
@@ -268,8 +397,9 @@ func (m *Manager) watch() {
 
 // unit is one contained process tree: a spawned program or a shell.
 type unit struct {
-	pid   int    // host pid of the leader / namespace init
-	ns    string // PID namespace link of the unit, "" without one
+	pid   int         // host pid of the leader / namespace init
+	ns    string      // PID namespace link of the unit, "" without one
+	cg    *unitCgroup // the unit's cgroup, nil under the watchdog
 	limit int
 
 	// exited is set once the leader has been reaped: its pid may then be
@@ -321,22 +451,56 @@ func (m *Manager) addUnit(u *unit) bool {
 	return true
 }
 
+// removeUnit forgets a unit whose leader has been reaped, killing what is
+// left in its cgroup and removing the cgroup.
 func (m *Manager) removeUnit(u *unit) {
 	m.mu.Lock()
 	delete(m.units, u)
 	m.mu.Unlock()
+	m.dropCgroup(u.cg)
 }
 
-// start starts cmd as a new unit.
+func (m *Manager) dropCgroup(cg *unitCgroup) {
+	if cg == nil {
+		return
+	}
+	if !cg.remove() {
+		m.mu.Lock()
+		m.cgLeft = append(m.cgLeft, cg) // retried by the watchdog and Close
+		m.mu.Unlock()
+	}
+	if m.isClosed() {
+		m.releaseCgroups()
+	}
+}
+
+// start starts cmd as a new unit, inside its cgroup when there is one.
 func (m *Manager) start(cmd *exec.Cmd) (*unit, error) {
 	cmd.SysProcAttr = sysProcAttr(m.iso)
-	if err := cmd.Start(); err != nil {
+	var cg *unitCgroup
+	var err error
+	if m.cg != nil {
+		if cg, err = m.cg.create(m.cfg.MaxProcs); err != nil {
+			return nil, err
+		}
+		err = m.cg.start(cg, cmd, m.cfg.MaxProcs)
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
+		if cmd.Process != nil { // started, but stuck in the cgroup
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		m.dropCgroup(cg)
 		return nil, err
 	}
 	u := newUnit(cmd.Process.Pid, unitNS(cmd.Process.Pid, m.iso), m.cfg.MaxProcs)
+	u.cg = cg
 	if !m.addUnit(u) {
 		u.kill(reasonClosed)
 		_ = cmd.Wait()
+		m.dropCgroup(cg)
 		return nil, errorf(ErrClosed, "process manager closed")
 	}
 	return u, nil

@@ -321,7 +321,9 @@ func (m *Manager) expireIdle() {
 
 func (m *Manager) execLocked(ctx context.Context, s *session, command, cwd string, timeout time.Duration, maxOut int64, startDir string) (*ExecResult, error) {
 	restarted := false
-	if s.sh != nil && s.sh.isDead() {
+	if s.sh != nil && (s.sh.isDead() || s.sh.u.killReason() != "") {
+		// Dead, or killed (by the watchdog, between two calls) and about
+		// to be: a new shell runs the command.
 		s.sh.stop(m)
 		s.setShell(nil)
 	}

@@ -222,8 +222,9 @@ func TestShellOutputCap(t *testing.T) {
 	}
 }
 
-// TestShellForkBomb: the watchdog kills the session, the test process
-// survives, nothing of the bomb is left, and the next call works.
+// TestShellForkBomb: the bomb stays within the process limit (bombGuard),
+// the session is killed as "process_limit", nothing of the bomb is left,
+// and the next call works.
 func TestShellForkBomb(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the watchdog needs /proc")

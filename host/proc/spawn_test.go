@@ -197,7 +197,7 @@ func TestSpawnForkBomb(t *testing.T) {
 		}
 		start := time.Now()
 		// The bomb outlives bash -c, and also a variant that keeps the
-		// leader alive so that the watchdog has to act.
+		// leader alive so that the unit is killed at its limit.
 		for _, script := range []string{`:(){ :|:& };:`, `:(){ :|:& };: ; sleep 30`} {
 			res, err := m.Spawn(ctxT(t), SpawnRequest{Path: bash, Args: []string{"bash", "-c", script}, Env: m.Config().BaseEnv, Dir: t.TempDir(), Timeout: 20 * time.Second})
 			if err != nil {
@@ -243,5 +243,28 @@ func TestSpawnCloseKills(t *testing.T) {
 	}
 	if _, err := m.Spawn(ctxT(t), SpawnRequest{Path: "/bin/true"}); !errors.Is(err, ErrClosed) {
 		t.Errorf("spawn after close: %v", err)
+	}
+}
+
+// BenchmarkSpawnEcho is the cost of one sandbox_execute_bash-like spawn:
+// bash -c 'echo hi', containment included: with the unit's cgroup (where
+// the machine allows it) and with the watchdog only.
+func BenchmarkSpawnEcho(b *testing.B) {
+	bash, err := lookIn("bash", DefaultPath)
+	if err != nil {
+		b.Fatal("no bash")
+	}
+	for _, noCgroup := range []bool{false, true} {
+		m := New(Config{noCgroup: noCgroup})
+		b.Run(m.Containment().Mode, func(b *testing.B) {
+			req := SpawnRequest{Path: bash, Args: []string{"bash", "-c", "echo hi"}, Env: m.Config().BaseEnv, Dir: os.TempDir()}
+			for b.Loop() {
+				res, err := m.Spawn(b.Context(), req)
+				if err != nil || string(res.Stdout) != "hi\n" {
+					b.Fatalf("%v %+v", err, res)
+				}
+			}
+		})
+		_ = m.Close()
 	}
 }

@@ -1,0 +1,259 @@
+//go:build linux
+
+package proc
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// boundedForks starts n background sleeps that print their host pids: more
+// processes than the limit under test, but a bounded number, so that the
+// watchdog-only fallback can be tested without a race against a bomb.
+func boundedForks(n int) string {
+	return `for i in $(seq ` + strconv.Itoa(n) + `); do sh -c 'read p rest </proc/self/stat; echo $p; exec sleep 30' & done; wait`
+}
+
+// TestWatchdogProcessLimit forces the fallback (no cgroup): the watchdog
+// counts the unit's processes in /proc and kills it past MaxProcs.
+func TestWatchdogProcessLimit(t *testing.T) {
+	isolations(t, func(t *testing.T, iso Isolation) {
+		m := newManager(t, Config{Isolation: iso, MaxProcs: 16, WatchInterval: 20 * time.Millisecond, noCgroup: true})
+		if c := m.Containment(); c.Mode != ModeWatchdog || c.Reason == "" {
+			t.Fatalf("containment %+v", c)
+		}
+		bash, err := lookIn("bash", DefaultPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := m.Spawn(ctxT(t), SpawnRequest{Path: bash, Args: []string{"bash", "-c", boundedForks(40)}, Env: m.Config().BaseEnv, Dir: t.TempDir(), Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Killed != reasonProcLimit {
+			t.Errorf("spawn: killed %q, want %s", res.Killed, reasonProcLimit)
+		}
+		if len(res.Stdout) > 0 {
+			waitGone(t, 5*time.Second, pids(t, res.Stdout)...)
+		}
+
+		key := Key{Session: "forks"}
+		r := exec1(t, m, key, boundedForks(40), "", 20*time.Second)
+		if r.Status != StatusTerminated || r.Reason != reasonProcLimit {
+			t.Errorf("session: %+v", r)
+		}
+		if len(r.Output) > 0 {
+			waitGone(t, 5*time.Second, pids(t, r.Output)...)
+		}
+		if r = exec1(t, m, key, "echo next", "", 5*time.Second); r.Status != StatusCompleted || string(r.Output) != "next\n" {
+			t.Errorf("next call: %+v %q", r, r.Output)
+		}
+	})
+}
+
+// cgroupManager is a manager whose units have cgroups, or nil (after
+// checking that the manager says why not).
+func cgroupManager(t *testing.T, cfg Config) *Manager {
+	t.Helper()
+	m := newManager(t, cfg)
+	c := m.Containment()
+	if c.Mode == ModeWatchdog {
+		if c.Reason == "" || m.cg != nil {
+			t.Errorf("watchdog without a reason: %+v", c)
+		}
+		return nil
+	}
+	if m.cg == nil || (c.Mode != ModeCgroupV1 && c.Mode != ModeCgroupV2) {
+		t.Fatalf("containment %+v, cgroups %v", c, m.cg)
+	}
+	return m
+}
+
+// TestCgroupUnit: a session's shell runs in its own cgroup with pids.max =
+// MaxProcs, which is removed with the session, and the parent with Close.
+func TestCgroupUnit(t *testing.T) {
+	isolations(t, func(t *testing.T, iso Isolation) {
+		m := cgroupManager(t, Config{Isolation: iso, MaxProcs: 37})
+		if m == nil {
+			return
+		}
+		key := Key{Session: "cg"}
+		r := exec1(t, m, key, "cat /proc/self/cgroup", "", 5*time.Second)
+		u := m.sessions[key].peekShell().u
+		if u.cg == nil {
+			t.Fatal("unit without a cgroup")
+		}
+		rel := filepath.Base(m.cg.pids) + "/" + filepath.Base(u.cg.pids)
+		want := ":pids:/"
+		if m.cg.v2 {
+			want = "0::/"
+		}
+		found := false
+		for _, line := range strings.Split(string(r.Output), "\n") {
+			if strings.Contains(line, want) && strings.HasSuffix(line, "/"+rel) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("command not in the unit's cgroup %s: %q", rel, r.Output)
+		}
+		if b, err := os.ReadFile(filepath.Join(u.cg.pids, "pids.max")); err != nil || strings.TrimSpace(string(b)) != "37" {
+			t.Errorf("pids.max %q %v", b, err)
+		}
+		if ps := unitProcs(u); len(ps) != 1 || ps[0] != u.pid {
+			t.Errorf("unit processes %v, want the shell %d", ps, u.pid)
+		}
+		if _, err := m.CloseSession(ctxT(t), key); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(u.cg.pids); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("unit cgroup left after the session: %v", err)
+		}
+		// The host's thread went home: a spawn runs in a unit cgroup, the
+		// test process does not.
+		self, _ := os.ReadFile("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/cgroup")
+		if strings.Contains(string(self), filepath.Base(m.cg.pids)) {
+			t.Errorf("host thread in a unit cgroup: %s", self)
+		}
+		_ = m.Close()
+		if _, err := os.Stat(m.cg.pids); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("parent cgroup left after Close: %v", err)
+		}
+	})
+}
+
+// TestCgroupHostThreads: no thread of the host is left in a unit cgroup
+// after many concurrent starts.
+func TestCgroupHostThreads(t *testing.T) {
+	m := cgroupManager(t, Config{})
+	if m == nil {
+		return
+	}
+	done := make(chan struct{})
+	for range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 10 {
+				spawnSh(t, m, "true", nil)
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tasks {
+		b, _ := os.ReadFile("/proc/self/task/" + e.Name() + "/cgroup")
+		if strings.Contains(string(b), filepath.Base(m.cg.pids)) {
+			t.Errorf("thread %s in a unit cgroup: %s", e.Name(), b)
+		}
+	}
+}
+
+// TestCgroupMemoryLimit: with MaxMemory, a unit that allocates more is
+// killed by the kernel; one that stays below runs.
+func TestCgroupMemoryLimit(t *testing.T) {
+	m := cgroupManager(t, Config{MaxMemory: 64 << 20})
+	if m == nil {
+		return
+	}
+	if c := m.Containment(); c.Reason != "" {
+		if !strings.Contains(c.Reason, "memory") {
+			t.Errorf("containment %+v", c)
+		}
+		return
+	}
+	bash, err := lookIn("bash", DefaultPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grow := func(n int) *SpawnResult {
+		script := `x=$(head -c ` + strconv.Itoa(n) + ` /dev/zero | tr '\0' a); echo ${#x}`
+		res, err := m.Spawn(ctxT(t), SpawnRequest{Path: bash, Args: []string{"bash", "-c", script}, Env: m.Config().BaseEnv, Dir: t.TempDir(), Timeout: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := grow(1 << 20); string(res.Stdout) != "1048576\n" {
+		t.Errorf("below the limit: %+v", res)
+	}
+	if res := grow(400 << 20); res.ExitCode == 0 || res.Signal != "SIGKILL" {
+		t.Errorf("above the limit: exit %d signal %q stdout %q", res.ExitCode, res.Signal, res.Stdout)
+	}
+}
+
+// TestCgroupCleanStale: New removes the cgroups of an aiod that died
+// without Close, and leaves those of a live one.
+func TestCgroupCleanStale(t *testing.T) {
+	m := cgroupManager(t, Config{})
+	if m == nil {
+		return
+	}
+	home := m.cg.pidsHome
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := dead.Process.Pid
+	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+		t.Fatalf("pid %d reused already", pid)
+	}
+	stale := filepath.Join(home, "aiod-"+strconv.Itoa(pid)+"-0badc0de")
+	live := filepath.Join(home, "aiod-1-0badc0de") // pid 1 is alive
+	for _, d := range []string{stale, filepath.Join(stale, "u1"), live} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = os.Remove(filepath.Join(stale, "u1")); _ = os.Remove(stale); _ = os.Remove(live) })
+	m2 := newManager(t, Config{})
+	if m2.cg == nil {
+		t.Fatal("second manager without cgroups")
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale cgroup left: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("live aiod's cgroup removed: %v", err)
+	}
+}
+
+// BenchmarkUnitCgroup is what a cgroup adds to a start: make the unit's
+// cgroup, move the starting thread in and back (v1), remove the cgroup.
+func BenchmarkUnitCgroup(b *testing.B) {
+	m := New(Config{})
+	defer m.Close()
+	if m.cg == nil {
+		b.Fatalf("no cgroups: %+v", m.Containment())
+	}
+	for b.Loop() {
+		cg, err := m.cg.create(512)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !m.cg.v2 {
+			errc := make(chan error, 1)
+			go func() {
+				runtime.LockOSThread()
+				errc <- m.cg.onThreadIn(cg, func() error { return nil })
+			}()
+			if err := <-errc; err != nil {
+				b.Fatal(err)
+			}
+		}
+		if !cg.remove() {
+			b.Fatal("not removed")
+		}
+	}
+}
