@@ -67,11 +67,6 @@ func (f *families) forGrant(g *caps.Grant) []hostfn.Family {
 	return out
 }
 
-// all returns every gated family, for describing modules with stubs.
-func (f *families) all() []hostfn.Family {
-	return []hostfn.Family{f.files, f.proc, f.state}
-}
-
 // Close ends processes and sessions and closes open roots. Idempotent.
 func (f *families) Close() error {
 	var err error

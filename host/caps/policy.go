@@ -106,7 +106,7 @@ func (e Env) SandboxRoots() []string {
 func (e Env) Resolve(p string) []string {
 	isVar := func(v string) bool { return p == v || strings.HasPrefix(p, v+"/") }
 	var base []string
-	rest := p
+	var rest string
 	switch {
 	case isVar("$SANDBOX"):
 		base, rest = e.SandboxRoots(), p[len("$SANDBOX"):]

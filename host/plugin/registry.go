@@ -114,8 +114,7 @@ type Plugin struct {
 	key      string // digest + manifest digest + grant: reuse across reloads
 	compiled runtime.Compiled
 	command  bool
-	pools    sync.Map // owner -> *pool
-	mu       sync.Mutex
+	pools    sync.Map     // owner -> *pool
 	refs     atomic.Int64 // catalogues holding it + calls in flight
 	log      *slog.Logger
 	closed   atomic.Bool

@@ -78,3 +78,5 @@ func Ptr(b []byte) unsafe.Pointer {
 	}
 	return unsafe.Pointer(&b[0])
 }
+
+//lint:file-ignore U1000 the exports above reach the host through go:wasmexport, which staticcheck does not see
