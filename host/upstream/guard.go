@@ -1,0 +1,371 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// The guard is an http.RoundTripper under the go-sdk client's transport. The
+// go-sdk client does the protocol (discover or initialize, sessions, headers,
+// DELETE, the standalone stream, cancellation); the guard adds what it cannot
+// do, at the one place every answer passes:
+//
+//   - it keeps the raw JSON of the result of a request that carries a slot
+//     (the go-sdk hands back decoded structs, which drop unknown fields and
+//     fail on unknown content types);
+//   - it relays the progress and log notifications found on a call's own SSE
+//     stream to that call's notify function (the go-sdk delivers them to one
+//     client-wide handler with no link to the request);
+//   - it bounds every answer: a body or SSE event over the size limit, or one
+//     that is not a JSON-RPC message, is replaced by a JSON-RPC error answer
+//     for that request id (the go-sdk would read an unbounded JSON body, and a
+//     malformed one breaks its whole connection, failing every call in
+//     flight);
+//   - it notices a 404 to a request that carried a session id (the server
+//     forgot the session), so the upstream reopens it.
+
+// slot collects, for one request, what the guard saw of its answer.
+type slot struct {
+	method string                                      // the JSON-RPC method it captures
+	notify func(method string, params json.RawMessage) // nil: notifications dropped
+
+	mu     sync.Mutex
+	result json.RawMessage // the raw "result" of the answer
+	err    error           // the guard replaced the answer (too large, malformed)
+}
+
+func (s *slot) set(result json.RawMessage, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.result == nil && s.err == nil {
+		s.result, s.err = result, err
+	}
+}
+
+func (s *slot) get() (json.RawMessage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.result, s.err
+}
+
+type slotKey struct{}
+
+func withSlot(ctx context.Context, s *slot) context.Context {
+	return context.WithValue(ctx, slotKey{}, s)
+}
+
+// guardError is an answer the guard refused; its text goes into the isError
+// result the caller sees.
+type guardError struct{ msg string }
+
+func (e *guardError) Error() string { return e.msg }
+
+type guard struct {
+	base        http.RoundTripper
+	limit       int64
+	sessionLost func() // called on a 404 to a request with a session id
+}
+
+func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPost || req.Body == nil {
+		resp, err := g.base.RoundTrip(req)
+		if err == nil && req.Method == http.MethodGet {
+			g.checkLost(req, resp)
+			if isSSE(resp) {
+				// The standalone stream: bound its events too.
+				resp.Body = newSSEFilter(resp.Body, g.limit, nil, nil)
+			}
+		}
+		return resp, err
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	var call *jsonrpc.Request
+	if m, err := jsonrpc.DecodeMessage(body); err == nil {
+		if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
+			call = r
+		}
+	}
+	resp, err := g.base.RoundTrip(req)
+	if err != nil || call == nil {
+		return resp, err
+	}
+	g.checkLost(req, resp)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		resp.Body = limitBody(resp.Body, g.limit) // error bodies are read whole by the go-sdk
+		return resp, nil
+	}
+	sl, _ := req.Context().Value(slotKey{}).(*slot)
+	if sl != nil && sl.method != call.Method {
+		sl = nil // e.g. the notifications/cancelled of a cancelled call
+	}
+	switch {
+	case isSSE(resp):
+		resp.Body = newSSEFilter(resp.Body, g.limit, call, sl)
+	case mediaType(resp) == "application/json":
+		g.guardJSON(resp, call, sl)
+	}
+	return resp, nil
+}
+
+func (g *guard) checkLost(req *http.Request, resp *http.Response) {
+	if resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "" && g.sessionLost != nil {
+		g.sessionLost()
+	}
+}
+
+// guardJSON reads a JSON answer (bounded), keeps the raw result for the slot,
+// and replaces an answer it cannot pass on with an error answer.
+func (g *guard) guardJSON(resp *http.Response, call *jsonrpc.Request, sl *slot) {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, g.limit+1))
+	resp.Body.Close()
+	var out []byte
+	switch {
+	case err != nil:
+		out = refuse(call, sl, fmt.Sprintf("reading the answer: %v", err))
+	case int64(len(b)) > g.limit:
+		out = refuse(call, sl, fmt.Sprintf("answer exceeds the size limit of %d bytes", g.limit))
+	default:
+		m, derr := jsonrpc.DecodeMessage(b)
+		r, ok := m.(*jsonrpc.Response)
+		switch {
+		case derr != nil:
+			out = refuse(call, sl, fmt.Sprintf("answer is not a JSON-RPC message: %v", derr))
+		case !ok:
+			out = refuse(call, sl, "answer is a JSON-RPC request, not a response")
+		default:
+			if sl != nil && r.ID == call.ID && r.Error == nil {
+				sl.set(bytes.Clone(r.Result), nil)
+			}
+			out = b
+		}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(out))
+	resp.ContentLength = int64(len(out))
+	resp.Header.Del("Content-Length")
+}
+
+// refuse records why the answer was replaced and returns the JSON-RPC error
+// answer the go-sdk client gets instead.
+func refuse(call *jsonrpc.Request, sl *slot, why string) []byte {
+	if sl != nil {
+		sl.set(nil, &guardError{why})
+	}
+	b, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: why}})
+	return b
+}
+
+func mediaType(resp *http.Response) string {
+	t, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return strings.ToLower(t)
+}
+
+func isSSE(resp *http.Response) bool { return mediaType(resp) == "text/event-stream" }
+
+type limitedBody struct {
+	io.Reader
+	io.Closer
+}
+
+func limitBody(rc io.ReadCloser, n int64) io.ReadCloser {
+	return limitedBody{io.LimitReader(rc, n), rc}
+}
+
+// sseFilter re-emits an SSE stream event by event: it relays the call's
+// notifications to its slot, keeps the call's raw result, ends the stream after
+// the call's answer, and replaces an event that is too large or not JSON-RPC
+// with an error answer for the call (then ends the stream).
+type sseFilter struct {
+	src   io.ReadCloser
+	br    *bufio.Reader
+	limit int64
+	call  *jsonrpc.Request // nil: the standalone stream
+	sl    *slot
+	out   bytes.Buffer
+	err   error // returned once out is drained
+}
+
+func newSSEFilter(src io.ReadCloser, limit int64, call *jsonrpc.Request, sl *slot) *sseFilter {
+	return &sseFilter{src: src, br: bufio.NewReaderSize(src, 32<<10), limit: limit, call: call, sl: sl}
+}
+
+func (f *sseFilter) Close() error { return f.src.Close() }
+
+func (f *sseFilter) Read(p []byte) (int, error) {
+	for f.out.Len() == 0 && f.err == nil {
+		f.next()
+	}
+	if f.out.Len() > 0 {
+		return f.out.Read(p)
+	}
+	return 0, f.err
+}
+
+var errTooLarge = errors.New("too large")
+
+type sseEvent struct {
+	id, name, retry string
+	data            []byte
+	hasData         bool
+}
+
+// next reads one event from the source and decides what to emit.
+func (f *sseFilter) next() {
+	ev, err := f.readEvent()
+	if errors.Is(err, errTooLarge) {
+		f.replace(fmt.Sprintf("an SSE event exceeds the size limit of %d bytes", f.limit))
+		return
+	}
+	if err != nil {
+		if ev.hasData || ev.id != "" {
+			f.emit(ev) // a last event without its blank line
+		}
+		f.err = err
+		return
+	}
+	if !ev.hasData || len(ev.data) == 0 || (ev.name != "" && ev.name != "message") {
+		f.emit(ev)
+		return
+	}
+	m, derr := jsonrpc.DecodeMessage(ev.data)
+	if derr != nil {
+		f.replace(fmt.Sprintf("an SSE event is not a JSON-RPC message: %v", derr))
+		return
+	}
+	switch m := m.(type) {
+	case *jsonrpc.Response:
+		if f.call != nil && m.ID == f.call.ID {
+			if f.sl != nil && m.Error == nil {
+				f.sl.set(bytes.Clone(m.Result), nil)
+			}
+			f.emit(ev)
+			f.err = io.EOF // the call's answer ends the stream
+			return
+		}
+		f.emit(ev)
+	case *jsonrpc.Request:
+		if f.call != nil && !m.IsCall() && (m.Method == "notifications/progress" || m.Method == "notifications/message") {
+			if f.sl != nil && f.sl.notify != nil {
+				f.sl.notify(m.Method, bytes.Clone(m.Params))
+			}
+			// Dropped from what the go-sdk reads; keep the id for resumption.
+			f.emit(sseEvent{id: ev.id, retry: ev.retry})
+			return
+		}
+		f.emit(ev)
+	}
+}
+
+// replace ends the stream with an error answer for the call in place of the
+// event that could not be passed on.
+func (f *sseFilter) replace(why string) {
+	if f.call == nil { // the standalone stream: just end it
+		f.err = fmt.Errorf("standalone stream: %s", why)
+		return
+	}
+	b := refuse(f.call, f.sl, why)
+	f.emit(sseEvent{name: "message", data: b, hasData: true})
+	f.err = io.EOF
+}
+
+func (f *sseFilter) emit(ev sseEvent) {
+	if ev.id == "" && ev.retry == "" && !ev.hasData && ev.name == "" {
+		return
+	}
+	if ev.id != "" {
+		fmt.Fprintf(&f.out, "id: %s\n", ev.id)
+	}
+	if ev.retry != "" {
+		fmt.Fprintf(&f.out, "retry: %s\n", ev.retry)
+	}
+	if ev.name != "" {
+		fmt.Fprintf(&f.out, "event: %s\n", ev.name)
+	}
+	if ev.hasData {
+		for _, line := range bytes.Split(ev.data, []byte("\n")) {
+			f.out.WriteString("data: ")
+			f.out.Write(line)
+			f.out.WriteByte('\n')
+		}
+	} else {
+		f.out.WriteString("data:\n") // a priming event: id only
+	}
+	f.out.WriteByte('\n')
+}
+
+// readEvent reads lines up to a blank line; the event (all its lines) is
+// bounded by the limit.
+func (f *sseFilter) readEvent() (sseEvent, error) {
+	var ev sseEvent
+	var size int64
+	for {
+		line, err := f.readLine(f.limit - size)
+		size += int64(len(line)) + 1
+		if err != nil {
+			return ev, err
+		}
+		if len(line) == 0 {
+			if ev.hasData || ev.id != "" || ev.retry != "" || ev.name != "" {
+				return ev, nil
+			}
+			continue
+		}
+		if line[0] == ':' {
+			continue // a comment (keep-alive)
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "data":
+			if ev.hasData {
+				ev.data = append(ev.data, '\n')
+			}
+			ev.data = append(ev.data, value...)
+			ev.hasData = true
+		case "id":
+			ev.id = string(value)
+		case "event":
+			ev.name = string(value)
+		case "retry":
+			ev.retry = string(value)
+		}
+	}
+}
+
+// readLine returns one line without its end of line, at most max bytes.
+func (f *sseFilter) readLine(max int64) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := f.br.ReadSlice('\n')
+		if int64(len(line)+len(chunk)) > max+2 {
+			return nil, errTooLarge
+		}
+		line = append(line, chunk...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if err == io.EOF && len(line) > 0 {
+				return bytes.TrimRight(line, "\r\n"), nil
+			}
+			return bytes.TrimRight(line, "\r\n"), err
+		}
+		return bytes.TrimRight(line, "\r\n"), nil
+	}
+}

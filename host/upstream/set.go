@@ -1,0 +1,285 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options tune a Set. The zero value is usable.
+type Options struct {
+	// Exclude reports names that must not be published or routed (the
+	// built-in and plugin tools, which win a collision). Nil excludes none.
+	Exclude func(name string) bool
+	// ListTimeout bounds one upstream's tools/list (connecting included).
+	// Default 2 s.
+	ListTimeout time.Duration
+	// DefaultTTL is how long a tool list stays fresh when the upstream gives
+	// no ttlMs (legacy upstreams, or a 2026 ttlMs of 0). Default 5 s.
+	DefaultTTL time.Duration
+	// MaxResultBytes bounds one answer (a JSON body or one SSE event).
+	// Default 16 MiB.
+	MaxResultBytes int64
+	// CallTimeout bounds a call whose context has no deadline. Default 10 min.
+	CallTimeout time.Duration
+	// Logger receives the rules' one-time messages (a dropped tool, an
+	// upstream that does not answer). Default slog.Default().
+	Logger *slog.Logger
+	// ClientName and ClientVersion are the clientInfo sent to upstreams.
+	// Default "aiod" and "dev".
+	ClientName, ClientVersion string
+	// Transport is the HTTP transport under the client. Default: a clone of
+	// http.DefaultTransport.
+	Transport http.RoundTripper
+}
+
+const (
+	defaultListTimeout = 2 * time.Second
+	defaultTTL         = 5 * time.Second
+	defaultMaxResult   = 16 << 20
+	defaultCallTimeout = 10 * time.Minute
+)
+
+// Tool is one published upstream tool.
+type Tool struct {
+	Name         string          // the published name
+	Server       string          // the upstream's registered name
+	UpstreamName string          // the name the upstream gave it
+	Definition   json.RawMessage // the upstream's tool object, with "name" set to Name
+}
+
+// RPCError is a JSON-RPC error answered by an upstream to a tools/call (an
+// unknown tool, invalid params): the caller relays it as a JSON-RPC error.
+type RPCError struct {
+	Server  string
+	Code    int64
+	Message string
+	Data    json.RawMessage
+}
+
+func (e *RPCError) Error() string {
+	return fmt.Sprintf("upstream MCP server %q: %s (code %d)", e.Server, e.Message, e.Code)
+}
+
+// ErrUnknownTool is returned by Call for a name that routes to no upstream.
+var ErrUnknownTool = errors.New("unknown tool")
+
+// Set aggregates the upstream servers. Its methods are safe for concurrent
+// use.
+type Set struct {
+	opts Options
+	ups  []*upstream
+
+	ctx    context.Context // ends at Close: background refreshes stop
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	routes map[string]route // published name -> where it goes, from the last Tools
+	warned map[string]bool  // one-time messages already logged
+
+	closeOnce sync.Once
+}
+
+type route struct {
+	u    *upstream
+	name string
+}
+
+// New returns a Set over servers, in registration order. It connects to
+// nothing until the first Tools or Call.
+func New(servers []Server, opts Options) *Set {
+	if opts.ListTimeout <= 0 {
+		opts.ListTimeout = defaultListTimeout
+	}
+	if opts.DefaultTTL <= 0 {
+		opts.DefaultTTL = defaultTTL
+	}
+	if opts.MaxResultBytes <= 0 {
+		opts.MaxResultBytes = defaultMaxResult
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = defaultCallTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ClientName == "" {
+		opts.ClientName = "aiod"
+	}
+	if opts.ClientVersion == "" {
+		opts.ClientVersion = "dev"
+	}
+	s := &Set{opts: opts, routes: map[string]route{}, warned: map[string]bool{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	for _, srv := range servers {
+		s.ups = append(s.ups, newUpstream(s, srv))
+	}
+	return s
+}
+
+// Servers returns the registered servers, in registration order.
+func (s *Set) Servers() []Server {
+	out := make([]Server, len(s.ups))
+	for i, u := range s.ups {
+		out[i] = u.srv
+	}
+	return out
+}
+
+// Tools returns the published tools: the upstreams in registration order,
+// each in its own order. A name that Exclude reports, or that an earlier
+// upstream already published, is dropped; so is a tool of a server without a
+// prefix whose name does not start with "<server>_". Each drop is logged once.
+// An upstream with a fresh cached list costs no round trip; one with a stale
+// list is served from it and refreshed in the background; one without waits
+// at most the list timeout, and is absent if it does not answer by then.
+func (s *Set) Tools(ctx context.Context) []Tool {
+	snaps := make([][]upTool, len(s.ups))
+	var wg sync.WaitGroup
+	for i, u := range s.ups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			snaps[i] = u.snapshot(ctx)
+		}()
+	}
+	wg.Wait()
+	var (
+		out    []Tool
+		routes = make(map[string]route)
+		owner  = make(map[string]string)
+	)
+	for i, u := range s.ups {
+		for _, t := range snaps[i] {
+			switch {
+			case t.pub == "":
+				s.warnOnce(u.srv.Name+"\x00noprefix\x00"+t.name, "upstream MCP server %q has no prefix and its tool %q does not start with %q: dropped", u.srv.Name, t.name, u.srv.Name+"_")
+				continue
+			case s.opts.Exclude != nil && s.opts.Exclude(t.pub):
+				s.warnOnce(u.srv.Name+"\x00builtin\x00"+t.pub, "upstream MCP server %q: tool %q collides with a built-in tool: dropped", u.srv.Name, t.pub)
+				continue
+			case owner[t.pub] != "":
+				if owner[t.pub] != u.srv.Name {
+					s.warnOnce(u.srv.Name+"\x00dup\x00"+t.pub, "upstream MCP server %q: tool %q is already published by %q: dropped", u.srv.Name, t.pub, owner[t.pub])
+				}
+				continue
+			}
+			owner[t.pub] = u.srv.Name
+			routes[t.pub] = route{u, t.name}
+			out = append(out, Tool{Name: t.pub, Server: u.srv.Name, UpstreamName: t.name, Definition: t.def})
+		}
+	}
+	s.mu.Lock()
+	s.routes = routes
+	s.mu.Unlock()
+	return out
+}
+
+// Route reports which upstream a published name goes to and the upstream's
+// own name for the tool. A name published by the last Tools goes where it was
+// listed; any other name goes to the first registered server whose prefix (or,
+// without one, whose "<server>_") starts it, so that a call to a server that
+// is down still names that server.
+func (s *Set) Route(name string) (server, tool string, ok bool) {
+	r, ok := s.route(name)
+	if !ok {
+		return "", "", false
+	}
+	return r.u.srv.Name, r.name, true
+}
+
+func (s *Set) route(name string) (route, bool) {
+	if s.opts.Exclude != nil && s.opts.Exclude(name) {
+		return route{}, false
+	}
+	s.mu.Lock()
+	r, ok := s.routes[name]
+	s.mu.Unlock()
+	if ok {
+		return r, true
+	}
+	for _, u := range s.ups {
+		if u.srv.Prefix != "" {
+			if t, ok := strings.CutPrefix(name, u.srv.Prefix+"_"); ok && t != "" {
+				return route{u, t}, true
+			}
+		} else if len(name) > len(u.srv.Name)+1 && strings.HasPrefix(name, u.srv.Name+"_") {
+			return route{u, name}, true
+		}
+	}
+	return route{}, false
+}
+
+// Call forwards a tools/call of a published name, with the prefix taken off,
+// and returns the upstream's result as it wrote it (content,
+// structuredContent, isError, _meta, anything else), or:
+//
+//   - an isError result naming the server when the upstream is down, its
+//     answer exceeds the size limit or is not JSON-RPC, or the deadline
+//     passed;
+//   - an *RPCError when the upstream answered a JSON-RPC error;
+//   - ErrUnknownTool (wrapped) when the name routes to no upstream;
+//   - the context's error (wrapped) when ctx was cancelled; the upstream call
+//     is cancelled with it.
+//
+// When notify is not nil the upstream is asked for progress and log messages
+// (at every level: the caller filters by its client's level), and each one
+// that arrives is passed to notify with the upstream's params (its
+// progressToken is aiod's token towards the upstream: the caller puts its
+// client's token in its place). notify is called from the goroutine reading
+// the answer, in order.
+func (s *Set) Call(ctx context.Context, name string, arguments json.RawMessage, notify func(method string, params json.RawMessage)) (json.RawMessage, error) {
+	r, ok := s.route(name)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTool, name)
+	}
+	if _, has := ctx.Deadline(); !has {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.opts.CallTimeout)
+		defer cancel()
+	}
+	ctx, cancel := context.WithCancel(ctx) // ends the answer's stream on return
+	defer cancel()
+	return r.u.call(ctx, r.name, arguments, notify)
+}
+
+// Close ends the sessions (a DELETE to each legacy upstream) and stops the
+// background refreshes. It is idempotent; after Close, Tools lists nothing and
+// Call answers isError.
+func (s *Set) Close() error {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		var wg sync.WaitGroup
+		for _, u := range s.ups {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				u.close()
+			}()
+		}
+		wg.Wait()
+		s.wg.Wait()
+	})
+	return nil
+}
+
+func (s *Set) warnOnce(key, format string, args ...any) {
+	s.mu.Lock()
+	seen := s.warned[key]
+	s.warned[key] = true
+	s.mu.Unlock()
+	if !seen {
+		s.opts.Logger.Warn(fmt.Sprintf(format, args...))
+	}
+}
+
+func (s *Set) logf(format string, args ...any) {
+	s.opts.Logger.Info(fmt.Sprintf(format, args...))
+}
