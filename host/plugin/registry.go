@@ -26,20 +26,11 @@ import (
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // DefaultOwner is the owner (tenant) id used when none is given.
 const DefaultOwner = "default"
-
-// ABI entry points and operation codes (spec/abi/v1.md).
-const (
-	exportCall    = "aiod_call"
-	exportVersion = "aiod_abi_version"
-	opDescribe    = 0
-	opToolCall    = 1
-	retOK         = 0
-	retUnknown    = 1
-)
 
 // ErrUnknownTool is returned by CallTool for a name not in the catalogue.
 var ErrUnknownTool = errors.New("unknown tool")
@@ -375,9 +366,9 @@ func grantKey(g *caps.Grant) string {
 func (r *Registry) checkReactor(ctx context.Context, p *Plugin) error {
 	name := p.Manifest.Name
 	exports := p.compiled.Exports()
-	for _, want := range []string{exportVersion, exportCall} {
+	for _, want := range []string{abi.ExportVersion, abi.ExportCall} {
 		if !slices.Contains(exports, want) {
-			return fmt.Errorf("plugin %s: module does not export %s: not an aiod ABI v%d reactor (build with -buildmode=c-shared and the aiod SDK, or set \"form\": \"command\")", name, want, caps.ABIVersion)
+			return fmt.Errorf("plugin %s: module does not export %s: not an aiod ABI v%d reactor (build with -buildmode=c-shared and the aiod SDK, or set \"form\": \"command\")", name, want, abi.Version)
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Grant.Timeout)
@@ -387,17 +378,17 @@ func (r *Registry) checkReactor(ctx context.Context, p *Plugin) error {
 		return err
 	}
 	call := &hostfn.Call{Plugin: name, Owner: DefaultOwner, Grant: p.Grant, Log: p.log, MaxOutput: p.Grant.MaxResultBytes}
-	v, err := inst.Call(ctx, call, exportVersion)
+	v, err := inst.Call(ctx, call, abi.ExportVersion)
 	if err != nil {
 		inst.Close(ctx)
-		return fmt.Errorf("plugin %s: %s: %w", name, exportVersion, err)
+		return fmt.Errorf("plugin %s: %s: %w", name, abi.ExportVersion, err)
 	}
-	if v != caps.ABIVersion {
+	if v != abi.Version {
 		inst.Close(ctx)
-		return fmt.Errorf("plugin %s: module implements abi version %d, this host speaks abi %d", name, v, caps.ABIVersion)
+		return fmt.Errorf("plugin %s: module implements abi version %d, this host speaks abi %d", name, v, abi.Version)
 	}
-	ret, err := inst.Call(ctx, call, exportCall, opDescribe, 0, 0)
-	if err != nil || ret != retOK {
+	ret, err := inst.Call(ctx, call, abi.ExportCall, abi.OpDescribe, 0, 0)
+	if err != nil || ret != abi.RetOK {
 		inst.Close(ctx)
 		return fmt.Errorf("plugin %s: describe failed (code %d): %v", name, ret, err)
 	}
