@@ -72,6 +72,15 @@ func (f *FilesFamily) set(g *caps.Grant, op, path string) (*fsroot.Set, error) {
 	return s, nil
 }
 
+// Provision implements Lifecycle. The Set of a plugin opens lazily, on
+// its first call, so a root that is missing at load fails that call
+// rather than the load.
+func (f *FilesFamily) Provision(context.Context, *caps.Grant) error { return nil }
+
+// Cleanup implements Lifecycle: it closes and forgets the Set of the
+// unloaded plugin of grant g.
+func (f *FilesFamily) Cleanup(g *caps.Grant) { f.Release(g) }
+
 // Release closes and forgets the Set of grant g (when its plugin is
 // unloaded). Calls still running with it fail.
 func (f *FilesFamily) Release(g *caps.Grant) {

@@ -65,6 +65,18 @@ type Family interface {
 	Defs() []Def
 }
 
+// Lifecycle is implemented by a Family that keeps state per loaded
+// plugin. The registry calls Provision when it loads a plugin granted the
+// family (before any call) and Cleanup once, when the last reference to
+// that loaded plugin is released: after a reload replaced or dropped it
+// and its calls in flight finished, or when the registry closes. A reload
+// that carries an unchanged plugin over calls neither. The grant pointer
+// identifies the loaded plugin: every load computes its own grant.
+type Lifecycle interface {
+	Provision(ctx context.Context, g *caps.Grant) error
+	Cleanup(g *caps.Grant)
+}
+
 // Error is a host function failure carried back to the guest as
 // {"code": "...", "message": "...", ...Detail}.
 type Error struct {

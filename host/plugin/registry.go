@@ -32,6 +32,9 @@ import (
 // DefaultOwner is the owner (tenant) id used when none is given.
 const DefaultOwner = "default"
 
+// DefaultIdleTimeout is Options.IdleTimeout when none is given.
+const DefaultIdleTimeout = 5 * time.Minute
+
 // ErrUnknownTool is returned by CallTool for a name not in the catalogue.
 var ErrUnknownTool = errors.New("unknown tool")
 
@@ -101,6 +104,7 @@ type Plugin struct {
 
 	key      string // digest + manifest digest + grant: reuse across reloads
 	compiled runtime.Compiled
+	families []hostfn.Family // linked; those with a Lifecycle are provisioned
 	command  bool
 	pools    sync.Map // owner -> *pool
 	mu       sync.Mutex
@@ -119,7 +123,7 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 		opts.Policy = &caps.Policy{}
 	}
 	if opts.IdleTimeout <= 0 {
-		opts.IdleTimeout = 5 * time.Minute
+		opts.IdleTimeout = DefaultIdleTimeout
 	}
 	r := &Registry{opts: opts, log: opts.Logger, stop: make(chan struct{})}
 	r.calls.New = func() any { return &hostfn.Call{} }
@@ -206,7 +210,15 @@ func (r *Registry) Reload(ctx context.Context) error {
 		}
 		next.addSurface(p, r.log.Warn)
 	}
+	// on failure, the half-built generation gives back its references
+	// (plugins carried over from old keep the old generation's)
+	abandon := func() {
+		for _, p := range next.Plugins {
+			r.releasePlugin(p)
+		}
+	}
 	if err := next.renderSurface(); err != nil {
+		abandon()
 		return fmt.Errorf("render prompts and resources: %w", err)
 	}
 	decls := make([]caps.Tool, len(next.Tools))
@@ -215,6 +227,7 @@ func (r *Registry) Reload(ctx context.Context) error {
 	}
 	lj, err := json.Marshal(decls)
 	if err != nil {
+		abandon()
 		return fmt.Errorf("render tools: %w", err)
 	}
 	next.listJSON = lj
@@ -343,9 +356,13 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin)
 	p := &Plugin{Manifest: m, Grant: grant, Digest: digest, Builtin: s.builtin, Source: s.where,
 		key: key, compiled: compiled, command: m.Form == "command", log: log}
 	p.refs.Add(1)
+	if err := p.provision(ctx, fams); err != nil {
+		p.close()
+		return nil, fmt.Errorf("plugin %s: %w", m.Name, err)
+	}
 	if !p.command {
 		if err := r.checkReactor(ctx, p); err != nil {
-			compiled.Close(ctx)
+			p.close()
 			return nil, err
 		}
 	}
@@ -444,12 +461,34 @@ func (r *Registry) releasePlugin(p *Plugin) {
 	}
 }
 
+// provision runs Provision of every family with a Lifecycle, in order;
+// p.families lists the families up to the first failure, so close cleans
+// up exactly those provisioned.
+func (p *Plugin) provision(ctx context.Context, fams []hostfn.Family) error {
+	for _, f := range fams {
+		if lc, ok := f.(hostfn.Lifecycle); ok {
+			if err := lc.Provision(ctx, p.Grant); err != nil {
+				return fmt.Errorf("provision family %q: %w", f.Name(), err)
+			}
+		}
+		p.families = append(p.families, f)
+	}
+	return nil
+}
+
+// close runs when the last reference is released: calls in flight hold
+// one, so they finish before the families clean up.
 func (p *Plugin) close() {
 	if !p.closed.CompareAndSwap(false, true) {
 		return
 	}
 	p.pools.Range(func(_, v any) bool { v.(*pool).close(); return true })
 	p.compiled.Close(context.Background())
+	for i := len(p.families) - 1; i >= 0; i-- {
+		if lc, ok := p.families[i].(hostfn.Lifecycle); ok {
+			lc.Cleanup(p.Grant)
+		}
+	}
 	p.log.Info("plugin unloaded")
 }
 
