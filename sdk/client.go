@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aiodhq/aiod/sdk/internal/abi"
+	"github.com/aiodhq/aiod/sdk/abi"
+	"github.com/aiodhq/aiod/sdk/internal/guest"
 )
 
 // This file is the plugin's way to the MCP client: what the request
@@ -67,9 +68,9 @@ func (ci *ClientInfo) Has(name string) bool {
 
 // Client returns the facts of the running request.
 func (c *Ctx) Client() *ClientInfo {
-	b, code := abi.ClientInfo()
+	b, code := guest.ClientInfo()
 	ci := &ClientInfo{}
-	if code == abi.CodeOK {
+	if abi.Code(code) == abi.OK {
 		_ = json.Unmarshal(b, ci)
 	}
 	return ci
@@ -229,15 +230,15 @@ func (c *Ctx) Input(reqs ...InputRequest) (Answers, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, code := abi.ClientInput(b)
-	switch code {
-	case abi.CodeOK:
+	resp, code := guest.ClientInput(b)
+	switch abi.Code(code) {
+	case abi.OK:
 		var a Answers
 		if err := json.Unmarshal(resp, &a); err != nil {
 			return nil, err
 		}
 		return a, nil
-	case abi.CodeInputRequired:
+	case abi.InputRequired:
 		panic(inputRequiredSignal{})
 	}
 	var he struct {
@@ -283,8 +284,8 @@ func (c *Ctx) ListRoots(key string) ([]Root, error) {
 
 func notify(method string, params any) error {
 	b, _ := json.Marshal(map[string]any{"method": method, "params": params})
-	resp, code := abi.Notify(b)
-	if code != abi.CodeOK {
+	resp, code := guest.Notify(b)
+	if abi.Code(code) != abi.OK {
 		return fmt.Errorf("notify %s: %s", method, resp)
 	}
 	return nil
@@ -327,7 +328,7 @@ func finishCall(run func() (*Result, error)) (ret int32) {
 		var re *RPCError
 		if errors.As(err, &re) {
 			b, _ := json.Marshal(re)
-			abi.WriteOutput(b)
+			guest.WriteOutput(b)
 			return abi.RetRPCError
 		}
 		res = ErrorResult(err.Error())
@@ -358,9 +359,9 @@ func finishRaw(run func() ([]byte, error)) (ret int32) {
 			re = &RPCError{Code: CodeInternalError, Message: err.Error()}
 		}
 		eb, _ := json.Marshal(re)
-		abi.WriteOutput(eb)
+		guest.WriteOutput(eb)
 		return abi.RetRPCError
 	}
-	abi.WriteOutput(b)
+	guest.WriteOutput(b)
 	return abi.RetOK
 }

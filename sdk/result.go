@@ -4,7 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 
-	"github.com/aiodhq/aiod/sdk/internal/abi"
+	"github.com/aiodhq/aiod/sdk/internal/guest"
 	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
@@ -84,7 +84,7 @@ var out []byte
 func writeResult(r *Result) {
 	b := appendResult(out[:0], r)
 	out = b
-	abi.WriteOutput(b)
+	guest.WriteOutput(b)
 	if cap(out) > 1<<20 {
 		out = nil // do not pin large buffers in a pooled instance
 	}

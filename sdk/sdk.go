@@ -32,7 +32,8 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/aiodhq/aiod/sdk/internal/abi"
+	"github.com/aiodhq/aiod/sdk/abi"
+	"github.com/aiodhq/aiod/sdk/internal/guest"
 	"github.com/aiodhq/aiod/sdk/jsonx"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -93,11 +94,11 @@ const (
 
 // Log sends a log message to the host log and, when the request allows
 // it, to the client.
-func (c *Ctx) Log(level int, format string, a ...any) { abi.Log(level, fmt.Sprintf(format, a...)) }
+func (c *Ctx) Log(level int, format string, a ...any) { guest.Log(level, fmt.Sprintf(format, a...)) }
 
 // Progress reports progress (total 0 if unknown) with an optional message.
 func (c *Ctx) Progress(progress, total float64, message string) {
-	abi.Progress(progress, total, message)
+	guest.Progress(progress, total, message)
 }
 
 type tool struct {
@@ -175,7 +176,7 @@ func mustSchema(name string, s any) json.RawMessage {
 	return b
 }
 
-func init() { abi.Handler = handle }
+func init() { guest.Handler = handle }
 
 var ctx Ctx
 
@@ -184,10 +185,10 @@ func handle(op int32, name, args []byte) int32 {
 	case abi.OpDescribe:
 		b, err := Describe()
 		if err != nil {
-			abi.WriteOutput([]byte(err.Error()))
+			guest.WriteOutput([]byte(err.Error()))
 			return abi.RetBadInput
 		}
-		abi.WriteOutput(b)
+		guest.WriteOutput(b)
 		return abi.RetOK
 	case abi.OpToolCall:
 		t := lookup(name)

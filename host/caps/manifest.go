@@ -13,10 +13,9 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-)
 
-// ABIVersion is the plugin ABI this host speaks (spec/abi/v1.md).
-const ABIVersion = 1
+	"github.com/aiodhq/aiod/sdk/abi"
+)
 
 // ManifestVersion is the version of the manifest format (spec/manifest/v1).
 const ManifestVersion = 1
@@ -307,8 +306,8 @@ func (m *Manifest) Validate() error {
 	if !nameRE.MatchString(m.Name) {
 		return bad("name %q must match %s", m.Name, nameRE)
 	}
-	if m.ABI != ABIVersion {
-		return bad("plugin %s: abi %d is not supported (this host speaks abi %d)", m.Name, m.ABI, ABIVersion)
+	if m.ABI != abi.Version {
+		return bad("plugin %s: abi %d is not supported (this host speaks abi %d)", m.Name, m.ABI, abi.Version)
 	}
 	switch m.Form {
 	case "", "reactor", "command":

@@ -6,52 +6,18 @@ import (
 	"io/fs"
 	"strings"
 	"syscall"
-)
 
-// Code classifies an Error for the host function layer; it mirrors the
-// hostfn error codes (this package cannot import hostfn, which imports it).
-type Code uint8
-
-// The codes.
-const (
-	CodeIO          Code = iota // any other failure of the operation
-	CodeDenied                  // outside the grant: no root, read-only root, symlink escape
-	CodeInvalid                 // malformed request or path
-	CodeNotFound                // ENOENT
-	CodeExists                  // EEXIST
-	CodeTooLarge                // over a size limit
-	CodeUnavailable             // the Set is closed
-)
-
-var codeNames = [...]string{"io", "denied", "invalid", "not_found", "exists", "too_large", "unavailable"}
-
-func (c Code) String() string {
-	if int(c) < len(codeNames) {
-		return codeNames[c]
-	}
-	return fmt.Sprintf("code(%d)", c)
-}
-
-// The error_type values of aiod's structured file error.
-const (
-	TypeNotFound         = "not_found"
-	TypePermissionDenied = "permission_denied"
-	TypeAlreadyExists    = "already_exists"
-	TypeBadRequest       = "bad_request"
-	TypeInvalidPath      = "invalid_path"
-	TypeInvalidTarget    = "invalid_target"
-	TypeDecodeError      = "decode_error"
-	TypeNoSpaceLeft      = "no_space_left"
-	TypeOther            = "other"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // Error is a failed file operation. Its fields are aiod's structured file
-// error (the object the aiod daemon puts under "error"); Fields returns them
-// as a map with exactly aiod's keys.
+// error (the object the aiod daemon puts under "error"); the files family
+// carries it to the guest as an abi.FilesError.
 type Error struct {
-	Code Code
+	// Code is the host function error code the failure maps to.
+	Code abi.Code
 	// Errno is the Linux errno number (0 with ErrnoName "" when there is
-	// none: Fields then reports null for both).
+	// none: the wire form then has null for both).
 	Errno         int
 	ErrnoName     string
 	ErrorType     string
@@ -73,33 +39,13 @@ func (e *Error) Unwrap() error { return e.Err }
 func (e *Error) Is(target error) bool {
 	switch target {
 	case fs.ErrNotExist:
-		return e.ErrorType == TypeNotFound
+		return e.ErrorType == abi.FilesNotFound
 	case fs.ErrExist:
-		return e.ErrorType == TypeAlreadyExists
+		return e.ErrorType == abi.FilesAlreadyExists
 	case fs.ErrPermission:
-		return e.ErrorType == TypePermissionDenied
+		return e.ErrorType == abi.FilesPermissionDenied
 	}
 	return false
-}
-
-// Fields returns the structured error object: errno, errno_name,
-// error_type, exception_type, message, operation, path, retryable.
-func (e *Error) Fields() map[string]any {
-	m := map[string]any{
-		"errno":          nil,
-		"errno_name":     nil,
-		"error_type":     e.ErrorType,
-		"exception_type": e.ExceptionType,
-		"message":        e.Message,
-		"operation":      e.Operation,
-		"path":           e.Path,
-		"retryable":      e.Retryable,
-	}
-	if e.ErrnoName != "" || e.Errno != 0 {
-		m["errno"] = e.Errno
-		m["errno_name"] = e.ErrnoName
-	}
-	return m
 }
 
 // errnoInfo is one errno: its Linux number and glibc/Rust description.
@@ -167,29 +113,29 @@ var (
 
 // classify gives the error_type, exception_type, code and retryable of an
 // errno, after CPython's OSError subclasses and Rust's io::ErrorKind.
-func classify(name string) (errType, exc string, code Code, retry bool) {
-	errType, exc, code = TypeOther, "OSError", CodeIO
+func classify(name string) (errType, exc string, code abi.Code, retry bool) {
+	errType, exc, code = abi.FilesOther, "OSError", abi.IO
 	switch name {
 	case "ENOENT":
-		errType, exc, code = TypeNotFound, "FileNotFoundError", CodeNotFound
+		errType, exc, code = abi.FilesNotFound, "FileNotFoundError", abi.NotFound
 	case "EACCES", "EPERM":
-		errType, exc = TypePermissionDenied, "PermissionError"
+		errType, exc = abi.FilesPermissionDenied, "PermissionError"
 	case "EROFS":
-		errType = TypePermissionDenied
+		errType = abi.FilesPermissionDenied
 	case "EEXIST":
-		errType, exc, code = TypeAlreadyExists, "FileExistsError", CodeExists
+		errType, exc, code = abi.FilesAlreadyExists, "FileExistsError", abi.Exists
 	case "EISDIR":
-		errType, exc, code = TypeInvalidPath, "IsADirectoryError", CodeInvalid
+		errType, exc, code = abi.FilesInvalidPath, "IsADirectoryError", abi.Invalid
 	case "ENOTDIR":
-		errType, exc, code = TypeInvalidPath, "NotADirectoryError", CodeInvalid
+		errType, exc, code = abi.FilesInvalidPath, "NotADirectoryError", abi.Invalid
 	case "ENAMETOOLONG", "ELOOP":
-		errType, code = TypeInvalidPath, CodeInvalid
+		errType, code = abi.FilesInvalidPath, abi.Invalid
 	case "EINVAL":
-		errType, code = TypeBadRequest, CodeInvalid
+		errType, code = abi.FilesBadRequest, abi.Invalid
 	case "EXDEV":
-		errType, code = TypeInvalidTarget, CodeInvalid
+		errType, code = abi.FilesInvalidTarget, abi.Invalid
 	case "ENOSPC", "EDQUOT":
-		errType = TypeNoSpaceLeft
+		errType = abi.FilesNoSpaceLeft
 	case "EAGAIN":
 		exc, retry = "BlockingIOError", true
 	case "EINTR":
@@ -237,8 +183,8 @@ func errnoError(op, path string, e errnoInfo, cause error) *Error {
 // permission_denied, PermissionError, with why in the message.
 func denied(op, path, why string) *Error {
 	return &Error{
-		Code: CodeDenied, Errno: eACCES.num, ErrnoName: eACCES.name,
-		ErrorType: TypePermissionDenied, ExceptionType: "PermissionError",
+		Code: abi.Denied, Errno: eACCES.num, ErrnoName: eACCES.name,
+		ErrorType: abi.FilesPermissionDenied, ExceptionType: "PermissionError",
 		Message:   fmt.Sprintf("%s: %s", verb(op), why),
 		Operation: op, Path: path,
 	}
@@ -247,7 +193,7 @@ func denied(op, path, why string) *Error {
 // invalid is a malformed request: EINVAL with the given error_type.
 func invalid(op, path, errType, why string) *Error {
 	return &Error{
-		Code: CodeInvalid, Errno: eINVAL.num, ErrnoName: eINVAL.name,
+		Code: abi.Invalid, Errno: eINVAL.num, ErrnoName: eINVAL.name,
 		ErrorType: errType, ExceptionType: "ValueError",
 		Message:   fmt.Sprintf("%s: %s", verb(op), why),
 		Operation: op, Path: path,
@@ -259,14 +205,14 @@ func invalid(op, path, errType, why string) *Error {
 func DeniedError(op, path, why string) *Error { return denied(op, path, why) }
 
 // InvalidError is a bad_request for op on path.
-func InvalidError(op, path, why string) *Error { return invalid(op, path, TypeBadRequest, why) }
+func InvalidError(op, path, why string) *Error { return invalid(op, path, abi.FilesBadRequest, why) }
 
 // tooLarge is the buffered read limit error. Its message is aiod's text
 // with no verb prefix, e.g. "file exceeds the 16 MiB buffered text limit".
 func tooLarge(op, path string, limit int64) *Error {
 	return &Error{
-		Code: CodeTooLarge, Errno: eFBIG.num, ErrnoName: eFBIG.name,
-		ErrorType: TypeBadRequest, ExceptionType: "OSError",
+		Code: abi.TooLarge, Errno: eFBIG.num, ErrnoName: eFBIG.name,
+		ErrorType: abi.FilesBadRequest, ExceptionType: "OSError",
 		Message:   fmt.Sprintf("file exceeds the %s buffered text limit", formatSize(limit)),
 		Operation: op, Path: path,
 	}
@@ -316,7 +262,7 @@ func osError(op, path string, err error) *Error {
 			text = strings.ToUpper(text[:1]) + text[1:]
 		}
 		return &Error{
-			Code: CodeIO, Errno: int(en), ErrnoName: "", ErrorType: TypeOther, ExceptionType: "OSError",
+			Code: abi.IO, Errno: int(en), ErrnoName: "", ErrorType: abi.FilesOther, ExceptionType: "OSError",
 			Message:   fmt.Sprintf("%s: %s (os error %d)", verb(op), text, int(en)),
 			Operation: op, Path: path, Err: err,
 		}
@@ -337,7 +283,7 @@ func osError(op, path string, err error) *Error {
 		msg = pe.Err.Error()
 	}
 	return &Error{
-		Code: CodeIO, ErrorType: TypeOther, ExceptionType: "OSError",
+		Code: abi.IO, ErrorType: abi.FilesOther, ExceptionType: "OSError",
 		Message:   fmt.Sprintf("%s: %s", verb(op), msg),
 		Operation: op, Path: path, Err: err,
 	}

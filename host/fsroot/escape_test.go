@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // op runs one operation on path p and returns its error and what it read.
@@ -122,8 +124,8 @@ func TestEscapes(t *testing.T) {
 					t.Fatalf("%s %s: no error", o.name, p)
 				}
 				fe := asErr(t, err)
-				if fe.Code != CodeDenied || fe.ErrorType != TypePermissionDenied || fe.Errno != 13 || fe.ErrnoName != "EACCES" || fe.ExceptionType != "PermissionError" {
-					t.Fatalf("%s %s: not a denial: %v", o.name, p, fe.Fields())
+				if fe.Code != abi.Denied || fe.ErrorType != abi.FilesPermissionDenied || fe.Errno != 13 || fe.ErrnoName != "EACCES" || fe.ExceptionType != "PermissionError" {
+					t.Fatalf("%s %s: not a denial: %v", o.name, p, *fe)
 				}
 				if !strings.Contains(fe.Message, pc.why) {
 					t.Fatalf("message %q lacks %q", fe.Message, pc.why)
@@ -150,8 +152,8 @@ func TestEscapingFileLinks(t *testing.T) {
 			t.Run(link+"/"+o.name, func(t *testing.T) {
 				e := newEnv(t)
 				got, err := o.run(e, e.rw+"/"+link)
-				if fe := asErr(t, err); fe.Code != CodeDenied || fe.ErrorType != TypePermissionDenied {
-					t.Fatalf("not denied: %v", fe.Fields())
+				if fe := asErr(t, err); fe.Code != abi.Denied || fe.ErrorType != abi.FilesPermissionDenied {
+					t.Fatalf("not denied: %v", *fe)
 				}
 				if strings.Contains(string(got), secret) {
 					t.Fatal("leaked")
@@ -199,8 +201,8 @@ func TestLinksCreatedAtRunTime(t *testing.T) {
 					t.Fatal(err)
 				}
 				got, err := o.run(e, d)
-				if fe := asErr(t, err); fe.Code != CodeDenied {
-					t.Fatalf("after swap to %s: %v", target, fe.Fields())
+				if fe := asErr(t, err); fe.Code != abi.Denied {
+					t.Fatalf("after swap to %s: %v", target, *fe)
 				}
 				if strings.Contains(string(got), secret) || strings.Contains(string(got), "secret.txt") {
 					t.Fatal("leaked")
@@ -225,7 +227,7 @@ func TestParentSwappedForLink(t *testing.T) {
 	os.Mkdir(d, 0o755)
 	os.Symlink(e.base, filepath.Join(d, "q")) // p/q -> base; p/q/outside/secret.txt
 	_, err := e.set.Read(ctx, &ReadRequest{Path: d + "/q/outside/secret.txt"})
-	if fe := asErr(t, err); fe.Code != CodeDenied {
-		t.Fatalf("got %v", fe.Fields())
+	if fe := asErr(t, err); fe.Code != abi.Denied {
+		t.Fatalf("got %v", *fe)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"sync"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // The operations, as reported in Error.Operation.
@@ -180,11 +181,11 @@ func (s *Set) Writable(path string) bool {
 func clean(op, path string) (string, error) {
 	switch {
 	case path == "":
-		return "", invalid(op, path, TypeInvalidPath, "path is required")
+		return "", invalid(op, path, abi.FilesInvalidPath, "path is required")
 	case strings.IndexByte(path, 0) >= 0:
-		return "", invalid(op, path, TypeInvalidPath, "path contains a NUL byte")
+		return "", invalid(op, path, abi.FilesInvalidPath, "path contains a NUL byte")
 	case !filepath.IsAbs(path):
-		return "", invalid(op, path, TypeInvalidPath, "path must be absolute")
+		return "", invalid(op, path, abi.FilesInvalidPath, "path must be absolute")
 	}
 	return filepath.Clean(path), nil
 }
@@ -234,7 +235,7 @@ func (s *Set) open(r *root, op, path string) (*os.Root, error) {
 
 func closedError(op, path string) *Error {
 	e := errnoError(op, path, eBADF, nil)
-	e.Code = CodeUnavailable
+	e.Code = abi.Unavailable
 	return e
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 const secret = "SECRET-OUTSIDE"
@@ -107,20 +108,17 @@ func TestMissingFileStructuredError(t *testing.T) {
 	p := filepath.Join(e.rw, "agent-missing.txt")
 	_, err := e.set.Read(ctx, &ReadRequest{Path: p})
 	fe := asErr(t, err)
-	want := map[string]any{
-		"errno":          2,
-		"errno_name":     "ENOENT",
-		"error_type":     "not_found",
-		"exception_type": "FileNotFoundError",
-		"message":        "Failed to read file: No such file or directory (os error 2)",
-		"operation":      "read",
-		"path":           p,
-		"retryable":      false,
+	want := Error{
+		Code: abi.NotFound, Errno: 2, ErrnoName: "ENOENT", ErrorType: "not_found", ExceptionType: "FileNotFoundError",
+		Message:   "Failed to read file: No such file or directory (os error 2)",
+		Operation: "read", Path: p, Retryable: false,
 	}
-	if got := fe.Fields(); !reflect.DeepEqual(got, want) {
+	got := *fe
+	got.Err = nil
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("fields\n got %#v\nwant %#v", got, want)
 	}
-	if fe.Code != CodeNotFound || !errors.Is(err, fs.ErrNotExist) {
+	if fe.Code != abi.NotFound || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("code %v, Is(ErrNotExist) %v", fe.Code, errors.Is(err, fs.ErrNotExist))
 	}
 }
@@ -169,19 +167,19 @@ func TestReadErrors(t *testing.T) {
 	tests := []struct {
 		name    string
 		req     ReadRequest
-		code    Code
+		code    abi.Code
 		errno   string
 		errType string
 		msg     string
 	}{
-		{"relative", ReadRequest{Path: "rw/file.txt"}, CodeInvalid, "EINVAL", "invalid_path", "Failed to read file: path must be absolute"},
-		{"empty", ReadRequest{Path: ""}, CodeInvalid, "EINVAL", "invalid_path", "Failed to read file: path is required"},
-		{"directory", ReadRequest{Path: e.rw + "/sub"}, CodeInvalid, "EISDIR", "invalid_path", "Failed to read file: Is a directory (os error 21)"},
-		{"not a dir", ReadRequest{Path: e.rw + "/file.txt/x"}, CodeInvalid, "ENOTDIR", "invalid_path", "Failed to read file: Not a directory (os error 20)"},
-		{"over max_bytes", ReadRequest{Path: e.rw + "/file.txt", MaxBytes: 5}, CodeTooLarge, "EFBIG", "bad_request", "file exceeds the 5 bytes buffered text limit"},
-		{"lines over max_bytes", ReadRequest{Path: e.rw + "/file.txt", StartLine: i64(0), MaxBytes: 7}, CodeTooLarge, "EFBIG", "bad_request", "file exceeds the 7 bytes buffered text limit"},
-		{"lines and bytes", ReadRequest{Path: e.rw + "/file.txt", StartLine: i64(0), Offset: 1}, CodeInvalid, "EINVAL", "bad_request", "Failed to read file: a line range and a byte range cannot be combined"},
-		{"negative line", ReadRequest{Path: e.rw + "/file.txt", StartLine: i64(-1)}, CodeInvalid, "EINVAL", "bad_request", "Failed to read file: start_line and end_line must not be negative"},
+		{"relative", ReadRequest{Path: "rw/file.txt"}, abi.Invalid, "EINVAL", "invalid_path", "Failed to read file: path must be absolute"},
+		{"empty", ReadRequest{Path: ""}, abi.Invalid, "EINVAL", "invalid_path", "Failed to read file: path is required"},
+		{"directory", ReadRequest{Path: e.rw + "/sub"}, abi.Invalid, "EISDIR", "invalid_path", "Failed to read file: Is a directory (os error 21)"},
+		{"not a dir", ReadRequest{Path: e.rw + "/file.txt/x"}, abi.Invalid, "ENOTDIR", "invalid_path", "Failed to read file: Not a directory (os error 20)"},
+		{"over max_bytes", ReadRequest{Path: e.rw + "/file.txt", MaxBytes: 5}, abi.TooLarge, "EFBIG", "bad_request", "file exceeds the 5 bytes buffered text limit"},
+		{"lines over max_bytes", ReadRequest{Path: e.rw + "/file.txt", StartLine: i64(0), MaxBytes: 7}, abi.TooLarge, "EFBIG", "bad_request", "file exceeds the 7 bytes buffered text limit"},
+		{"lines and bytes", ReadRequest{Path: e.rw + "/file.txt", StartLine: i64(0), Offset: 1}, abi.Invalid, "EINVAL", "bad_request", "Failed to read file: a line range and a byte range cannot be combined"},
+		{"negative line", ReadRequest{Path: e.rw + "/file.txt", StartLine: i64(-1)}, abi.Invalid, "EINVAL", "bad_request", "Failed to read file: start_line and end_line must not be negative"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,7 +216,7 @@ func TestReadLargeSparseFileFailsFast(t *testing.T) {
 				t.Fatalf("took %v", d)
 			}
 			fe := asErr(t, err)
-			if fe.Code != CodeTooLarge || fe.Message != "file exceeds the 16 MiB buffered text limit" || fe.Errno != 27 {
+			if fe.Code != abi.TooLarge || fe.Message != "file exceeds the 16 MiB buffered text limit" || fe.Errno != 27 {
 				t.Fatalf("got %v %q %d", fe.Code, fe.Message, fe.Errno)
 			}
 		})
@@ -243,15 +241,15 @@ func TestReadFIFORefusedWithoutBlocking(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		if fe := asErr(t, err); fe.ErrorType != TypeBadRequest || !strings.Contains(fe.Message, "not a regular file") {
-			t.Fatalf("got %v", fe.Fields())
+		if fe := asErr(t, err); fe.ErrorType != abi.FilesBadRequest || !strings.Contains(fe.Message, "not a regular file") {
+			t.Fatalf("got %v", *fe)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("read of a FIFO blocked")
 	}
 	_, err := e.set.Write(ctx, &WriteRequest{Path: p}, []byte("x"))
 	if fe := asErr(t, err); !strings.Contains(fe.Message, "not a regular file") {
-		t.Fatalf("write: %v", fe.Fields())
+		t.Fatalf("write: %v", *fe)
 	}
 }
 
@@ -302,20 +300,20 @@ func TestWrite(t *testing.T) {
 		t.Fatalf("mode %v", fi.Mode())
 	}
 	_, err := e.set.Write(ctx, &WriteRequest{Path: p, Exclusive: true}, []byte("x"))
-	if fe := asErr(t, err); fe.Code != CodeExists || fe.ExceptionType != "FileExistsError" || fe.Message != "Failed to write file: File exists (os error 17)" {
-		t.Fatalf("exclusive: %v", fe.Fields())
+	if fe := asErr(t, err); fe.Code != abi.Exists || fe.ExceptionType != "FileExistsError" || fe.Message != "Failed to write file: File exists (os error 17)" {
+		t.Fatalf("exclusive: %v", *fe)
 	}
 	_, err = e.set.Write(ctx, &WriteRequest{Path: p, Mode: u32(0o4755)}, []byte("x"))
-	if fe := asErr(t, err); fe.Code != CodeInvalid {
-		t.Fatalf("setuid mode: %v", fe.Fields())
+	if fe := asErr(t, err); fe.Code != abi.Invalid {
+		t.Fatalf("setuid mode: %v", *fe)
 	}
 	_, err = e.set.Write(ctx, &WriteRequest{Path: e.rw + "/sub"}, []byte("x"))
 	if fe := asErr(t, err); fe.ErrnoName != "EISDIR" || fe.ExceptionType != "IsADirectoryError" {
-		t.Fatalf("dir: %v", fe.Fields())
+		t.Fatalf("dir: %v", *fe)
 	}
 	_, err = e.set.Write(ctx, &WriteRequest{Path: e.rw + "/file.txt/x"}, []byte("x"))
 	if fe := asErr(t, err); fe.ErrnoName != "ENOTDIR" {
-		t.Fatalf("under file: %v", fe.Fields())
+		t.Fatalf("under file: %v", *fe)
 	}
 	// Through an inside link: writes the target.
 	if _, err := e.set.Write(ctx, &WriteRequest{Path: e.rw + "/okrel"}, []byte("via link")); err != nil {
@@ -418,11 +416,11 @@ func TestList(t *testing.T) {
 
 	_, err = e.set.List(ctx, &ListRequest{Path: e.rw + "/file.txt"})
 	if fe := asErr(t, err); fe.ErrnoName != "ENOTDIR" || fe.Message != "Failed to list directory: Not a directory (os error 20)" {
-		t.Fatalf("list file: %v", fe.Fields())
+		t.Fatalf("list file: %v", *fe)
 	}
 	_, err = e.set.List(ctx, &ListRequest{Path: e.rw + "/missing"})
 	if fe := asErr(t, err); fe.ErrnoName != "ENOENT" || fe.Operation != "list" {
-		t.Fatalf("list missing: %v", fe.Fields())
+		t.Fatalf("list missing: %v", *fe)
 	}
 }
 
@@ -474,7 +472,7 @@ func TestWalk(t *testing.T) {
 		os.Mkdir(locked, 0)
 		defer os.Chmod(locked, 0o755)
 		r, err := e.set.Walk(ctx, &WalkRequest{Path: e.rw + "/sub"})
-		if err != nil || len(r.Errors) != 1 || r.Errors[0]["errno_name"] != "EACCES" || r.Errors[0]["path"] != locked {
+		if err != nil || len(r.Errors) != 1 || r.Errors[0].ErrnoName != "EACCES" || r.Errors[0].Path != locked {
 			t.Fatalf("unreadable subdir: %v %v", r.Errors, err)
 		}
 	}
@@ -485,7 +483,7 @@ func TestMkdirRemoveRename(t *testing.T) {
 	p := e.rw + "/a/b/c"
 	_, err := e.set.Mkdir(ctx, &MkdirRequest{Path: p})
 	if fe := asErr(t, err); fe.ErrnoName != "ENOENT" || fe.Message != "Failed to create directory: No such file or directory (os error 2)" {
-		t.Fatalf("mkdir without parents: %v", fe.Fields())
+		t.Fatalf("mkdir without parents: %v", *fe)
 	}
 	if r, err := e.set.Mkdir(ctx, &MkdirRequest{Path: p, Parents: true}); err != nil || !r.Created {
 		t.Fatalf("mkdir -p: %v %v", r, err)
@@ -494,8 +492,8 @@ func TestMkdirRemoveRename(t *testing.T) {
 		t.Fatalf("mkdir -p again: %v %v", r, err)
 	}
 	_, err = e.set.Mkdir(ctx, &MkdirRequest{Path: p})
-	if fe := asErr(t, err); fe.Code != CodeExists {
-		t.Fatalf("mkdir existing: %v", fe.Fields())
+	if fe := asErr(t, err); fe.Code != abi.Exists {
+		t.Fatalf("mkdir existing: %v", *fe)
 	}
 	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
 		t.Fatal("not created")
@@ -504,7 +502,7 @@ func TestMkdirRemoveRename(t *testing.T) {
 	os.WriteFile(p+"/f", []byte("x"), 0o644)
 	_, err = e.set.Remove(ctx, &RemoveRequest{Path: e.rw + "/a"})
 	if fe := asErr(t, err); fe.ErrnoName != "ENOTEMPTY" || fe.Message != "Failed to remove path: Directory not empty (os error 39)" {
-		t.Fatalf("remove non-empty: %v", fe.Fields())
+		t.Fatalf("remove non-empty: %v", *fe)
 	}
 	if _, err := e.set.Remove(ctx, &RemoveRequest{Path: e.rw + "/a", Recursive: true}); err != nil {
 		t.Fatal(err)
@@ -513,12 +511,12 @@ func TestMkdirRemoveRename(t *testing.T) {
 		t.Fatal("not removed")
 	}
 	_, err = e.set.Remove(ctx, &RemoveRequest{Path: e.rw + "/a", Recursive: true})
-	if fe := asErr(t, err); fe.Code != CodeNotFound {
-		t.Fatalf("remove missing: %v", fe.Fields())
+	if fe := asErr(t, err); fe.Code != abi.NotFound {
+		t.Fatalf("remove missing: %v", *fe)
 	}
 	_, err = e.set.Remove(ctx, &RemoveRequest{Path: e.rw, Recursive: true})
-	if fe := asErr(t, err); fe.Code != CodeDenied {
-		t.Fatalf("remove root: %v", fe.Fields())
+	if fe := asErr(t, err); fe.Code != abi.Denied {
+		t.Fatalf("remove root: %v", *fe)
 	}
 	// Removing a link removes the link, not its target.
 	if _, err := e.set.Remove(ctx, &RemoveRequest{Path: e.rw + "/okrel"}); err != nil {
@@ -536,23 +534,23 @@ func TestMkdirRemoveRename(t *testing.T) {
 		t.Fatalf("moved: %q", b)
 	}
 	_, err = e.set.Rename(ctx, &RenameRequest{Path: e.rw + "/sub/moved.txt", Target: e.rw + "/sub/inner.txt"})
-	if fe := asErr(t, err); fe.Code != CodeExists || fe.Path != e.rw+"/sub/inner.txt" {
-		t.Fatalf("rename onto existing: %v", fe.Fields())
+	if fe := asErr(t, err); fe.Code != abi.Exists || fe.Path != e.rw+"/sub/inner.txt" {
+		t.Fatalf("rename onto existing: %v", *fe)
 	}
 	if _, err := e.set.Rename(ctx, &RenameRequest{Path: e.rw + "/sub/moved.txt", Target: e.rw + "/sub/inner.txt", Overwrite: true}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.set.Rename(ctx, &RenameRequest{Path: e.rw + "/sub", Target: e.rw + "/sub/inside"})
-	if fe := asErr(t, err); fe.ErrorType != TypeInvalidTarget {
-		t.Fatalf("rename into itself: %v", fe.Fields())
+	if fe := asErr(t, err); fe.ErrorType != abi.FilesInvalidTarget {
+		t.Fatalf("rename into itself: %v", *fe)
 	}
 	_, err = e.set.Rename(ctx, &RenameRequest{Path: e.rw + "/nope", Target: e.rw + "/x"})
-	if fe := asErr(t, err); fe.Code != CodeNotFound {
-		t.Fatalf("rename missing: %v", fe.Fields())
+	if fe := asErr(t, err); fe.Code != abi.NotFound {
+		t.Fatalf("rename missing: %v", *fe)
 	}
 	_, err = e.set.Rename(ctx, &RenameRequest{Path: e.rw, Target: e.rw + "2"})
-	if fe := asErr(t, err); fe.Code != CodeDenied {
-		t.Fatalf("rename root: %v", fe.Fields())
+	if fe := asErr(t, err); fe.Code != abi.Denied {
+		t.Fatalf("rename root: %v", *fe)
 	}
 }
 
@@ -575,8 +573,8 @@ func TestRenameAcrossRoots(t *testing.T) {
 	}
 	// Disjoint roots: EXDEV.
 	_, err = s.Rename(ctx, &RenameRequest{Path: inner + "/down.txt", Target: other + "/x"})
-	if fe := asErr(t, err); fe.ErrnoName != "EXDEV" || fe.ErrorType != TypeInvalidTarget {
-		t.Fatalf("disjoint: %v", fe.Fields())
+	if fe := asErr(t, err); fe.ErrnoName != "EXDEV" || fe.ErrorType != abi.FilesInvalidTarget {
+		t.Fatalf("disjoint: %v", *fe)
 	}
 }
 
@@ -605,8 +603,8 @@ func TestReadOnlyRoot(t *testing.T) {
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			fe := asErr(t, fn())
-			if fe.Code != CodeDenied || fe.ErrorType != TypePermissionDenied || fe.Errno != 13 || fe.ExceptionType != "PermissionError" || !strings.Contains(fe.Message, "read-only root") {
-				t.Fatalf("got %v", fe.Fields())
+			if fe.Code != abi.Denied || fe.ErrorType != abi.FilesPermissionDenied || fe.Errno != 13 || fe.ExceptionType != "PermissionError" || !strings.Contains(fe.Message, "read-only root") {
+				t.Fatalf("got %v", *fe)
 			}
 		})
 	}
@@ -631,7 +629,7 @@ func TestResolve(t *testing.T) {
 	}
 	tests := []struct {
 		path, root, rel string
-		code            Code
+		code            abi.Code
 	}{
 		{"/a/b", "/a/b", ".", 0},
 		{"/a/b/", "/a/b", ".", 0},
@@ -641,14 +639,14 @@ func TestResolve(t *testing.T) {
 		{"/a/b/cc", "/a/b", "cc", 0},
 		{"/a/b/c/../f", "/a/b", "f", 0},
 		{"/x/../a/b/g", "/a/b", "g", 0},
-		{"/a/bb", "", "", CodeDenied},
-		{"/a", "", "", CodeDenied},
-		{"/a/b/..", "", "", CodeDenied},
-		{"/a/b/../../etc/passwd", "", "", CodeDenied},
-		{"/", "", "", CodeDenied},
-		{"a/b", "", "", CodeInvalid},
-		{"", "", "", CodeInvalid},
-		{"/a/b/\x00", "", "", CodeInvalid},
+		{"/a/bb", "", "", abi.Denied},
+		{"/a", "", "", abi.Denied},
+		{"/a/b/..", "", "", abi.Denied},
+		{"/a/b/../../etc/passwd", "", "", abi.Denied},
+		{"/", "", "", abi.Denied},
+		{"a/b", "", "", abi.Invalid},
+		{"", "", "", abi.Invalid},
+		{"/a/b/\x00", "", "", abi.Invalid},
 	}
 	for _, tc := range tests {
 		root, rel, err := s.Resolve(tc.path)
@@ -657,7 +655,7 @@ func TestResolve(t *testing.T) {
 			if fe.Code != tc.code {
 				t.Errorf("%q: code %v want %v", tc.path, fe.Code, tc.code)
 			}
-			if tc.code == CodeDenied && fe.Message != "Failed to resolve: "+tc.path+" is outside the plugin's granted roots" {
+			if tc.code == abi.Denied && fe.Message != "Failed to resolve: "+tc.path+" is outside the plugin's granted roots" {
 				t.Errorf("%q: message %q", tc.path, fe.Message)
 			}
 			continue
@@ -691,8 +689,8 @@ func TestClose(t *testing.T) {
 		t.Fatal("second close:", err)
 	}
 	_, err := e.set.Read(ctx, &ReadRequest{Path: e.rw + "/file.txt"})
-	if fe := asErr(t, err); fe.Code != CodeUnavailable {
-		t.Fatalf("after close: %v", fe.Fields())
+	if fe := asErr(t, err); fe.Code != abi.Unavailable {
+		t.Fatalf("after close: %v", *fe)
 	}
 }
 
@@ -702,8 +700,8 @@ func TestMissingRootOpensLater(t *testing.T) {
 	s, _ := New([]caps.Root{{Path: later, Writable: true}}, Options{})
 	defer s.Close()
 	_, err := s.Read(ctx, &ReadRequest{Path: later + "/f"})
-	if fe := asErr(t, err); fe.Code != CodeNotFound {
-		t.Fatalf("missing root: %v", fe.Fields())
+	if fe := asErr(t, err); fe.Code != abi.NotFound {
+		t.Fatalf("missing root: %v", *fe)
 	}
 	os.Mkdir(later, 0o755)
 	os.WriteFile(later+"/f", []byte("ok"), 0o644)

@@ -13,156 +13,157 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // ReadRequest reads a whole file, a line range or a byte range.
 type ReadRequest struct {
-	Path string `json:"path"`
+	Path string
 	// StartLine (0-based, inclusive) and EndLine (exclusive) select lines;
 	// either may be omitted. A line is everything up to and including a
 	// '\n' (the last line may lack it).
-	StartLine *int64 `json:"start_line,omitempty"`
-	EndLine   *int64 `json:"end_line,omitempty"`
+	StartLine *int64
+	EndLine   *int64
 	// Offset and Length select bytes; Length omitted means to the end.
 	// Not combinable with a line range.
-	Offset int64  `json:"offset,omitempty"`
-	Length *int64 `json:"length,omitempty"`
+	Offset int64
+	Length *int64
 	// MaxBytes lowers the read limit (0: the Set's limit, 16 MiB).
-	MaxBytes int64 `json:"max_bytes,omitempty"`
+	MaxBytes int64
 }
 
 // WriteRequest is the header of a write; the content travels apart.
 type WriteRequest struct {
-	Path string `json:"path"`
+	Path string
 	// Append appends instead of truncating.
-	Append bool `json:"append,omitempty"`
+	Append bool
 	// Exclusive fails with EEXIST if the path exists.
-	Exclusive bool `json:"exclusive,omitempty"`
+	Exclusive bool
 	// Mode, if given, is set on the file (permission bits only, 0-0777,
 	// exactly, ignoring the umask). Otherwise a new file gets 0644 less
 	// the umask and an existing file keeps its mode.
-	Mode *uint32 `json:"mode,omitempty"`
+	Mode *uint32
 }
 
 // WriteResult is the result of a write.
 type WriteResult struct {
-	BytesWritten int64 `json:"bytes_written"`
+	BytesWritten int64
 }
 
 // StatRequest asks for a path's metadata.
 type StatRequest struct {
-	Path string `json:"path"`
+	Path string
 	// Lstat reports a symbolic link itself instead of its target.
-	Lstat bool `json:"lstat,omitempty"`
+	Lstat bool
 }
 
 // Info is the metadata of a path.
 type Info struct {
-	Name         string    `json:"name"`
-	Path         string    `json:"path"`
-	IsDirectory  bool      `json:"is_directory"`
-	IsFile       bool      `json:"is_file"`
-	IsSymlink    bool      `json:"is_symlink"`
-	Size         int64     `json:"size"`
-	Mode         uint32    `json:"mode"`        // permission bits
-	ModeString   string    `json:"mode_string"` // e.g. "-rw-r--r--"
-	ModifiedTime time.Time `json:"modified_time"`
+	Name         string
+	Path         string
+	IsDirectory  bool
+	IsFile       bool
+	IsSymlink    bool
+	Size         int64
+	Mode         uint32 // permission bits
+	ModeString   string // e.g. "-rw-r--r--"
+	ModifiedTime time.Time
 	// SymlinkTarget is the link's text (lstat of a link only).
-	SymlinkTarget string `json:"symlink_target,omitempty"`
+	SymlinkTarget string
 }
 
 // ExistsRequest asks whether a path exists (following links).
 type ExistsRequest struct {
-	Path string `json:"path"`
+	Path string
 }
 
 // ExistsResult answers an ExistsRequest.
 type ExistsResult struct {
-	Exists      bool `json:"exists"`
-	IsDirectory bool `json:"is_directory"`
-	IsFile      bool `json:"is_file"`
+	Exists      bool
+	IsDirectory bool
+	IsFile      bool
 }
 
 // ListRequest lists one directory.
 type ListRequest struct {
-	Path string `json:"path"`
+	Path string
 	// MaxEntries lowers the cap of 10,000 (0: the cap).
-	MaxEntries int `json:"max_entries,omitempty"`
+	MaxEntries int
 }
 
 // Entry is one directory entry (lstat: a link is reported, not followed).
 type Entry struct {
-	Name         string    `json:"name"`
-	Path         string    `json:"path"`
-	IsDirectory  bool      `json:"is_directory"`
-	IsSymlink    bool      `json:"is_symlink"`
-	Size         int64     `json:"size"`
-	ModifiedTime time.Time `json:"modified_time"`
+	Name         string
+	Path         string
+	IsDirectory  bool
+	IsSymlink    bool
+	Size         int64
+	ModifiedTime time.Time
 	// Depth is the level below the walked directory (walk only; 1 for
 	// its children).
-	Depth int `json:"depth,omitempty"`
+	Depth int
 }
 
 // ListResult is a directory listing sorted by name.
 type ListResult struct {
-	Path       string  `json:"path"`
-	Entries    []Entry `json:"entries"`
-	TotalCount int     `json:"total_count"` // entries in the directory
-	Truncated  bool    `json:"truncated"`
+	Path       string
+	Entries    []Entry
+	TotalCount int // entries in the directory
+	Truncated  bool
 }
 
 // WalkRequest lists a tree.
 type WalkRequest struct {
-	Path string `json:"path"`
+	Path string
 	// MaxDepth bounds the depth (1: children only; 0: unlimited).
-	MaxDepth int `json:"max_depth,omitempty"`
+	MaxDepth int
 	// MaxEntries bounds the entries (0: 10,000; at most 100,000).
-	MaxEntries int `json:"max_entries,omitempty"`
+	MaxEntries int
 }
 
 // WalkResult is a tree listing in depth-first pre-order, siblings sorted
 // by name. Symbolic links are reported, never followed.
 type WalkResult struct {
-	Path    string  `json:"path"`
-	Entries []Entry `json:"entries"`
+	Path    string
+	Entries []Entry
 	// Truncated: MaxEntries was reached with entries left over.
-	Truncated bool `json:"truncated"`
+	Truncated bool
 	// DepthLimited: some directories at MaxDepth were not descended into.
-	DepthLimited bool `json:"depth_limited"`
+	DepthLimited bool
 	// Errors are the subdirectories that could not be read (at most
-	// 100), as structured error objects; ErrorsTruncated if more.
-	Errors          []map[string]any `json:"errors"`
-	ErrorsTruncated bool             `json:"errors_truncated,omitempty"`
+	// 100); ErrorsTruncated if more.
+	Errors          []*Error
+	ErrorsTruncated bool
 }
 
 // MkdirRequest creates a directory.
 type MkdirRequest struct {
-	Path string `json:"path"`
+	Path string
 	// Parents creates missing parents and accepts an existing directory.
-	Parents bool `json:"parents,omitempty"`
+	Parents bool
 	// Mode is the permission bits (0-0777, default 0755), less the umask.
-	Mode *uint32 `json:"mode,omitempty"`
+	Mode *uint32
 }
 
 // MkdirResult answers a MkdirRequest.
 type MkdirResult struct {
-	Created bool `json:"created"`
+	Created bool
 }
 
 // RemoveRequest removes a file, link or directory.
 type RemoveRequest struct {
-	Path string `json:"path"`
+	Path string
 	// Recursive removes a directory with its contents.
-	Recursive bool `json:"recursive,omitempty"`
+	Recursive bool
 }
 
 // RenameRequest renames path to target.
 type RenameRequest struct {
-	Path   string `json:"path"`
-	Target string `json:"target"`
+	Path   string
+	Target string
 	// Overwrite replaces an existing target (as rename(2) does); without
 	// it an existing target is EEXIST.
-	Overwrite bool `json:"overwrite,omitempty"`
+	Overwrite bool
 }
 
 // Empty is the result of remove and rename.
@@ -173,7 +174,7 @@ func checkMode(op, path string, m *uint32, def os.FileMode) (os.FileMode, error)
 		return def, nil
 	}
 	if *m > 0o777 {
-		return 0, invalid(op, path, TypeBadRequest, "mode must be permission bits between 0 and 0777")
+		return 0, invalid(op, path, abi.FilesBadRequest, "mode must be permission bits between 0 and 0777")
 	}
 	return os.FileMode(*m), nil
 }
@@ -181,7 +182,7 @@ func checkMode(op, path string, m *uint32, def os.FileMode) (os.FileMode, error)
 // notRegular refuses reading or writing a FIFO, socket or device: opening
 // one may block or have side effects.
 func notRegular(op, path string) *Error {
-	return invalid(op, path, TypeBadRequest, path+" is not a regular file")
+	return invalid(op, path, abi.FilesBadRequest, path+" is not a regular file")
 }
 
 // Read returns the bytes of a file, a line range or a byte range, at most
@@ -191,7 +192,7 @@ func (s *Set) Read(ctx context.Context, req *ReadRequest) ([]byte, error) {
 	const op = OpRead
 	limit := s.opts.MaxReadBytes
 	if req.MaxBytes < 0 {
-		return nil, invalid(op, req.Path, TypeBadRequest, "max_bytes must not be negative")
+		return nil, invalid(op, req.Path, abi.FilesBadRequest, "max_bytes must not be negative")
 	}
 	if req.MaxBytes > 0 && req.MaxBytes < limit {
 		limit = req.MaxBytes
@@ -200,11 +201,11 @@ func (s *Set) Read(ctx context.Context, req *ReadRequest) ([]byte, error) {
 	lines := (req.StartLine != nil && *req.StartLine != 0) || req.EndLine != nil
 	switch {
 	case req.StartLine != nil && *req.StartLine < 0, req.EndLine != nil && *req.EndLine < 0:
-		return nil, invalid(op, req.Path, TypeBadRequest, "start_line and end_line must not be negative")
+		return nil, invalid(op, req.Path, abi.FilesBadRequest, "start_line and end_line must not be negative")
 	case req.Offset < 0, req.Length != nil && *req.Length < 0:
-		return nil, invalid(op, req.Path, TypeBadRequest, "offset and length must not be negative")
+		return nil, invalid(op, req.Path, abi.FilesBadRequest, "offset and length must not be negative")
 	case (req.StartLine != nil || req.EndLine != nil) && (req.Offset != 0 || req.Length != nil):
-		return nil, invalid(op, req.Path, TypeBadRequest, "a line range and a byte range cannot be combined")
+		return nil, invalid(op, req.Path, abi.FilesBadRequest, "a line range and a byte range cannot be combined")
 	}
 	t, err := s.lookup(op, req.Path, false)
 	if err != nil {
@@ -450,7 +451,7 @@ func (s *Set) List(ctx context.Context, req *ListRequest) (*ListResult, error) {
 	const op = OpList
 	limit := s.opts.MaxListEntries
 	if req.MaxEntries < 0 {
-		return nil, invalid(op, req.Path, TypeBadRequest, "max_entries must not be negative")
+		return nil, invalid(op, req.Path, abi.FilesBadRequest, "max_entries must not be negative")
 	}
 	if req.MaxEntries > 0 && req.MaxEntries < limit {
 		limit = req.MaxEntries
@@ -517,7 +518,7 @@ func entryOf(dir *os.Root, de fs.DirEntry, parent string, depth int) (Entry, boo
 func (s *Set) Walk(ctx context.Context, req *WalkRequest) (*WalkResult, error) {
 	const op = OpWalk
 	if req.MaxEntries < 0 || req.MaxDepth < 0 {
-		return nil, invalid(op, req.Path, TypeBadRequest, "max_entries and max_depth must not be negative")
+		return nil, invalid(op, req.Path, abi.FilesBadRequest, "max_entries and max_depth must not be negative")
 	}
 	limit := min(DefaultMaxWalkEntries, s.opts.MaxWalkEntries)
 	if req.MaxEntries > 0 {
@@ -527,7 +528,7 @@ func (s *Set) Walk(ctx context.Context, req *WalkRequest) (*WalkResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &WalkResult{Path: t.abs, Entries: []Entry{}, Errors: []map[string]any{}}
+	res := &WalkResult{Path: t.abs, Entries: []Entry{}, Errors: []*Error{}}
 
 	// A stack of entries still to emit; a directory's children are read
 	// when it is popped (after it is emitted) and pushed in reverse.
@@ -591,7 +592,7 @@ func (s *Set) Walk(ctx context.Context, req *WalkRequest) (*WalkResult, error) {
 				res.ErrorsTruncated = true
 				continue
 			}
-			res.Errors = append(res.Errors, osError(op, it.e.Path, err).Fields())
+			res.Errors = append(res.Errors, osError(op, it.e.Path, err))
 		}
 	}
 	return res, nil
@@ -656,7 +657,7 @@ func (s *Set) Remove(_ context.Context, req *RemoveRequest) (*Empty, error) {
 func (s *Set) Rename(_ context.Context, req *RenameRequest) (*Empty, error) {
 	const op = OpRename
 	if req.Target == "" {
-		return nil, invalid(op, req.Path, TypeInvalidTarget, "target is required")
+		return nil, invalid(op, req.Path, abi.FilesInvalidTarget, "target is required")
 	}
 	src, err := s.lookup(op, req.Path, true)
 	if err != nil {
@@ -697,7 +698,7 @@ func (s *Set) Rename(_ context.Context, req *RenameRequest) (*Empty, error) {
 	if err := or.Rename(srel, drel); err != nil {
 		e := osError(op, src.given, err)
 		if e.ErrnoName == "EINVAL" { // e.g. a directory into itself
-			e.ErrorType = TypeInvalidTarget
+			e.ErrorType = abi.FilesInvalidTarget
 		}
 		return nil, e
 	}

@@ -2,6 +2,8 @@ package hostfn
 
 import (
 	"context"
+
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // Client is the MCP client behind the running request, as a plugin reaches
@@ -18,7 +20,7 @@ type Client interface {
 	// requests go to the client over the request's event stream and Input
 	// waits for the answers. 2026-07-28: answers come from the request's
 	// inputResponses; a missing one ends the call with an *Error of code
-	// InputRequired, after which the host answers input_required.
+	// abi.InputRequired, after which the host answers input_required.
 	Input(ctx context.Context, req []byte) ([]byte, error)
 	// Notify sends a server notification that is not about this request
 	// ({"method": "notifications/tools/list_changed" | ".../prompts/list_changed"
@@ -28,21 +30,21 @@ type Client interface {
 }
 
 var (
-	clientInfoDef = ReqResp(CoreModule, "client_info", func(_ context.Context, c *Call, _ []byte) ([]byte, error) {
+	clientInfoDef = ReqResp(abi.ModuleCore, "client_info", func(_ context.Context, c *Call, _ []byte) ([]byte, error) {
 		if c.Client == nil {
 			return []byte(`{"era":"none","clientCapabilities":{}}`), nil
 		}
 		return c.Client.Info(), nil
 	})
-	clientInputDef = ReqResp(CoreModule, "client_input", func(ctx context.Context, c *Call, req []byte) ([]byte, error) {
+	clientInputDef = ReqResp(abi.ModuleCore, "client_input", func(ctx context.Context, c *Call, req []byte) ([]byte, error) {
 		if c.Client == nil {
-			return nil, Errorf(Unavailable, "this call has no MCP client to ask for input")
+			return nil, Errorf(abi.Unavailable, "this call has no MCP client to ask for input")
 		}
 		return c.Client.Input(ctx, req)
 	})
-	notifyDef = ReqResp(CoreModule, "notify", func(ctx context.Context, c *Call, req []byte) ([]byte, error) {
+	notifyDef = ReqResp(abi.ModuleCore, "notify", func(ctx context.Context, c *Call, req []byte) ([]byte, error) {
 		if c.Client == nil {
-			return nil, Errorf(Unavailable, "this call has no MCP server to notify through")
+			return nil, Errorf(abi.Unavailable, "this call has no MCP server to notify through")
 		}
 		return nil, c.Client.Notify(ctx, req)
 	})

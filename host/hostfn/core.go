@@ -6,10 +6,8 @@ import (
 	"log/slog"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
-
-// CoreModule is the import module of the always-linked core functions.
-const CoreModule = "aiod:core"
 
 // ErrResultTooLarge is the trap cause when a guest writes more output than
 // its max_result_bytes.
@@ -29,11 +27,11 @@ func (core) Name() caps.Family { return "" }
 
 func (core) Defs() []Def {
 	return []Def{
-		{Module: CoreModule, Name: "input_read", Params: []ValueType{I32}, Fn: inputRead},
-		{Module: CoreModule, Name: "output_write", Params: []ValueType{I32, I32}, Results: []ValueType{I32}, Fn: outputWrite},
-		{Module: CoreModule, Name: "response_read", Params: []ValueType{I32}, Fn: responseRead},
-		{Module: CoreModule, Name: "log", Params: []ValueType{I32, I32, I32}, Fn: logFn},
-		{Module: CoreModule, Name: "progress", Params: []ValueType{F64, F64, I32, I32}, Fn: progressFn},
+		{Module: abi.ModuleCore, Name: "input_read", Params: []ValueType{I32}, Fn: inputRead},
+		{Module: abi.ModuleCore, Name: "output_write", Params: []ValueType{I32, I32}, Results: []ValueType{I32}, Fn: outputWrite},
+		{Module: abi.ModuleCore, Name: "response_read", Params: []ValueType{I32}, Fn: responseRead},
+		{Module: abi.ModuleCore, Name: "log", Params: []ValueType{I32, I32, I32}, Fn: logFn},
+		{Module: abi.ModuleCore, Name: "progress", Params: []ValueType{F64, F64, I32, I32}, Fn: progressFn},
 		clientInfoDef, clientInputDef, notifyDef,
 	}
 }
@@ -71,14 +69,11 @@ func responseRead(_ context.Context, c *Call, mem Memory, stack []uint64) {
 	c.resp = nil
 }
 
-// Log levels of aiod:core.log, as in RFC 5424 / MCP logging.
-var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
-
 const maxLogBytes = 64 << 10
 
 func logFn(ctx context.Context, c *Call, mem Memory, stack []uint64) {
 	level := int(uint32(stack[0]))
-	if level < 0 || level >= len(logLevels) {
+	if level < 0 || level >= len(abi.LogLevels) {
 		level = 1
 	}
 	n := min(uint32(stack[2]), maxLogBytes)
@@ -100,7 +95,7 @@ func logFn(ctx context.Context, c *Call, mem Memory, stack []uint64) {
 		c.Log.Log(ctx, sl, "plugin log", "plugin", c.Plugin, "msg", msg)
 	}
 	if c.Notify != nil {
-		c.Notify("notifications/message", map[string]any{"level": logLevels[level], "logger": c.Plugin, "data": msg})
+		c.Notify("notifications/message", map[string]any{"level": abi.LogLevels[level], "logger": c.Plugin, "data": msg})
 	}
 }
 

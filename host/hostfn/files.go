@@ -11,10 +11,8 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/fsroot"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
-
-// FilesModule is the import module of the files family.
-const FilesModule = "aiod:files"
 
 // FilesFamily is the aiod:files family (spec/abi/v1/files.md): read,
 // write, stat, exists, list, walk, mkdir, remove and rename, each scoped to
@@ -38,15 +36,15 @@ func (*FilesFamily) Name() caps.Family { return caps.Files }
 // Defs are the functions of aiod:files.
 func (f *FilesFamily) Defs() []Def {
 	return []Def{
-		ReqResp(FilesModule, "read", f.read),
-		ReqResp(FilesModule, "write", f.write),
-		ReqResp(FilesModule, "stat", fileOp(f, fsroot.OpStat, (*fsroot.Set).Stat)),
-		ReqResp(FilesModule, "exists", fileOp(f, fsroot.OpExists, (*fsroot.Set).Exists)),
-		ReqResp(FilesModule, "list", fileOp(f, fsroot.OpList, (*fsroot.Set).List)),
-		ReqResp(FilesModule, "walk", fileOp(f, fsroot.OpWalk, (*fsroot.Set).Walk)),
-		ReqResp(FilesModule, "mkdir", fileOp(f, fsroot.OpMkdir, (*fsroot.Set).Mkdir)),
-		ReqResp(FilesModule, "remove", fileOp(f, fsroot.OpRemove, (*fsroot.Set).Remove)),
-		ReqResp(FilesModule, "rename", fileOp(f, fsroot.OpRename, (*fsroot.Set).Rename)),
+		ReqResp(abi.ModuleFiles, "read", f.read),
+		ReqResp(abi.ModuleFiles, "write", f.write),
+		ReqResp(abi.ModuleFiles, "stat", fileOp(f, fsroot.OpStat, stat)),
+		ReqResp(abi.ModuleFiles, "exists", fileOp(f, fsroot.OpExists, exists)),
+		ReqResp(abi.ModuleFiles, "list", fileOp(f, fsroot.OpList, list)),
+		ReqResp(abi.ModuleFiles, "walk", fileOp(f, fsroot.OpWalk, walk)),
+		ReqResp(abi.ModuleFiles, "mkdir", fileOp(f, fsroot.OpMkdir, mkdir)),
+		ReqResp(abi.ModuleFiles, "remove", fileOp(f, fsroot.OpRemove, remove)),
+		ReqResp(abi.ModuleFiles, "rename", fileOp(f, fsroot.OpRename, rename)),
 	}
 }
 
@@ -65,7 +63,7 @@ func (f *FilesFamily) set(g *caps.Grant, op, path string) (*fsroot.Set, error) {
 	}
 	s, err := fsroot.New(g.FileRoots, f.opts)
 	if err != nil {
-		return nil, Errorf(Internal, "%v", err)
+		return nil, Errorf(abi.Internal, "%v", err)
 	}
 	if prev, loaded := f.sets.LoadOrStore(g, s); loaded {
 		s.Close() // nothing opened yet
@@ -73,6 +71,15 @@ func (f *FilesFamily) set(g *caps.Grant, op, path string) (*fsroot.Set, error) {
 	}
 	return s, nil
 }
+
+// Provision implements Lifecycle. The Set of a plugin opens lazily, on
+// its first call, so a root that is missing at load fails that call
+// rather than the load.
+func (f *FilesFamily) Provision(context.Context, *caps.Grant) error { return nil }
+
+// Cleanup implements Lifecycle: it closes and forgets the Set of the
+// unloaded plugin of grant g.
+func (f *FilesFamily) Cleanup(g *caps.Grant) { f.Release(g) }
 
 // Release closes and forgets the Set of grant g (when its plugin is
 // unloaded). Calls still running with it fail.
@@ -93,28 +100,29 @@ func (f *FilesFamily) Close() error {
 }
 
 // FileError converts an *fsroot.Error into an *Error whose Detail is the
-// structured file error; other errors are returned as they are.
+// structured file error (abi.FilesError); other errors are returned as
+// they are.
 func FileError(err error) error {
 	var fe *fsroot.Error
 	if !errors.As(err, &fe) {
 		return err
 	}
-	code := IO
-	switch fe.Code {
-	case fsroot.CodeDenied:
-		code = Denied
-	case fsroot.CodeInvalid:
-		code = Invalid
-	case fsroot.CodeNotFound:
-		code = NotFound
-	case fsroot.CodeExists:
-		code = Exists
-	case fsroot.CodeTooLarge:
-		code = TooLarge
-	case fsroot.CodeUnavailable:
-		code = Unavailable
+	w := filesError(fe)
+	b, _ := json.Marshal(w)
+	var detail map[string]any
+	_ = json.Unmarshal(b, &detail)
+	return &Error{Code: fe.Code, Message: fe.Message, Detail: detail}
+}
+
+// filesError is the wire form of fe (without code).
+func filesError(fe *fsroot.Error) abi.FilesError {
+	w := abi.FilesError{ErrorType: fe.ErrorType, ExceptionType: fe.ExceptionType, Message: fe.Message,
+		Operation: fe.Operation, Path: fe.Path, Retryable: fe.Retryable}
+	if fe.ErrnoName != "" || fe.Errno != 0 {
+		errno, name := fe.Errno, fe.ErrnoName
+		w.Errno, w.ErrnoName = &errno, &name
 	}
-	return &Error{Code: code, Message: fe.Message, Detail: fe.Fields()}
+	return w
 }
 
 // decodeStrict decodes one JSON object, refusing unknown fields and
@@ -144,8 +152,8 @@ func pathOf(raw []byte) string {
 	return p.Path
 }
 
-// fileOp wraps a JSON-in, JSON-out operation of fsroot.Set.
-func fileOp[Req, Resp any](f *FilesFamily, op string, fn func(*fsroot.Set, context.Context, *Req) (Resp, error)) func(context.Context, *Call, []byte) ([]byte, error) {
+// fileOp wraps a JSON-in, JSON-out operation on the plugin's fsroot.Set.
+func fileOp[Req, Resp any](f *FilesFamily, op string, fn func(context.Context, *fsroot.Set, *Req) (Resp, error)) func(context.Context, *Call, []byte) ([]byte, error) {
 	return func(ctx context.Context, c *Call, raw []byte) ([]byte, error) {
 		var req Req
 		if err := decodeStrict(op, raw, &req); err != nil {
@@ -155,7 +163,7 @@ func fileOp[Req, Resp any](f *FilesFamily, op string, fn func(*fsroot.Set, conte
 		if err != nil {
 			return nil, err
 		}
-		resp, err := fn(s, ctx, &req)
+		resp, err := fn(ctx, s, &req)
 		if err != nil {
 			return nil, FileError(err)
 		}
@@ -163,9 +171,81 @@ func fileOp[Req, Resp any](f *FilesFamily, op string, fn func(*fsroot.Set, conte
 	}
 }
 
+// The operations: each maps its wire request to fsroot's and fsroot's
+// result to the wire response.
+
+func stat(ctx context.Context, s *fsroot.Set, r *abi.FilesStatRequest) (*abi.FilesInfo, error) {
+	i, err := s.Stat(ctx, &fsroot.StatRequest{Path: r.Path, Lstat: r.Lstat})
+	if err != nil {
+		return nil, err
+	}
+	return &abi.FilesInfo{Name: i.Name, Path: i.Path, IsDirectory: i.IsDirectory, IsFile: i.IsFile, IsSymlink: i.IsSymlink,
+		Size: i.Size, Mode: i.Mode, ModeString: i.ModeString, ModifiedTime: i.ModifiedTime, SymlinkTarget: i.SymlinkTarget}, nil
+}
+
+func exists(ctx context.Context, s *fsroot.Set, r *abi.FilesPathRequest) (*abi.FilesExistsResponse, error) {
+	e, err := s.Exists(ctx, &fsroot.ExistsRequest{Path: r.Path})
+	if err != nil {
+		return nil, err
+	}
+	return &abi.FilesExistsResponse{Exists: e.Exists, IsDirectory: e.IsDirectory, IsFile: e.IsFile}, nil
+}
+
+func entries(es []fsroot.Entry) []abi.FilesEntry {
+	out := make([]abi.FilesEntry, len(es))
+	for i, e := range es {
+		out[i] = abi.FilesEntry{Name: e.Name, Path: e.Path, IsDirectory: e.IsDirectory, IsSymlink: e.IsSymlink,
+			Size: e.Size, ModifiedTime: e.ModifiedTime, Depth: e.Depth}
+	}
+	return out
+}
+
+func list(ctx context.Context, s *fsroot.Set, r *abi.FilesListRequest) (*abi.FilesListResponse, error) {
+	l, err := s.List(ctx, &fsroot.ListRequest{Path: r.Path, MaxEntries: r.MaxEntries})
+	if err != nil {
+		return nil, err
+	}
+	return &abi.FilesListResponse{Path: l.Path, Entries: entries(l.Entries), TotalCount: l.TotalCount, Truncated: l.Truncated}, nil
+}
+
+func walk(ctx context.Context, s *fsroot.Set, r *abi.FilesWalkRequest) (*abi.FilesWalkResponse, error) {
+	w, err := s.Walk(ctx, &fsroot.WalkRequest{Path: r.Path, MaxDepth: r.MaxDepth, MaxEntries: r.MaxEntries})
+	if err != nil {
+		return nil, err
+	}
+	resp := &abi.FilesWalkResponse{Path: w.Path, Entries: entries(w.Entries), Truncated: w.Truncated,
+		DepthLimited: w.DepthLimited, Errors: make([]abi.FilesError, len(w.Errors)), ErrorsTruncated: w.ErrorsTruncated}
+	for i, e := range w.Errors {
+		resp.Errors[i] = filesError(e)
+	}
+	return resp, nil
+}
+
+func mkdir(ctx context.Context, s *fsroot.Set, r *abi.FilesMkdirRequest) (*abi.FilesMkdirResponse, error) {
+	m, err := s.Mkdir(ctx, &fsroot.MkdirRequest{Path: r.Path, Parents: r.Parents, Mode: r.Mode})
+	if err != nil {
+		return nil, err
+	}
+	return &abi.FilesMkdirResponse{Created: m.Created}, nil
+}
+
+func remove(ctx context.Context, s *fsroot.Set, r *abi.FilesRemoveRequest) (*abi.Empty, error) {
+	if _, err := s.Remove(ctx, &fsroot.RemoveRequest{Path: r.Path, Recursive: r.Recursive}); err != nil {
+		return nil, err
+	}
+	return &abi.Empty{}, nil
+}
+
+func rename(ctx context.Context, s *fsroot.Set, r *abi.FilesRenameRequest) (*abi.Empty, error) {
+	if _, err := s.Rename(ctx, &fsroot.RenameRequest{Path: r.Path, Target: r.Target, Overwrite: r.Overwrite}); err != nil {
+		return nil, err
+	}
+	return &abi.Empty{}, nil
+}
+
 // read answers with the raw bytes of the file (not JSON).
 func (f *FilesFamily) read(ctx context.Context, c *Call, raw []byte) ([]byte, error) {
-	var req fsroot.ReadRequest
+	var req abi.FilesReadRequest
 	if err := decodeStrict(fsroot.OpRead, raw, &req); err != nil {
 		return nil, err
 	}
@@ -173,7 +253,8 @@ func (f *FilesFamily) read(ctx context.Context, c *Call, raw []byte) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.Read(ctx, &req)
+	b, err := s.Read(ctx, &fsroot.ReadRequest{Path: req.Path, StartLine: req.StartLine, EndLine: req.EndLine,
+		Offset: req.Offset, Length: req.Length, MaxBytes: req.MaxBytes})
 	if err != nil {
 		return nil, FileError(err)
 	}
@@ -181,7 +262,7 @@ func (f *FilesFamily) read(ctx context.Context, c *Call, raw []byte) ([]byte, er
 }
 
 // write takes a 4-byte little-endian header length, the JSON header
-// (fsroot.WriteRequest), then the content bytes to the end.
+// (abi.FilesWriteRequest), then the content bytes to the end.
 func (f *FilesFamily) write(ctx context.Context, c *Call, raw []byte) ([]byte, error) {
 	const op = fsroot.OpWrite
 	if len(raw) < 4 {
@@ -192,7 +273,7 @@ func (f *FilesFamily) write(ctx context.Context, c *Call, raw []byte) ([]byte, e
 		return nil, FileError(fsroot.InvalidError(op, "", "bad request: header length exceeds the request"))
 	}
 	hdr, content := raw[4:4+n], raw[4+n:]
-	var req fsroot.WriteRequest
+	var req abi.FilesWriteRequest
 	if err := decodeStrict(op, hdr, &req); err != nil {
 		return nil, err
 	}
@@ -200,9 +281,9 @@ func (f *FilesFamily) write(ctx context.Context, c *Call, raw []byte) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.Write(ctx, &req, content)
+	res, err := s.Write(ctx, &fsroot.WriteRequest{Path: req.Path, Append: req.Append, Exclusive: req.Exclusive, Mode: req.Mode}, content)
 	if err != nil {
 		return nil, FileError(err)
 	}
-	return json.Marshal(res)
+	return json.Marshal(abi.FilesWriteResponse{BytesWritten: res.BytesWritten})
 }

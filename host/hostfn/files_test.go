@@ -1,6 +1,8 @@
 package hostfn
 
 import (
+	"github.com/aiodhq/aiod/sdk/abi"
+
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -79,19 +81,19 @@ func grantFiles(paths ...caps.PathScope) *caps.Grant {
 
 // invoke runs function name with the raw request, as a guest would: the
 // request in memory, the packed result, then aiod:core.response_read.
-func (e *filesEnv) invoke(t *testing.T, name string, req []byte) (Code, []byte) {
+func (e *filesEnv) invoke(t *testing.T, name string, req []byte) (abi.Code, []byte) {
 	t.Helper()
 	return invokeDef(t, e.defs[name], e.call, req)
 }
 
-func invokeDef(t *testing.T, d Def, c *Call, req []byte) (Code, []byte) {
+func invokeDef(t *testing.T, d Def, c *Call, req []byte) (abi.Code, []byte) {
 	t.Helper()
 	const reqAt = 16
 	mem := make(fakeMem, reqAt+len(req)+(17<<20))
 	copy(mem[reqAt:], req)
 	stack := []uint64{reqAt, uint64(len(req))}
 	d.Fn(context.Background(), c, mem, stack)
-	code, n := Code(stack[0]>>32), uint32(stack[0])
+	code, n := abi.Code(stack[0]>>32), uint32(stack[0])
 	if n == 0 {
 		return code, nil
 	}
@@ -275,7 +277,7 @@ func TestFilesHappyPaths(t *testing.T) {
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
 			code, resp := e.invoke(t, st.fn, st.req)
-			if code != OK {
+			if code != abi.OK {
 				t.Fatalf("code %v: %s", code, resp)
 			}
 			st.check(t, resp)
@@ -287,7 +289,7 @@ func TestFilesMissingFileError(t *testing.T) {
 	e := newFilesEnv(t)
 	p := e.rw + "/agent-missing.txt"
 	code, resp := e.invoke(t, "read", js(map[string]any{"path": p}))
-	if code != NotFound {
+	if code != abi.NotFound {
 		t.Fatalf("code %v", code)
 	}
 	want := `{"code":"not_found","errno":2,"errno_name":"ENOENT","error_type":"not_found",` +
@@ -308,25 +310,25 @@ func TestFilesErrors(t *testing.T) {
 		name    string
 		fn      string
 		req     []byte
-		code    Code
+		code    abi.Code
 		errType string
 		msg     string // substring
 	}{
-		{"outside", "read", js(map[string]any{"path": "/etc/passwd"}), Denied, "permission_denied", "Failed to read file: /etc/passwd is outside the plugin's granted roots"},
-		{"dotdot", "stat", js(map[string]any{"path": e.rw + "/../outside/secret.txt"}), Denied, "permission_denied", "outside the plugin's granted roots"},
-		{"relative", "read", js(map[string]any{"path": "file.txt"}), Invalid, "invalid_path", "path must be absolute"},
-		{"directory", "read", js(map[string]any{"path": e.rw + "/sub"}), Invalid, "invalid_path", "Failed to read file: Is a directory (os error 21)"},
-		{"too large", "read", js(map[string]any{"path": sparse}), TooLarge, "bad_request", "file exceeds the 16 MiB buffered text limit"},
-		{"unknown field", "read", js(map[string]any{"path": e.rw + "/file.txt", "startLine": 1}), Invalid, "bad_request", `unknown field "startLine"`},
-		{"trailing", "stat", []byte(`{"path":"/x"} {}`), Invalid, "bad_request", "trailing data"},
-		{"not json", "list", []byte(`nope`), Invalid, "bad_request", "bad request"},
-		{"short write", "write", []byte{1, 0}, Invalid, "bad_request", "4-byte header length"},
-		{"bad header length", "write", []byte{200, 0, 0, 0, '{', '}'}, Invalid, "bad_request", "header length exceeds"},
-		{"ro write", "write", writeReq(map[string]any{"path": e.ro + "/ro.txt"}, []byte("x")), Denied, "permission_denied", "read-only root"},
-		{"ro mkdir", "mkdir", js(map[string]any{"path": e.ro + "/d"}), Denied, "permission_denied", "read-only root"},
-		{"ro remove", "remove", js(map[string]any{"path": e.ro + "/ro.txt"}), Denied, "permission_denied", "read-only root"},
-		{"ro rename", "rename", js(map[string]any{"path": e.ro + "/ro.txt", "target": e.rw + "/x"}), Denied, "permission_denied", "read-only root"},
-		{"exists", "mkdir", js(map[string]any{"path": e.rw + "/sub"}), Exists, "already_exists", "Failed to create directory: File exists (os error 17)"},
+		{"outside", "read", js(map[string]any{"path": "/etc/passwd"}), abi.Denied, "permission_denied", "Failed to read file: /etc/passwd is outside the plugin's granted roots"},
+		{"dotdot", "stat", js(map[string]any{"path": e.rw + "/../outside/secret.txt"}), abi.Denied, "permission_denied", "outside the plugin's granted roots"},
+		{"relative", "read", js(map[string]any{"path": "file.txt"}), abi.Invalid, "invalid_path", "path must be absolute"},
+		{"directory", "read", js(map[string]any{"path": e.rw + "/sub"}), abi.Invalid, "invalid_path", "Failed to read file: Is a directory (os error 21)"},
+		{"too large", "read", js(map[string]any{"path": sparse}), abi.TooLarge, "bad_request", "file exceeds the 16 MiB buffered text limit"},
+		{"unknown field", "read", js(map[string]any{"path": e.rw + "/file.txt", "startLine": 1}), abi.Invalid, "bad_request", `unknown field "startLine"`},
+		{"trailing", "stat", []byte(`{"path":"/x"} {}`), abi.Invalid, "bad_request", "trailing data"},
+		{"not json", "list", []byte(`nope`), abi.Invalid, "bad_request", "bad request"},
+		{"short write", "write", []byte{1, 0}, abi.Invalid, "bad_request", "4-byte header length"},
+		{"bad header length", "write", []byte{200, 0, 0, 0, '{', '}'}, abi.Invalid, "bad_request", "header length exceeds"},
+		{"ro write", "write", writeReq(map[string]any{"path": e.ro + "/ro.txt"}, []byte("x")), abi.Denied, "permission_denied", "read-only root"},
+		{"ro mkdir", "mkdir", js(map[string]any{"path": e.ro + "/d"}), abi.Denied, "permission_denied", "read-only root"},
+		{"ro remove", "remove", js(map[string]any{"path": e.ro + "/ro.txt"}), abi.Denied, "permission_denied", "read-only root"},
+		{"ro rename", "rename", js(map[string]any{"path": e.ro + "/ro.txt", "target": e.rw + "/x"}), abi.Denied, "permission_denied", "read-only root"},
+		{"exists", "mkdir", js(map[string]any{"path": e.rw + "/sub"}), abi.Exists, "already_exists", "Failed to create directory: File exists (os error 17)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -378,7 +380,7 @@ func TestFilesEscapesEveryFunction(t *testing.T) {
 			fn, _, _ := strings.Cut(name, " ")
 			code, resp := e.invoke(t, fn, req)
 			m := decodeObj(t, resp)
-			if code != Denied || m["errno"] != 13.0 || m["errno_name"] != "EACCES" || m["exception_type"] != "PermissionError" || m["error_type"] != "permission_denied" {
+			if code != abi.Denied || m["errno"] != 13.0 || m["errno_name"] != "EACCES" || m["exception_type"] != "PermissionError" || m["error_type"] != "permission_denied" {
 				t.Fatalf("%s: code %v %s", name, code, resp)
 			}
 			if bytes.Contains(resp, []byte("SECRET")) {
@@ -402,16 +404,16 @@ func TestFilesBinaryRoundTrip(t *testing.T) {
 	}
 	data = append(data, []byte(`{"not":"json"}`)...)
 	p := e.rw + "/bin.dat"
-	if code, resp := e.invoke(t, "write", writeReq(map[string]any{"path": p}, data)); code != OK {
+	if code, resp := e.invoke(t, "write", writeReq(map[string]any{"path": p}, data)); code != abi.OK {
 		t.Fatalf("write %v %s", code, resp)
 	}
 	code, resp := e.invoke(t, "read", js(map[string]any{"path": p}))
-	if code != OK || !bytes.Equal(resp, data) {
+	if code != abi.OK || !bytes.Equal(resp, data) {
 		t.Fatalf("read %v: %d bytes", code, len(resp))
 	}
 	// An empty file reads as an empty response.
 	e.invoke(t, "write", writeReq(map[string]any{"path": p}, nil))
-	if code, resp := e.invoke(t, "read", js(map[string]any{"path": p})); code != OK || len(resp) != 0 {
+	if code, resp := e.invoke(t, "read", js(map[string]any{"path": p})); code != abi.OK || len(resp) != 0 {
 		t.Fatalf("empty: %v %q", code, resp)
 	}
 }
@@ -430,7 +432,7 @@ func TestFilesGrantRequired(t *testing.T) {
 			c := &Call{Grant: tc.g}
 			code, resp := invokeDef(t, e.defs["read"], c, js(map[string]any{"path": e.rw + "/file.txt"}))
 			m := decodeObj(t, resp)
-			if code != Denied || m["error_type"] != "permission_denied" || m["path"] != e.rw+"/file.txt" || !strings.Contains(m["message"].(string), tc.why) {
+			if code != abi.Denied || m["error_type"] != "permission_denied" || m["path"] != e.rw+"/file.txt" || !strings.Contains(m["message"].(string), tc.why) {
 				t.Fatalf("%v %s", code, resp)
 			}
 		})
@@ -459,7 +461,7 @@ func TestFilesSetCachedPerGrant(t *testing.T) {
 		t.Fatal("release kept the set")
 	}
 	// The family still serves after a release.
-	if code, resp := e.invoke(t, "read", js(map[string]any{"path": e.rw + "/file.txt"})); code != OK || string(resp) != "hello\nworld\n" {
+	if code, resp := e.invoke(t, "read", js(map[string]any{"path": e.rw + "/file.txt"})); code != abi.OK || string(resp) != "hello\nworld\n" {
 		t.Fatalf("%v %s", code, resp)
 	}
 }

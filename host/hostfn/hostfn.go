@@ -25,6 +25,7 @@ import (
 	"log/slog"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // ValueType is a wasm value type of a host function signature.
@@ -64,39 +65,22 @@ type Family interface {
 	Defs() []Def
 }
 
-// Code is a host function error code (spec/abi/v1.md §5.2).
-type Code uint32
-
-// The error codes.
-const (
-	OK          Code = 0
-	Denied      Code = 1 // outside the grant
-	Invalid     Code = 2 // malformed request
-	NotFound    Code = 3
-	Exists      Code = 4
-	IO          Code = 5
-	TooLarge    Code = 6
-	Timeout     Code = 7
-	Unavailable Code = 8
-	Internal    Code = 9
-	// InputRequired: the client must be asked for input first (an MRTR
-	// round); the guest unwinds and the host answers input_required.
-	InputRequired Code = 10
-)
-
-var codeNames = [...]string{"ok", "denied", "invalid", "not_found", "exists", "io", "too_large", "timeout", "unavailable", "internal", "input_required"}
-
-func (c Code) String() string {
-	if int(c) < len(codeNames) {
-		return codeNames[c]
-	}
-	return fmt.Sprintf("code(%d)", c)
+// Lifecycle is implemented by a Family that keeps state per loaded
+// plugin. The registry calls Provision when it loads a plugin granted the
+// family (before any call) and Cleanup once, when the last reference to
+// that loaded plugin is released: after a reload replaced or dropped it
+// and its calls in flight finished, or when the registry closes. A reload
+// that carries an unchanged plugin over calls neither. The grant pointer
+// identifies the loaded plugin: every load computes its own grant.
+type Lifecycle interface {
+	Provision(ctx context.Context, g *caps.Grant) error
+	Cleanup(g *caps.Grant)
 }
 
 // Error is a host function failure carried back to the guest as
 // {"code": "...", "message": "...", ...Detail}.
 type Error struct {
-	Code    Code
+	Code    abi.Code
 	Message string
 	// Detail is merged into the error object (for files: errno,
 	// errno_name, error_type, exception_type, operation, path, retryable).
@@ -106,7 +90,7 @@ type Error struct {
 func (e *Error) Error() string { return e.Code.String() + ": " + e.Message }
 
 // Errorf makes an *Error.
-func Errorf(code Code, format string, a ...any) *Error {
+func Errorf(code abi.Code, format string, a ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, a...)}
 }
 
@@ -161,7 +145,7 @@ func ReqResp(module, name string, fn func(ctx context.Context, c *Call, req []by
 			}
 			req = append([]byte(nil), req...)
 			resp, err := fn(ctx, c, req)
-			code := OK
+			code := abi.OK
 			if err != nil {
 				code, resp = encodeError(err)
 			}
@@ -171,12 +155,12 @@ func ReqResp(module, name string, fn func(ctx context.Context, c *Call, req []by
 	}
 }
 
-func encodeError(err error) (Code, []byte) {
+func encodeError(err error) (abi.Code, []byte) {
 	var he *Error
 	if !errors.As(err, &he) {
-		he = &Error{Code: Internal, Message: err.Error()}
+		he = &Error{Code: abi.Internal, Message: err.Error()}
 		if errors.Is(err, ErrDenied) {
-			he.Code = Denied
+			he.Code = abi.Denied
 		}
 	}
 	obj := make(map[string]any, len(he.Detail)+2)
@@ -195,7 +179,7 @@ func JSON[Req, Resp any](fn func(ctx context.Context, c *Call, req *Req) (Resp, 
 		var r Req
 		if len(raw) > 0 {
 			if err := json.Unmarshal(raw, &r); err != nil {
-				return nil, Errorf(Invalid, "bad request: %v", err)
+				return nil, Errorf(abi.Invalid, "bad request: %v", err)
 			}
 		}
 		resp, err := fn(ctx, c, &r)

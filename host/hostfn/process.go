@@ -13,13 +13,8 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/proc"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
-
-// ProcessModule is the import module of the process family.
-const ProcessModule = "aiod:process"
-
-// DefaultSession is the shell session used when a request names none.
-const DefaultSession = "default"
 
 // ProcessFamily is the aiod:process family (spec/abi/v1/process.md): spawn
 // runs a granted program to completion, shell_exec runs a command in a
@@ -41,105 +36,27 @@ func (*ProcessFamily) Name() caps.Family { return caps.Process }
 // Defs are the functions of aiod:process.
 func (f *ProcessFamily) Defs() []Def {
 	return []Def{
-		ReqResp(ProcessModule, "spawn", strictJSON(f.spawn)),
-		ReqResp(ProcessModule, "shell_exec", strictJSON(f.shellExec)),
-		ReqResp(ProcessModule, "shell_close", strictJSON(f.shellClose)),
-		ReqResp(ProcessModule, "which", strictJSON(f.which)),
+		ReqResp(abi.ModuleProcess, "spawn", strictJSON(f.spawn)),
+		ReqResp(abi.ModuleProcess, "shell_exec", strictJSON(f.shellExec)),
+		ReqResp(abi.ModuleProcess, "shell_close", strictJSON(f.shellClose)),
+		ReqResp(abi.ModuleProcess, "which", strictJSON(f.which)),
 	}
 }
 
-// SpawnRequest is the request of aiod:process.spawn.
-type SpawnRequest struct {
-	Argv           []string          `json:"argv"`
-	Env            map[string]string `json:"env,omitempty"`
-	Cwd            string            `json:"cwd,omitempty"`
-	Stdin          *string           `json:"stdin,omitempty"`
-	TimeoutMs      int64             `json:"timeout_ms,omitempty"`
-	MaxOutputBytes int64             `json:"max_output_bytes,omitempty"`
-}
-
-// SpawnResponse is the response of aiod:process.spawn.
-type SpawnResponse struct {
-	ExitCode        int    `json:"exit_code"`
-	Signal          string `json:"signal"`
-	TimedOut        bool   `json:"timed_out"`
-	Killed          string `json:"killed"`
-	DurationMs      int64  `json:"duration_ms"`
-	Stdout          string `json:"stdout"`
-	Stderr          string `json:"stderr"`
-	StdoutTruncated bool   `json:"stdout_truncated"`
-	StderrTruncated bool   `json:"stderr_truncated"`
-	Program         string `json:"program"`
-	Cwd             string `json:"cwd"`
-}
-
-// ShellExecRequest is the request of aiod:process.shell_exec.
-type ShellExecRequest struct {
-	Session        string `json:"session,omitempty"`
-	NewSession     bool   `json:"new_session,omitempty"`
-	Cmd            string `json:"cmd"`
-	Cwd            string `json:"cwd,omitempty"`
-	TimeoutMs      int64  `json:"timeout_ms,omitempty"`
-	MaxOutputBytes int64  `json:"max_output_bytes,omitempty"`
-}
-
-// ShellExecResponse is the response of aiod:process.shell_exec.
-type ShellExecResponse struct {
-	Session    string `json:"session"`
-	Status     string `json:"status"`
-	Output     string `json:"output"`
-	ExitCode   *int   `json:"exit_code"`
-	Cwd        string `json:"cwd"`
-	Truncated  bool   `json:"truncated"`
-	DurationMs int64  `json:"duration_ms"`
-	Restarted  bool   `json:"restarted"`
-	Reason     string `json:"reason"`
-}
-
-// ShellCloseRequest is the request of aiod:process.shell_close.
-type ShellCloseRequest struct {
-	Session string `json:"session,omitempty"`
-}
-
-// ShellCloseResponse is the response of aiod:process.shell_close.
-type ShellCloseResponse struct {
-	Closed bool `json:"closed"`
-}
-
-// WhichRequest is the request of aiod:process.which.
-type WhichRequest struct {
-	Names []string `json:"names"`
-}
-
-// WhichProgram is one program in a WhichResponse.
-type WhichProgram struct {
-	Name    string `json:"name"`
-	Path    string `json:"path"`
-	Allowed bool   `json:"allowed"`
-}
-
-// WhichResponse is the response of aiod:process.which.
-type WhichResponse struct {
-	Programs []WhichProgram `json:"programs"`
-}
-
-// maxWhichNames bounds one which request.
-const maxWhichNames = 64
-
 func processGrant(c *Call) (*caps.Grant, error) {
 	if c.Grant == nil || !c.Grant.Has(caps.Process) {
-		return nil, Errorf(Denied, "the plugin has no process grant")
+		return nil, Errorf(abi.Denied, "the plugin has no process grant")
 	}
 	return c.Grant, nil
 }
 
-func (f *ProcessFamily) spawn(ctx context.Context, c *Call, req *SpawnRequest) (*SpawnResponse, error) {
+func (f *ProcessFamily) spawn(ctx context.Context, c *Call, req *abi.ProcessSpawnRequest) (*abi.ProcessSpawnResponse, error) {
 	g, err := processGrant(c)
 	if err != nil {
 		return nil, err
 	}
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
-		return nil, Errorf(Invalid, "argv is required")
+		return nil, Errorf(abi.Invalid, "argv is required")
 	}
 	anyProgram := slices.Contains(g.Commands, "*")
 	env, err := proc.MergeEnv(f.m.Config().BaseEnv, req.Env, anyProgram)
@@ -166,7 +83,7 @@ func (f *ProcessFamily) spawn(ctx context.Context, c *Call, req *SpawnRequest) (
 	if err != nil {
 		return nil, procError(err)
 	}
-	return &SpawnResponse{
+	return &abi.ProcessSpawnResponse{
 		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Killed: res.Killed,
 		DurationMs: res.Duration.Milliseconds(),
 		Stdout:     string(res.Stdout), Stderr: string(res.Stderr),
@@ -175,16 +92,16 @@ func (f *ProcessFamily) spawn(ctx context.Context, c *Call, req *SpawnRequest) (
 	}, nil
 }
 
-func (f *ProcessFamily) shellExec(ctx context.Context, c *Call, req *ShellExecRequest) (*ShellExecResponse, error) {
+func (f *ProcessFamily) shellExec(ctx context.Context, c *Call, req *abi.ProcessShellExecRequest) (*abi.ProcessShellExecResponse, error) {
 	g, err := processGrant(c)
 	if err != nil {
 		return nil, err
 	}
 	if !g.Shell {
-		return nil, Errorf(Denied, "the plugin has no shell grant")
+		return nil, Errorf(abi.Denied, "the plugin has no shell grant")
 	}
 	if req.Cmd == "" {
-		return nil, Errorf(Invalid, "cmd is required")
+		return nil, Errorf(abi.Invalid, "cmd is required")
 	}
 	session := req.Session
 	switch {
@@ -193,7 +110,7 @@ func (f *ProcessFamily) shellExec(ctx context.Context, c *Call, req *ShellExecRe
 		_, _ = rand.Read(b[:])
 		session = "new-" + hex.EncodeToString(b[:])
 	case session == "":
-		session = DefaultSession
+		session = abi.DefaultShellSession
 	}
 	key := proc.Key{Plugin: c.Plugin, Owner: c.Owner, Session: session}
 	var cwd string
@@ -216,43 +133,43 @@ func (f *ProcessFamily) shellExec(ctx context.Context, c *Call, req *ShellExecRe
 	if err != nil {
 		return nil, procError(err)
 	}
-	return &ShellExecResponse{
+	return &abi.ProcessShellExecResponse{
 		Session: session, Status: res.Status, Output: string(res.Output), ExitCode: res.ExitCode,
 		Cwd: res.Cwd, Truncated: res.Truncated, DurationMs: res.Duration.Milliseconds(),
 		Restarted: res.Restarted, Reason: res.Reason,
 	}, nil
 }
 
-func (f *ProcessFamily) shellClose(ctx context.Context, c *Call, req *ShellCloseRequest) (*ShellCloseResponse, error) {
+func (f *ProcessFamily) shellClose(ctx context.Context, c *Call, req *abi.ProcessShellCloseRequest) (*abi.ProcessShellCloseResponse, error) {
 	g, err := processGrant(c)
 	if err != nil {
 		return nil, err
 	}
 	if !g.Shell {
-		return nil, Errorf(Denied, "the plugin has no shell grant")
+		return nil, Errorf(abi.Denied, "the plugin has no shell grant")
 	}
 	session := req.Session
 	if session == "" {
-		session = DefaultSession
+		session = abi.DefaultShellSession
 	}
 	closed, err := f.m.CloseSession(ctx, proc.Key{Plugin: c.Plugin, Owner: c.Owner, Session: session})
 	if err != nil {
 		return nil, procError(err)
 	}
-	return &ShellCloseResponse{Closed: closed}, nil
+	return &abi.ProcessShellCloseResponse{Closed: closed}, nil
 }
 
-func (f *ProcessFamily) which(_ context.Context, c *Call, req *WhichRequest) (*WhichResponse, error) {
+func (f *ProcessFamily) which(_ context.Context, c *Call, req *abi.ProcessWhichRequest) (*abi.ProcessWhichResponse, error) {
 	g, err := processGrant(c)
 	if err != nil {
 		return nil, err
 	}
-	if len(req.Names) > maxWhichNames {
-		return nil, Errorf(Invalid, "at most %d names", maxWhichNames)
+	if len(req.Names) > abi.MaxWhichNames {
+		return nil, Errorf(abi.Invalid, "at most %d names", abi.MaxWhichNames)
 	}
-	resp := &WhichResponse{Programs: make([]WhichProgram, 0, len(req.Names))}
+	resp := &abi.ProcessWhichResponse{Programs: make([]abi.ProcessWhichProgram, 0, len(req.Names))}
 	for _, name := range req.Names {
-		p := WhichProgram{Name: name, Allowed: true}
+		p := abi.ProcessWhichProgram{Name: name, Allowed: true}
 		path, err := f.m.ResolveProgram(name, g.Commands, "")
 		switch {
 		case err == nil:
@@ -283,7 +200,7 @@ func cwdFor(g *caps.Grant, cwd string) (string, error) {
 			return dir, nil
 		}
 	}
-	return "", Errorf(NotFound, "none of the granted working directories exists")
+	return "", Errorf(abi.NotFound, "none of the granted working directories exists")
 }
 
 // callTimeout is the request's timeout (or the default), shortened to end
@@ -307,20 +224,20 @@ func callTimeout(ctx context.Context, ms int64, cfg proc.Config) time.Duration {
 func procError(err error) error {
 	var pe *proc.Error
 	if !errors.As(err, &pe) {
-		return Errorf(IO, "%v", err)
+		return Errorf(abi.IO, "%v", err)
 	}
-	code := Internal
+	code := abi.Internal
 	switch {
 	case errors.Is(pe.Kind, proc.ErrDenied):
-		code = Denied
+		code = abi.Denied
 	case errors.Is(pe.Kind, proc.ErrInvalid):
-		code = Invalid
+		code = abi.Invalid
 	case errors.Is(pe.Kind, proc.ErrNotFound):
-		code = NotFound
+		code = abi.NotFound
 	case errors.Is(pe.Kind, proc.ErrTooLarge):
-		code = TooLarge
+		code = abi.TooLarge
 	case errors.Is(pe.Kind, proc.ErrBusy), errors.Is(pe.Kind, proc.ErrClosed):
-		code = Unavailable
+		code = abi.Unavailable
 	}
 	return &Error{Code: code, Message: pe.Msg}
 }
@@ -339,7 +256,7 @@ func strictJSON[Req, Resp any](fn func(ctx context.Context, c *Call, req *Req) (
 				err = errors.New("trailing data after the JSON object")
 			}
 			if err != nil {
-				return nil, Errorf(Invalid, "bad request: %v", err)
+				return nil, Errorf(abi.Invalid, "bad request: %v", err)
 			}
 		}
 		resp, err := fn(ctx, c, &r)

@@ -1,6 +1,8 @@
 package hostfn
 
 import (
+	"github.com/aiodhq/aiod/sdk/abi"
+
 	"context"
 	"encoding/json"
 	"os"
@@ -33,13 +35,13 @@ func (m guestMem) Write(off uint32, b []byte) bool {
 
 // guestCall calls d as a guest would: request in memory, packed result,
 // then aiod:core.response_read.
-func guestCall(ctx context.Context, d Def, c *Call, req []byte) (Code, []byte) {
+func guestCall(ctx context.Context, d Def, c *Call, req []byte) (abi.Code, []byte) {
 	const at = 8
 	mem := make(guestMem, at+len(req))
 	copy(mem[at:], req)
 	stack := []uint64{at, uint64(len(req))}
 	d.Fn(ctx, c, mem, stack)
-	code, n := Code(stack[0]>>32), uint32(stack[0])
+	code, n := abi.Code(stack[0]>>32), uint32(stack[0])
 	out := make(guestMem, n)
 	for _, cd := range Core().Defs() {
 		if cd.Name == "response_read" && n > 0 {
@@ -92,7 +94,7 @@ func newProcEnv(t *testing.T) *procEnv {
 	return e
 }
 
-func (e *procEnv) call(t *testing.T, c *Call, name string, req any) (Code, map[string]any) {
+func (e *procEnv) call(t *testing.T, c *Call, name string, req any) (abi.Code, map[string]any) {
 	t.Helper()
 	raw, ok := req.(string)
 	if !ok {
@@ -137,41 +139,41 @@ func TestProcessSpawn(t *testing.T) {
 		name    string
 		c       *Call
 		req     any
-		code    Code
+		code    abi.Code
 		msg     string         // substring of the error message
 		want    map[string]any // fields of a successful response
 		wantOut string
 	}{
 		{name: "stdin env cwd", c: shOnly,
-			req:  SpawnRequest{Argv: []string{"sh", "-c", `cat; echo "$FOO"; pwd; exit 3`}, Stdin: str("in\n"), Env: map[string]string{"FOO": "bar"}, Cwd: e.sub},
+			req:  abi.ProcessSpawnRequest{Argv: []string{"sh", "-c", `cat; echo "$FOO"; pwd; exit 3`}, Stdin: str("in\n"), Env: map[string]string{"FOO": "bar"}, Cwd: e.sub},
 			want: map[string]any{"exit_code": 3.0, "timed_out": false, "killed": "", "signal": "", "cwd": e.sub, "stderr": ""}, wantOut: "in\nbar\n" + e.sub + "\n"},
-		{name: "default cwd is the first root", c: shOnly, req: SpawnRequest{Argv: []string{"sh", "-c", "pwd"}},
+		{name: "default cwd is the first root", c: shOnly, req: abi.ProcessSpawnRequest{Argv: []string{"sh", "-c", "pwd"}},
 			want: map[string]any{"exit_code": 0.0, "cwd": e.root}, wantOut: e.root + "\n"},
-		{name: "absolute path of a granted program", c: shOnly, req: SpawnRequest{Argv: []string{"/bin/sh", "-c", "echo hi"}},
+		{name: "absolute path of a granted program", c: shOnly, req: abi.ProcessSpawnRequest{Argv: []string{"/bin/sh", "-c", "echo hi"}},
 			want: map[string]any{"exit_code": 0.0}, wantOut: "hi\n"},
-		{name: "cwd through a symlink that stays inside", c: shOnly, req: SpawnRequest{Argv: []string{"sh", "-c", "pwd"}, Cwd: filepath.Dir(e.root) + "/inlink"},
+		{name: "cwd through a symlink that stays inside", c: shOnly, req: abi.ProcessSpawnRequest{Argv: []string{"sh", "-c", "pwd"}, Cwd: filepath.Dir(e.root) + "/inlink"},
 			want: map[string]any{"cwd": e.sub}, wantOut: e.sub + "\n"},
-		{name: "timeout", c: shOnly, req: SpawnRequest{Argv: []string{"sh", "-c", "echo started; sleep 30"}, TimeoutMs: 300},
+		{name: "timeout", c: shOnly, req: abi.ProcessSpawnRequest{Argv: []string{"sh", "-c", "echo started; sleep 30"}, TimeoutMs: 300},
 			want: map[string]any{"timed_out": true, "killed": "timeout", "signal": "SIGKILL", "exit_code": -1.0}, wantOut: "started\n"},
-		{name: "any program with *", c: anyProg, req: SpawnRequest{Argv: []string{"echo", "any"}}, wantOut: "any\n"},
-		{name: "LD_PRELOAD allowed with *", c: anyProg, req: SpawnRequest{Argv: []string{"sh", "-c", "echo ok"}, Env: map[string]string{"LD_PRELOAD": ""}}, wantOut: "ok\n"},
+		{name: "any program with *", c: anyProg, req: abi.ProcessSpawnRequest{Argv: []string{"echo", "any"}}, wantOut: "any\n"},
+		{name: "LD_PRELOAD allowed with *", c: anyProg, req: abi.ProcessSpawnRequest{Argv: []string{"sh", "-c", "echo ok"}, Env: map[string]string{"LD_PRELOAD": ""}}, wantOut: "ok\n"},
 
-		{name: "program not granted", c: shOnly, req: SpawnRequest{Argv: []string{"cat"}}, code: Denied, msg: "not in the granted commands"},
-		{name: "granted name elsewhere", c: shOnly, req: SpawnRequest{Argv: []string{e.root + "/sh", "-c", "true"}}, code: Denied, msg: "not in the granted commands"},
-		{name: "PATH cannot redirect a granted name", c: shOnly, req: SpawnRequest{Argv: []string{"sh", "-c", "pwd"}, Env: map[string]string{"PATH": e.root}},
+		{name: "program not granted", c: shOnly, req: abi.ProcessSpawnRequest{Argv: []string{"cat"}}, code: abi.Denied, msg: "not in the granted commands"},
+		{name: "granted name elsewhere", c: shOnly, req: abi.ProcessSpawnRequest{Argv: []string{e.root + "/sh", "-c", "true"}}, code: abi.Denied, msg: "not in the granted commands"},
+		{name: "PATH cannot redirect a granted name", c: shOnly, req: abi.ProcessSpawnRequest{Argv: []string{"sh", "-c", "pwd"}, Env: map[string]string{"PATH": e.root}},
 			wantOut: e.root + "\n"},
-		{name: "cwd outside", c: shOnly, req: SpawnRequest{Argv: []string{"sh"}, Cwd: e.out}, code: Denied, msg: "outside the granted directories"},
-		{name: "cwd symlink pointing outside", c: shOnly, req: SpawnRequest{Argv: []string{"sh"}, Cwd: e.root + "/escape"}, code: Denied, msg: "resolves to " + e.out},
-		{name: "cwd dotdot outside", c: shOnly, req: SpawnRequest{Argv: []string{"sh"}, Cwd: e.root + "/../outside"}, code: Denied},
-		{name: "missing cwd outside", c: shOnly, req: SpawnRequest{Argv: []string{"sh"}, Cwd: e.out + "/nope"}, code: Denied},
-		{name: "missing cwd inside", c: shOnly, req: SpawnRequest{Argv: []string{"sh"}, Cwd: e.root + "/nope"}, code: NotFound},
-		{name: "relative cwd", c: shOnly, req: SpawnRequest{Argv: []string{"sh"}, Cwd: "sub"}, code: Invalid},
-		{name: "LD_PRELOAD refused", c: shOnly, req: SpawnRequest{Argv: []string{"sh"}, Env: map[string]string{"LD_PRELOAD": "/x.so"}}, code: Denied, msg: "LD_PRELOAD"},
-		{name: "granted but missing program", c: shOnly, req: SpawnRequest{Argv: []string{"no-such-program-aiod"}}, code: NotFound},
-		{name: "empty argv", c: shOnly, req: SpawnRequest{}, code: Invalid, msg: "argv is required"},
-		{name: "unknown field", c: shOnly, req: `{"argv":["sh"],"cmd":"x"}`, code: Invalid, msg: "unknown field"},
-		{name: "not an object", c: shOnly, req: `["sh"]`, code: Invalid},
-		{name: "no process grant", c: noGrant, req: SpawnRequest{Argv: []string{"sh"}}, code: Denied, msg: "no process grant"},
+		{name: "cwd outside", c: shOnly, req: abi.ProcessSpawnRequest{Argv: []string{"sh"}, Cwd: e.out}, code: abi.Denied, msg: "outside the granted directories"},
+		{name: "cwd symlink pointing outside", c: shOnly, req: abi.ProcessSpawnRequest{Argv: []string{"sh"}, Cwd: e.root + "/escape"}, code: abi.Denied, msg: "resolves to " + e.out},
+		{name: "cwd dotdot outside", c: shOnly, req: abi.ProcessSpawnRequest{Argv: []string{"sh"}, Cwd: e.root + "/../outside"}, code: abi.Denied},
+		{name: "missing cwd outside", c: shOnly, req: abi.ProcessSpawnRequest{Argv: []string{"sh"}, Cwd: e.out + "/nope"}, code: abi.Denied},
+		{name: "missing cwd inside", c: shOnly, req: abi.ProcessSpawnRequest{Argv: []string{"sh"}, Cwd: e.root + "/nope"}, code: abi.NotFound},
+		{name: "relative cwd", c: shOnly, req: abi.ProcessSpawnRequest{Argv: []string{"sh"}, Cwd: "sub"}, code: abi.Invalid},
+		{name: "LD_PRELOAD refused", c: shOnly, req: abi.ProcessSpawnRequest{Argv: []string{"sh"}, Env: map[string]string{"LD_PRELOAD": "/x.so"}}, code: abi.Denied, msg: "LD_PRELOAD"},
+		{name: "granted but missing program", c: shOnly, req: abi.ProcessSpawnRequest{Argv: []string{"no-such-program-aiod"}}, code: abi.NotFound},
+		{name: "empty argv", c: shOnly, req: abi.ProcessSpawnRequest{}, code: abi.Invalid, msg: "argv is required"},
+		{name: "unknown field", c: shOnly, req: `{"argv":["sh"],"cmd":"x"}`, code: abi.Invalid, msg: "unknown field"},
+		{name: "not an object", c: shOnly, req: `["sh"]`, code: abi.Invalid},
+		{name: "no process grant", c: noGrant, req: abi.ProcessSpawnRequest{Argv: []string{"sh"}}, code: abi.Denied, msg: "no process grant"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,7 +181,7 @@ func TestProcessSpawn(t *testing.T) {
 			if code != tt.code {
 				t.Fatalf("code %v, want %v: %v", code, tt.code, resp)
 			}
-			if code != OK {
+			if code != abi.OK {
 				if resp["code"] != code.String() || !strings.Contains(resp["message"].(string), tt.msg) {
 					t.Errorf("error %v, want message containing %q", resp, tt.msg)
 				}
@@ -209,37 +211,37 @@ func TestProcessShell(t *testing.T) {
 		c    *Call
 		fn   string
 		req  any
-		code Code
+		code abi.Code
 		want map[string]any
 	}
 	steps := []step{
-		{name: "no shell grant", c: noShell, fn: "shell_exec", req: ShellExecRequest{Cmd: "true"}, code: Denied},
-		{name: "no shell grant close", c: noShell, fn: "shell_close", req: ShellCloseRequest{}, code: Denied},
-		{name: "cmd required", c: alice, fn: "shell_exec", req: ShellExecRequest{}, code: Invalid, want: map[string]any{"message": "cmd is required"}},
-		{name: "starts in the first root", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "pwd"},
+		{name: "no shell grant", c: noShell, fn: "shell_exec", req: abi.ProcessShellExecRequest{Cmd: "true"}, code: abi.Denied},
+		{name: "no shell grant close", c: noShell, fn: "shell_close", req: abi.ProcessShellCloseRequest{}, code: abi.Denied},
+		{name: "cmd required", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{}, code: abi.Invalid, want: map[string]any{"message": "cmd is required"}},
+		{name: "starts in the first root", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{Cmd: "pwd"},
 			want: map[string]any{"status": "completed", "output": e.root + "\n", "exit_code": 0.0, "cwd": e.root, "session": "default", "reason": ""}},
-		{name: "cd persists", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "cd sub; X=1"}, want: map[string]any{"cwd": e.sub}},
-		{name: "state kept", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "echo $X; pwd"}, want: map[string]any{"output": "1\n" + e.sub + "\n"}},
-		{name: "other owner", c: bob, fn: "shell_exec", req: ShellExecRequest{Cmd: "echo ${X-none}; pwd"}, want: map[string]any{"output": "none\n" + e.root + "\n"}},
-		{name: "other plugin", c: other, fn: "shell_exec", req: ShellExecRequest{Cmd: "echo ${X-none}"}, want: map[string]any{"output": "none\n"}},
-		{name: "cwd sync", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "pwd", Cwd: e.root}, want: map[string]any{"output": e.root + "\n", "cwd": e.root}},
-		{name: "cwd outside", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "pwd", Cwd: e.out}, code: Denied},
-		{name: "cwd escaping symlink", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "pwd", Cwd: e.root + "/escape"}, code: Denied},
-		{name: "exit", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "exit 5"}, want: map[string]any{"status": "completed", "exit_code": 5.0}},
-		{name: "after exit", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "echo $X"}, want: map[string]any{"output": "1\n"}},
-		{name: "timeout", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "sleep 30", TimeoutMs: 300},
+		{name: "cd persists", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{Cmd: "cd sub; X=1"}, want: map[string]any{"cwd": e.sub}},
+		{name: "state kept", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{Cmd: "echo $X; pwd"}, want: map[string]any{"output": "1\n" + e.sub + "\n"}},
+		{name: "other owner", c: bob, fn: "shell_exec", req: abi.ProcessShellExecRequest{Cmd: "echo ${X-none}; pwd"}, want: map[string]any{"output": "none\n" + e.root + "\n"}},
+		{name: "other plugin", c: other, fn: "shell_exec", req: abi.ProcessShellExecRequest{Cmd: "echo ${X-none}"}, want: map[string]any{"output": "none\n"}},
+		{name: "cwd sync", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{Cmd: "pwd", Cwd: e.root}, want: map[string]any{"output": e.root + "\n", "cwd": e.root}},
+		{name: "cwd outside", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{Cmd: "pwd", Cwd: e.out}, code: abi.Denied},
+		{name: "cwd escaping symlink", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{Cmd: "pwd", Cwd: e.root + "/escape"}, code: abi.Denied},
+		{name: "exit", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{Cmd: "exit 5"}, want: map[string]any{"status": "completed", "exit_code": 5.0}},
+		{name: "after exit", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{Cmd: "echo $X"}, want: map[string]any{"output": "1\n"}},
+		{name: "timeout", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{Cmd: "sleep 30", TimeoutMs: 300},
 			want: map[string]any{"status": "hard_timeout", "exit_code": nil, "reason": "timeout"}},
-		{name: "output cap", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "printf 0123456789", MaxOutputBytes: 4},
+		{name: "output cap", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{Cmd: "printf 0123456789", MaxOutputBytes: 4},
 			want: map[string]any{"output": "0123", "truncated": true}},
-		{name: "named session", c: alice, fn: "shell_exec", req: ShellExecRequest{Session: "work", Cmd: "Y=2"}, want: map[string]any{"session": "work"}},
-		{name: "named session state", c: alice, fn: "shell_exec", req: ShellExecRequest{Session: "work", Cmd: "echo $Y ${X-none}"}, want: map[string]any{"output": "2 none\n"}},
-		{name: "new session resets a named one", c: alice, fn: "shell_exec", req: ShellExecRequest{Session: "work", NewSession: true, Cmd: "echo ${Y-none}"}, want: map[string]any{"output": "none\n", "session": "work"}},
-		{name: "new anonymous session", c: alice, fn: "shell_exec", req: ShellExecRequest{NewSession: true, Cmd: "echo ${X-none}"}, want: map[string]any{"output": "none\n"}},
-		{name: "default session untouched", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "echo $X"}, want: map[string]any{"output": "1\n"}},
-		{name: "close", c: alice, fn: "shell_close", req: ShellCloseRequest{}, want: map[string]any{"closed": true}},
-		{name: "close again", c: alice, fn: "shell_close", req: ShellCloseRequest{}, want: map[string]any{"closed": false}},
-		{name: "fresh after close", c: alice, fn: "shell_exec", req: ShellExecRequest{Cmd: "echo ${X-none}"}, want: map[string]any{"output": "none\n"}},
-		{name: "unknown field", c: alice, fn: "shell_exec", req: `{"command":"true"}`, code: Invalid},
+		{name: "named session", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{Session: "work", Cmd: "Y=2"}, want: map[string]any{"session": "work"}},
+		{name: "named session state", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{Session: "work", Cmd: "echo $Y ${X-none}"}, want: map[string]any{"output": "2 none\n"}},
+		{name: "new session resets a named one", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{Session: "work", NewSession: true, Cmd: "echo ${Y-none}"}, want: map[string]any{"output": "none\n", "session": "work"}},
+		{name: "new anonymous session", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{NewSession: true, Cmd: "echo ${X-none}"}, want: map[string]any{"output": "none\n"}},
+		{name: "default session untouched", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{Cmd: "echo $X"}, want: map[string]any{"output": "1\n"}},
+		{name: "close", c: alice, fn: "shell_close", req: abi.ProcessShellCloseRequest{}, want: map[string]any{"closed": true}},
+		{name: "close again", c: alice, fn: "shell_close", req: abi.ProcessShellCloseRequest{}, want: map[string]any{"closed": false}},
+		{name: "fresh after close", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{Cmd: "echo ${X-none}"}, want: map[string]any{"output": "none\n"}},
+		{name: "unknown field", c: alice, fn: "shell_exec", req: `{"command":"true"}`, code: abi.Invalid},
 	}
 	for _, st := range steps {
 		code, resp := e.call(t, st.c, st.fn, st.req)
@@ -260,15 +262,15 @@ func TestProcessShell(t *testing.T) {
 func TestProcessWhich(t *testing.T) {
 	e := newProcEnv(t)
 	c := &Call{Plugin: "p", Grant: grantProcess([]string{"sh", "no-such-program-aiod"}, []string{e.root}, false)}
-	code, resp := e.call(t, c, "which", WhichRequest{Names: []string{"sh", "cat", "no-such-program-aiod"}})
-	if code != OK {
+	code, resp := e.call(t, c, "which", abi.ProcessWhichRequest{Names: []string{"sh", "cat", "no-such-program-aiod"}})
+	if code != abi.OK {
 		t.Fatal(resp)
 	}
 	b, _ := json.Marshal(resp["programs"])
-	var progs []WhichProgram
+	var progs []abi.ProcessWhichProgram
 	json.Unmarshal(b, &progs)
 	if len(progs) != 3 || !strings.HasSuffix(progs[0].Path, "/sh") || !progs[0].Allowed ||
-		progs[1] != (WhichProgram{Name: "cat"}) || progs[2] != (WhichProgram{Name: "no-such-program-aiod", Allowed: true}) {
+		progs[1] != (abi.ProcessWhichProgram{Name: "cat"}) || progs[2] != (abi.ProcessWhichProgram{Name: "no-such-program-aiod", Allowed: true}) {
 		t.Errorf("which: %+v", progs)
 	}
 }

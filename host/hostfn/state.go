@@ -7,22 +7,13 @@ import (
 	"sync"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
-
-// StateModule is the import module of the state family.
-const StateModule = "aiod:state"
 
 // State limits.
 const (
-	// DefaultStateMaxBytes applies when a grant has no StateMaxBytes.
-	DefaultStateMaxBytes = 1 << 20
 	// DefaultStateStoreBytes bounds a StateStore made with no limit.
 	DefaultStateStoreBytes = 256 << 20
-	// MaxStateKeyBytes bounds a key.
-	MaxStateKeyBytes = 1024
-	// Default and maximum keys per list call.
-	defaultStateList = 1000
-	maxStateList     = 10000
 )
 
 // StateStore is small key-value state kept by the host in memory, one
@@ -85,10 +76,10 @@ func (s *StateStore) Set(plugin, owner, key, value string, limit int64) (int64, 
 		delta -= int64(len(key) + len(old))
 	}
 	if sp.bytes+delta > limit {
-		return sp.bytes, Errorf(TooLarge, "state would use %d bytes, max %d for this plugin and owner", sp.bytes+delta, limit)
+		return sp.bytes, Errorf(abi.TooLarge, "state would use %d bytes, max %d for this plugin and owner", sp.bytes+delta, limit)
 	}
 	if s.total+delta > s.max {
-		return sp.bytes, Errorf(TooLarge, "the host's state store is full (%d bytes)", s.max)
+		return sp.bytes, Errorf(abi.TooLarge, "the host's state store is full (%d bytes)", s.max)
 	}
 	sp.kv[key] = value
 	sp.bytes += delta
@@ -165,9 +156,9 @@ func (s *StateStore) Drop(plugin, owner string) {
 func checkStateKey(key string) error {
 	switch {
 	case key == "":
-		return Errorf(Invalid, "key is required")
-	case len(key) > MaxStateKeyBytes:
-		return Errorf(Invalid, "key is %d bytes, max %d", len(key), MaxStateKeyBytes)
+		return Errorf(abi.Invalid, "key is required")
+	case len(key) > abi.StateMaxKeyBytes:
+		return Errorf(abi.Invalid, "key is %d bytes, max %d", len(key), abi.StateMaxKeyBytes)
 	}
 	return nil
 }
@@ -187,65 +178,24 @@ func (*StateFamily) Name() caps.Family { return caps.State }
 // Defs are the functions of aiod:state.
 func (f *StateFamily) Defs() []Def {
 	return []Def{
-		ReqResp(StateModule, "get", strictJSON(f.get)),
-		ReqResp(StateModule, "set", strictJSON(f.set)),
-		ReqResp(StateModule, "delete", strictJSON(f.delete)),
-		ReqResp(StateModule, "list", strictJSON(f.list)),
+		ReqResp(abi.ModuleState, "get", strictJSON(f.get)),
+		ReqResp(abi.ModuleState, "set", strictJSON(f.set)),
+		ReqResp(abi.ModuleState, "delete", strictJSON(f.delete)),
+		ReqResp(abi.ModuleState, "list", strictJSON(f.list)),
 	}
-}
-
-// StateKeyRequest is the request of get and delete.
-type StateKeyRequest struct {
-	Key string `json:"key"`
-}
-
-// StateGetResponse is the response of get.
-type StateGetResponse struct {
-	Found bool   `json:"found"`
-	Value string `json:"value"`
-}
-
-// StateSetRequest is the request of set.
-type StateSetRequest struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
-
-// StateSetResponse is the response of set.
-type StateSetResponse struct {
-	BytesUsed int64 `json:"bytes_used"`
-	MaxBytes  int64 `json:"max_bytes"`
-}
-
-// StateDeleteResponse is the response of delete.
-type StateDeleteResponse struct {
-	Deleted bool `json:"deleted"`
-}
-
-// StateListRequest is the request of list.
-type StateListRequest struct {
-	Prefix string `json:"prefix,omitempty"`
-	After  string `json:"after,omitempty"`
-	Limit  int    `json:"limit,omitempty"`
-}
-
-// StateListResponse is the response of list.
-type StateListResponse struct {
-	Keys      []string `json:"keys"`
-	Truncated bool     `json:"truncated"`
 }
 
 func stateLimit(c *Call) (int64, error) {
 	if c.Grant == nil || !c.Grant.Has(caps.State) {
-		return 0, Errorf(Denied, "the plugin has no state grant")
+		return 0, Errorf(abi.Denied, "the plugin has no state grant")
 	}
 	if c.Grant.StateMaxBytes > 0 {
 		return c.Grant.StateMaxBytes, nil
 	}
-	return DefaultStateMaxBytes, nil
+	return abi.StateDefaultMaxBytes, nil
 }
 
-func (f *StateFamily) get(_ context.Context, c *Call, req *StateKeyRequest) (*StateGetResponse, error) {
+func (f *StateFamily) get(_ context.Context, c *Call, req *abi.StateKeyRequest) (*abi.StateGetResponse, error) {
 	if _, err := stateLimit(c); err != nil {
 		return nil, err
 	}
@@ -253,10 +203,10 @@ func (f *StateFamily) get(_ context.Context, c *Call, req *StateKeyRequest) (*St
 		return nil, err
 	}
 	v, ok := f.s.Get(c.Plugin, c.Owner, req.Key)
-	return &StateGetResponse{Found: ok, Value: v}, nil
+	return &abi.StateGetResponse{Found: ok, Value: v}, nil
 }
 
-func (f *StateFamily) set(_ context.Context, c *Call, req *StateSetRequest) (*StateSetResponse, error) {
+func (f *StateFamily) set(_ context.Context, c *Call, req *abi.StateSetRequest) (*abi.StateSetResponse, error) {
 	limit, err := stateLimit(c)
 	if err != nil {
 		return nil, err
@@ -265,33 +215,33 @@ func (f *StateFamily) set(_ context.Context, c *Call, req *StateSetRequest) (*St
 	if err != nil {
 		return nil, err
 	}
-	return &StateSetResponse{BytesUsed: used, MaxBytes: limit}, nil
+	return &abi.StateSetResponse{BytesUsed: used, MaxBytes: limit}, nil
 }
 
-func (f *StateFamily) delete(_ context.Context, c *Call, req *StateKeyRequest) (*StateDeleteResponse, error) {
+func (f *StateFamily) delete(_ context.Context, c *Call, req *abi.StateKeyRequest) (*abi.StateDeleteResponse, error) {
 	if _, err := stateLimit(c); err != nil {
 		return nil, err
 	}
 	if err := checkStateKey(req.Key); err != nil {
 		return nil, err
 	}
-	return &StateDeleteResponse{Deleted: f.s.Delete(c.Plugin, c.Owner, req.Key)}, nil
+	return &abi.StateDeleteResponse{Deleted: f.s.Delete(c.Plugin, c.Owner, req.Key)}, nil
 }
 
-func (f *StateFamily) list(_ context.Context, c *Call, req *StateListRequest) (*StateListResponse, error) {
+func (f *StateFamily) list(_ context.Context, c *Call, req *abi.StateListRequest) (*abi.StateListResponse, error) {
 	if _, err := stateLimit(c); err != nil {
 		return nil, err
 	}
 	limit := req.Limit
 	switch {
-	case limit < 0 || limit > maxStateList:
-		return nil, Errorf(Invalid, "limit must be between 1 and %d", maxStateList)
+	case limit < 0 || limit > abi.StateMaxList:
+		return nil, Errorf(abi.Invalid, "limit must be between 1 and %d", abi.StateMaxList)
 	case limit == 0:
-		limit = defaultStateList
+		limit = abi.StateDefaultList
 	}
 	keys, more := f.s.List(c.Plugin, c.Owner, req.Prefix, req.After, limit)
 	if keys == nil {
 		keys = []string{}
 	}
-	return &StateListResponse{Keys: keys, Truncated: more}, nil
+	return &abi.StateListResponse{Keys: keys, Truncated: more}, nil
 }

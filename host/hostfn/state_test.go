@@ -1,6 +1,8 @@
 package hostfn
 
 import (
+	"github.com/aiodhq/aiod/sdk/abi"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,7 +25,7 @@ type stateEnv struct {
 	defs  map[string]Def
 }
 
-func (e *stateEnv) call(t *testing.T, c *Call, name string, req any) (Code, map[string]any) {
+func (e *stateEnv) call(t *testing.T, c *Call, name string, req any) (abi.Code, map[string]any) {
 	t.Helper()
 	raw, ok := req.(string)
 	if !ok {
@@ -69,37 +71,37 @@ func TestState(t *testing.T) {
 		c    *Call
 		fn   string
 		req  any
-		code Code
+		code abi.Code
 		want map[string]any
 	}{
-		{"get missing", alice, "get", StateKeyRequest{Key: "a"}, OK, map[string]any{"found": false, "value": ""}},
-		{"set", alice, "set", StateSetRequest{Key: "a/1", Value: "one"}, OK, map[string]any{"bytes_used": 6.0, "max_bytes": 100.0}},
-		{"get", alice, "get", StateKeyRequest{Key: "a/1"}, OK, map[string]any{"found": true, "value": "one"}},
-		{"empty value is a value", alice, "set", StateSetRequest{Key: "a/2"}, OK, map[string]any{"bytes_used": 9.0}},
-		{"get empty", alice, "get", StateKeyRequest{Key: "a/2"}, OK, map[string]any{"found": true, "value": ""}},
-		{"overwrite counts once", alice, "set", StateSetRequest{Key: "a/1", Value: "uno!"}, OK, map[string]any{"bytes_used": 10.0}},
-		{"set b", alice, "set", StateSetRequest{Key: "b", Value: "bee"}, OK, nil},
-		{"list all", alice, "list", StateListRequest{}, OK, map[string]any{"keys": []any{"a/1", "a/2", "b"}, "truncated": false}},
-		{"list prefix", alice, "list", StateListRequest{Prefix: "a/"}, OK, map[string]any{"keys": []any{"a/1", "a/2"}}},
-		{"list page 1", alice, "list", StateListRequest{Limit: 2}, OK, map[string]any{"keys": []any{"a/1", "a/2"}, "truncated": true}},
-		{"list page 2", alice, "list", StateListRequest{Limit: 2, After: "a/2"}, OK, map[string]any{"keys": []any{"b"}, "truncated": false}},
-		{"other owner", bob, "get", StateKeyRequest{Key: "a/1"}, OK, map[string]any{"found": false}},
-		{"other owner list", bob, "list", StateListRequest{}, OK, map[string]any{"keys": []any{}}},
-		{"other plugin", other, "get", StateKeyRequest{Key: "a/1"}, OK, map[string]any{"found": false}},
-		{"bob's own", bob, "set", StateSetRequest{Key: "a/1", Value: "bob"}, OK, map[string]any{"bytes_used": 6.0}},
-		{"alice unchanged", alice, "get", StateKeyRequest{Key: "a/1"}, OK, map[string]any{"value": "uno!"}},
-		{"too large", alice, "set", StateSetRequest{Key: "big", Value: strings.Repeat("x", 90)}, TooLarge, nil},
-		{"failed set stored nothing", alice, "get", StateKeyRequest{Key: "big"}, OK, map[string]any{"found": false}},
-		{"fills exactly", alice, "set", StateSetRequest{Key: "big", Value: strings.Repeat("x", 100-14-3)}, OK, map[string]any{"bytes_used": 100.0}},
-		{"one more byte", alice, "set", StateSetRequest{Key: "c", Value: ""}, TooLarge, nil},
-		{"shrinking is fine", alice, "set", StateSetRequest{Key: "big", Value: "x"}, OK, map[string]any{"bytes_used": 18.0}},
-		{"delete", alice, "delete", StateKeyRequest{Key: "big"}, OK, map[string]any{"deleted": true}},
-		{"delete again", alice, "delete", StateKeyRequest{Key: "big"}, OK, map[string]any{"deleted": false}},
-		{"empty key", alice, "set", StateSetRequest{Value: "x"}, Invalid, nil},
-		{"long key", alice, "get", StateKeyRequest{Key: strings.Repeat("k", 1025)}, Invalid, nil},
-		{"bad limit", alice, "list", StateListRequest{Limit: -1}, Invalid, nil},
-		{"unknown field", alice, "set", `{"key":"a","val":"x"}`, Invalid, nil},
-		{"no grant", none, "get", StateKeyRequest{Key: "a"}, Denied, nil},
+		{"get missing", alice, "get", abi.StateKeyRequest{Key: "a"}, abi.OK, map[string]any{"found": false, "value": ""}},
+		{"set", alice, "set", abi.StateSetRequest{Key: "a/1", Value: "one"}, abi.OK, map[string]any{"bytes_used": 6.0, "max_bytes": 100.0}},
+		{"get", alice, "get", abi.StateKeyRequest{Key: "a/1"}, abi.OK, map[string]any{"found": true, "value": "one"}},
+		{"empty value is a value", alice, "set", abi.StateSetRequest{Key: "a/2"}, abi.OK, map[string]any{"bytes_used": 9.0}},
+		{"get empty", alice, "get", abi.StateKeyRequest{Key: "a/2"}, abi.OK, map[string]any{"found": true, "value": ""}},
+		{"overwrite counts once", alice, "set", abi.StateSetRequest{Key: "a/1", Value: "uno!"}, abi.OK, map[string]any{"bytes_used": 10.0}},
+		{"set b", alice, "set", abi.StateSetRequest{Key: "b", Value: "bee"}, abi.OK, nil},
+		{"list all", alice, "list", abi.StateListRequest{}, abi.OK, map[string]any{"keys": []any{"a/1", "a/2", "b"}, "truncated": false}},
+		{"list prefix", alice, "list", abi.StateListRequest{Prefix: "a/"}, abi.OK, map[string]any{"keys": []any{"a/1", "a/2"}}},
+		{"list page 1", alice, "list", abi.StateListRequest{Limit: 2}, abi.OK, map[string]any{"keys": []any{"a/1", "a/2"}, "truncated": true}},
+		{"list page 2", alice, "list", abi.StateListRequest{Limit: 2, After: "a/2"}, abi.OK, map[string]any{"keys": []any{"b"}, "truncated": false}},
+		{"other owner", bob, "get", abi.StateKeyRequest{Key: "a/1"}, abi.OK, map[string]any{"found": false}},
+		{"other owner list", bob, "list", abi.StateListRequest{}, abi.OK, map[string]any{"keys": []any{}}},
+		{"other plugin", other, "get", abi.StateKeyRequest{Key: "a/1"}, abi.OK, map[string]any{"found": false}},
+		{"bob's own", bob, "set", abi.StateSetRequest{Key: "a/1", Value: "bob"}, abi.OK, map[string]any{"bytes_used": 6.0}},
+		{"alice unchanged", alice, "get", abi.StateKeyRequest{Key: "a/1"}, abi.OK, map[string]any{"value": "uno!"}},
+		{"too large", alice, "set", abi.StateSetRequest{Key: "big", Value: strings.Repeat("x", 90)}, abi.TooLarge, nil},
+		{"failed set stored nothing", alice, "get", abi.StateKeyRequest{Key: "big"}, abi.OK, map[string]any{"found": false}},
+		{"fills exactly", alice, "set", abi.StateSetRequest{Key: "big", Value: strings.Repeat("x", 100-14-3)}, abi.OK, map[string]any{"bytes_used": 100.0}},
+		{"one more byte", alice, "set", abi.StateSetRequest{Key: "c", Value: ""}, abi.TooLarge, nil},
+		{"shrinking is fine", alice, "set", abi.StateSetRequest{Key: "big", Value: "x"}, abi.OK, map[string]any{"bytes_used": 18.0}},
+		{"delete", alice, "delete", abi.StateKeyRequest{Key: "big"}, abi.OK, map[string]any{"deleted": true}},
+		{"delete again", alice, "delete", abi.StateKeyRequest{Key: "big"}, abi.OK, map[string]any{"deleted": false}},
+		{"empty key", alice, "set", abi.StateSetRequest{Value: "x"}, abi.Invalid, nil},
+		{"long key", alice, "get", abi.StateKeyRequest{Key: strings.Repeat("k", 1025)}, abi.Invalid, nil},
+		{"bad limit", alice, "list", abi.StateListRequest{Limit: -1}, abi.Invalid, nil},
+		{"unknown field", alice, "set", `{"key":"a","val":"x"}`, abi.Invalid, nil},
+		{"no grant", none, "get", abi.StateKeyRequest{Key: "a"}, abi.Denied, nil},
 	}
 	for _, st := range steps {
 		code, resp := e.call(t, st.c, st.fn, st.req)
@@ -129,14 +131,14 @@ func TestStateStoreFull(t *testing.T) {
 	g := grantState(1000)
 	a := &Call{Plugin: "p", Owner: "a", Grant: g}
 	b := &Call{Plugin: "p", Owner: "b", Grant: g}
-	if code, _ := e.call(t, a, "set", StateSetRequest{Key: "k", Value: strings.Repeat("v", 15)}); code != OK {
+	if code, _ := e.call(t, a, "set", abi.StateSetRequest{Key: "k", Value: strings.Repeat("v", 15)}); code != abi.OK {
 		t.Fatal(code)
 	}
-	if code, resp := e.call(t, b, "set", StateSetRequest{Key: "k", Value: "12345"}); code != TooLarge || !strings.Contains(resp["message"].(string), "full") {
+	if code, resp := e.call(t, b, "set", abi.StateSetRequest{Key: "k", Value: "12345"}); code != abi.TooLarge || !strings.Contains(resp["message"].(string), "full") {
 		t.Errorf("store full: %v %v", code, resp)
 	}
-	e.call(t, a, "delete", StateKeyRequest{Key: "k"})
-	if code, _ := e.call(t, b, "set", StateSetRequest{Key: "k", Value: "12345"}); code != OK {
+	e.call(t, a, "delete", abi.StateKeyRequest{Key: "k"})
+	if code, _ := e.call(t, b, "set", abi.StateSetRequest{Key: "k", Value: "12345"}); code != abi.OK {
 		t.Errorf("after freeing: %v", code)
 	}
 }
@@ -144,8 +146,8 @@ func TestStateStoreFull(t *testing.T) {
 func TestStateDefaultLimit(t *testing.T) {
 	e := newStateEnv(0)
 	c := &Call{Plugin: "p", Grant: grantState(0)}
-	_, resp := e.call(t, c, "set", StateSetRequest{Key: "k", Value: "v"})
-	if resp["max_bytes"] != float64(DefaultStateMaxBytes) {
+	_, resp := e.call(t, c, "set", abi.StateSetRequest{Key: "k", Value: "v"})
+	if resp["max_bytes"] != float64(abi.StateDefaultMaxBytes) {
 		t.Errorf("max_bytes %v", resp["max_bytes"])
 	}
 }
@@ -161,8 +163,8 @@ func TestStateConcurrent(t *testing.T) {
 			c := &Call{Plugin: "p", Owner: fmt.Sprint(i % 2), Grant: g}
 			for j := range 100 {
 				k := fmt.Sprintf("%d/%d", i, j)
-				e.call(t, c, "set", StateSetRequest{Key: k, Value: "x"})
-				if code, resp := e.call(t, c, "get", StateKeyRequest{Key: k}); code != OK || resp["value"] != "x" {
+				e.call(t, c, "set", abi.StateSetRequest{Key: k, Value: "x"})
+				if code, resp := e.call(t, c, "get", abi.StateKeyRequest{Key: k}); code != abi.OK || resp["value"] != "x" {
 					t.Errorf("get %s: %v", k, resp)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // CallRequest is one tools/call.
@@ -31,7 +32,7 @@ func (r *Registry) CallTool(ctx context.Context, req CallRequest) ([]byte, error
 	if t == nil {
 		return nil, ErrUnknownTool
 	}
-	return r.invoke(ctx, t.Plugin, opToolCall, req)
+	return r.invoke(ctx, t.Plugin, abi.OpToolCall, req)
 }
 
 // invoke runs one aiod_call operation on p. For tools, failures of the
@@ -68,7 +69,7 @@ func (r *Registry) invoke(ctx context.Context, p *Plugin, op uint64, req CallReq
 	c.Output = nil
 
 	if p.command {
-		if op != opToolCall {
+		if op != abi.OpToolCall {
 			return nil, errUnknownOp
 		}
 		return r.callCommand(ctx, p, c, req.Name, args)
@@ -84,12 +85,12 @@ func (r *Registry) invoke(ctx context.Context, p *Plugin, op uint64, req CallReq
 		}
 		return toolError("tool %s: cannot start plugin %s: %v", req.Name, p.Manifest.Name, err), nil
 	}
-	ret, err := inst.Call(ctx, c, exportCall, op, uint64(len(req.Name)), uint64(len(args)))
+	ret, err := inst.Call(ctx, c, abi.ExportCall, op, uint64(len(req.Name)), uint64(len(args)))
 	out := c.Output
 	c.Output = in[:0] // give the buffer back for reuse
 	if err != nil {
 		pl.discard(inst)
-		if op != opToolCall {
+		if op != abi.OpToolCall {
 			if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) {
 				return nil, ctx.Err()
 			}
@@ -99,40 +100,38 @@ func (r *Registry) invoke(ctx context.Context, p *Plugin, op uint64, req CallReq
 	}
 	pl.put(inst)
 	switch ret {
-	case retOK:
-	case retInputRequired:
+	case abi.RetOK:
+	case abi.RetInputRequired:
 		return nil, ErrInputRequired
-	case retRPCError:
+	case abi.RetRPCError:
 		if !validResult(out) {
 			return nil, fmt.Errorf("plugin %s answered %s with an invalid JSON-RPC error", p.Manifest.Name, req.Name)
 		}
 		return nil, &RPCError{Body: append(json.RawMessage(nil), out...)}
-	case retUnknown:
-		if op != opToolCall {
+	case abi.RetUnknownName:
+		if op != abi.OpToolCall {
 			return nil, fmt.Errorf("plugin %s does not implement %s", p.Manifest.Name, req.Name)
 		}
 		return toolError("plugin %s does not implement tool %s", p.Manifest.Name, req.Name), nil
-	case retUnknownOp:
-		if op != opToolCall {
+	case abi.RetUnknownOp:
+		if op != abi.OpToolCall {
 			return nil, errUnknownOp
 		}
 		fallthrough
 	default:
-		if op != opToolCall {
+		if op != abi.OpToolCall {
 			return nil, fmt.Errorf("plugin %s failed %s with code %d: %s", p.Manifest.Name, req.Name, ret, truncate(string(out), 512))
 		}
 		return toolError("plugin %s failed tool %s with code %d: %s", p.Manifest.Name, req.Name, ret, truncate(string(out), 512)), nil
 	}
 	if !validResult(out) {
-		if op != opToolCall {
+		if op != abi.OpToolCall {
 			return nil, fmt.Errorf("plugin %s returned an invalid result for %s (not a JSON object)", p.Manifest.Name, req.Name)
 		}
 		return toolError("plugin %s returned an invalid result for tool %s (not a JSON object)", p.Manifest.Name, req.Name), nil
 	}
 	return out, nil
 }
-
-const retUnknownOp = 3
 
 // toolErrorText extracts the message of a toolError result.
 func toolErrorText(b []byte) string {

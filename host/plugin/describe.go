@@ -11,6 +11,7 @@ import (
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // Describe instantiates a reactor module with every family stubbed (no
@@ -31,11 +32,11 @@ func Describe(ctx context.Context, eng runtime.Engine, wasm []byte, stubs []host
 	}
 	defer inst.Close(ctx)
 	call := &hostfn.Call{Plugin: "describe", MaxOutput: 16 << 20}
-	if v, err := inst.Call(ctx, call, exportVersion); err != nil || v != caps.ABIVersion {
-		return nil, nil, fmt.Errorf("module abi version %d (err %v), want %d", v, err, caps.ABIVersion)
+	if v, err := inst.Call(ctx, call, abi.ExportVersion); err != nil || v != abi.Version {
+		return nil, nil, fmt.Errorf("module abi version %d (err %v), want %d", v, err, abi.Version)
 	}
-	ret, err := inst.Call(ctx, call, exportCall, opDescribe, 0, 0)
-	if err != nil || ret != retOK {
+	ret, err := inst.Call(ctx, call, abi.ExportCall, abi.OpDescribe, 0, 0)
+	if err != nil || ret != abi.RetOK {
 		return nil, nil, fmt.Errorf("describe failed (code %d): %v: %s", ret, err, call.Output)
 	}
 	var m caps.Manifest

@@ -26,23 +26,14 @@ import (
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // DefaultOwner is the owner (tenant) id used when none is given.
 const DefaultOwner = "default"
 
-// DefaultIdleTimeout is Options.IdleTimeout when zero.
+// DefaultIdleTimeout is Options.IdleTimeout when none is given.
 const DefaultIdleTimeout = 5 * time.Minute
-
-// ABI entry points and operation codes (spec/abi/v1.md).
-const (
-	exportCall    = "aiod_call"
-	exportVersion = "aiod_abi_version"
-	opDescribe    = 0
-	opToolCall    = 1
-	retOK         = 0
-	retUnknown    = 1
-)
 
 // ErrUnknownTool is returned by CallTool for a name not in the catalogue.
 var ErrUnknownTool = errors.New("unknown tool")
@@ -113,6 +104,7 @@ type Plugin struct {
 
 	key      string // digest + manifest digest + grant: reuse across reloads
 	compiled runtime.Compiled
+	families []hostfn.Family // linked; those with a Lifecycle are provisioned
 	command  bool
 	pools    sync.Map     // owner -> *pool
 	refs     atomic.Int64 // catalogues holding it + calls in flight
@@ -217,7 +209,15 @@ func (r *Registry) Reload(ctx context.Context) error {
 		}
 		next.addSurface(p, r.log.Warn)
 	}
+	// on failure, the half-built generation gives back its references
+	// (plugins carried over from old keep the old generation's)
+	abandon := func() {
+		for _, p := range next.Plugins {
+			r.releasePlugin(p)
+		}
+	}
 	if err := next.renderSurface(); err != nil {
+		abandon()
 		return fmt.Errorf("render prompts and resources: %w", err)
 	}
 	decls := make([]caps.Tool, len(next.Tools))
@@ -226,6 +226,7 @@ func (r *Registry) Reload(ctx context.Context) error {
 	}
 	lj, err := json.Marshal(decls)
 	if err != nil {
+		abandon()
 		return fmt.Errorf("render tools: %w", err)
 	}
 	next.listJSON = lj
@@ -354,9 +355,13 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin)
 	p := &Plugin{Manifest: m, Grant: grant, Digest: digest, Builtin: s.builtin, Source: s.where,
 		key: key, compiled: compiled, command: m.Form == "command", log: log}
 	p.refs.Add(1)
+	if err := p.provision(ctx, fams); err != nil {
+		p.close()
+		return nil, fmt.Errorf("plugin %s: %w", m.Name, err)
+	}
 	if !p.command {
 		if err := r.checkReactor(ctx, p); err != nil {
-			compiled.Close(ctx)
+			p.close()
 			return nil, err
 		}
 	}
@@ -377,9 +382,9 @@ func grantKey(g *caps.Grant) string {
 func (r *Registry) checkReactor(ctx context.Context, p *Plugin) error {
 	name := p.Manifest.Name
 	exports := p.compiled.Exports()
-	for _, want := range []string{exportVersion, exportCall} {
+	for _, want := range []string{abi.ExportVersion, abi.ExportCall} {
 		if !slices.Contains(exports, want) {
-			return fmt.Errorf("plugin %s: module does not export %s: not an aiod ABI v%d reactor (build with -buildmode=c-shared and the aiod SDK, or set \"form\": \"command\")", name, want, caps.ABIVersion)
+			return fmt.Errorf("plugin %s: module does not export %s: not an aiod ABI v%d reactor (build with -buildmode=c-shared and the aiod SDK, or set \"form\": \"command\")", name, want, abi.Version)
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Grant.Timeout)
@@ -389,17 +394,17 @@ func (r *Registry) checkReactor(ctx context.Context, p *Plugin) error {
 		return err
 	}
 	call := &hostfn.Call{Plugin: name, Owner: DefaultOwner, Grant: p.Grant, Log: p.log, MaxOutput: p.Grant.MaxResultBytes}
-	v, err := inst.Call(ctx, call, exportVersion)
+	v, err := inst.Call(ctx, call, abi.ExportVersion)
 	if err != nil {
 		inst.Close(ctx)
-		return fmt.Errorf("plugin %s: %s: %w", name, exportVersion, err)
+		return fmt.Errorf("plugin %s: %s: %w", name, abi.ExportVersion, err)
 	}
-	if v != caps.ABIVersion {
+	if v != abi.Version {
 		inst.Close(ctx)
-		return fmt.Errorf("plugin %s: module implements abi version %d, this host speaks abi %d", name, v, caps.ABIVersion)
+		return fmt.Errorf("plugin %s: module implements abi version %d, this host speaks abi %d", name, v, abi.Version)
 	}
-	ret, err := inst.Call(ctx, call, exportCall, opDescribe, 0, 0)
-	if err != nil || ret != retOK {
+	ret, err := inst.Call(ctx, call, abi.ExportCall, abi.OpDescribe, 0, 0)
+	if err != nil || ret != abi.RetOK {
 		inst.Close(ctx)
 		return fmt.Errorf("plugin %s: describe failed (code %d): %v", name, ret, err)
 	}
@@ -455,12 +460,34 @@ func (r *Registry) releasePlugin(p *Plugin) {
 	}
 }
 
+// provision runs Provision of every family with a Lifecycle, in order;
+// p.families lists the families up to the first failure, so close cleans
+// up exactly those provisioned.
+func (p *Plugin) provision(ctx context.Context, fams []hostfn.Family) error {
+	for _, f := range fams {
+		if lc, ok := f.(hostfn.Lifecycle); ok {
+			if err := lc.Provision(ctx, p.Grant); err != nil {
+				return fmt.Errorf("provision family %q: %w", f.Name(), err)
+			}
+		}
+		p.families = append(p.families, f)
+	}
+	return nil
+}
+
+// close runs when the last reference is released: calls in flight hold
+// one, so they finish before the families clean up.
 func (p *Plugin) close() {
 	if !p.closed.CompareAndSwap(false, true) {
 		return
 	}
 	p.pools.Range(func(_, v any) bool { v.(*pool).close(); return true })
 	p.compiled.Close(context.Background())
+	for i := len(p.families) - 1; i >= 0; i-- {
+		if lc, ok := p.families[i].(hostfn.Lifecycle); ok {
+			lc.Cleanup(p.Grant)
+		}
+	}
 	p.log.Info("plugin unloaded")
 }
 

@@ -8,17 +8,7 @@ import (
 	"strings"
 
 	"github.com/aiodhq/aiod/host/caps"
-)
-
-// More aiod_call operations and return codes (spec/abi/v1.md): the MCP
-// server surface besides tools, and the two ways a call can end other than
-// with a result.
-const (
-	opPromptGet      = 2
-	opResourceRead   = 3
-	opComplete       = 4
-	retInputRequired = 4
-	retRPCError      = 5
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // ErrUnknownPrompt and ErrUnknownResource are returned for names and URIs
@@ -201,7 +191,7 @@ func (r *Registry) GetPrompt(ctx context.Context, req CallRequest) ([]byte, erro
 	if pr == nil {
 		return nil, ErrUnknownPrompt
 	}
-	return r.invoke(ctx, pr.Plugin, opPromptGet, req)
+	return r.invoke(ctx, pr.Plugin, abi.OpPromptGet, req)
 }
 
 // ReadResource reads the resource at req.Name (the URI). The result is
@@ -216,7 +206,7 @@ func (r *Registry) ReadResource(ctx context.Context, req CallRequest) ([]byte, e
 		Variables map[string]string `json:"variables,omitempty"`
 	}{req.Name, vars})
 	req.Name, req.Args = name, args
-	return r.invoke(ctx, p, opResourceRead, req)
+	return r.invoke(ctx, p, abi.OpResourceRead, req)
 }
 
 // Complete asks the plugin owning the referenced prompt or resource
@@ -255,7 +245,7 @@ func (r *Registry) Complete(ctx context.Context, req CallRequest) ([]byte, error
 	if p == nil {
 		return nil, ErrUnknownPrompt
 	}
-	out, err := r.invoke(ctx, p, opComplete, req)
+	out, err := r.invoke(ctx, p, abi.OpComplete, req)
 	if err != nil && errors.Is(err, errUnknownOp) {
 		return []byte(`{"completion":{"values":[]}}`), nil
 	}

@@ -2,9 +2,11 @@
 
 package files
 
-import "github.com/aiodhq/aiod/sdk/internal/abi"
+import (
+	"github.com/aiodhq/aiod/sdk/internal/guest"
+)
 
 // call runs host function name on the fake host of native builds.
 func call(name string, req []byte) ([]byte, uint32) {
-	return abi.NativeCall(Module, name, req)
+	return guest.NativeCall(Module, name, req)
 }

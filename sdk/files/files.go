@@ -21,14 +21,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"io/fs"
-	"time"
 
-	"github.com/aiodhq/aiod/sdk/internal/abi"
+	"github.com/aiodhq/aiod/sdk/abi"
 	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
 // Module is the import module of the host functions.
-const Module = "aiod:files"
+const Module = abi.ModuleFiles
 
 // Error is a failed file operation: the host's error code and aiod's
 // structured file error. json.Marshal of an *Error gives exactly aiod's
@@ -66,22 +65,9 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
-// wireError is the JSON form, both ways.
-type wireError struct {
-	Code          string  `json:"code,omitempty"`
-	Errno         *int    `json:"errno"`
-	ErrnoName     *string `json:"errno_name"`
-	ErrorType     string  `json:"error_type"`
-	ExceptionType string  `json:"exception_type"`
-	Message       string  `json:"message"`
-	Operation     string  `json:"operation"`
-	Path          string  `json:"path"`
-	Retryable     bool    `json:"retryable"`
-}
-
 // MarshalJSON writes aiod's structured file error (without Code).
 func (e Error) MarshalJSON() ([]byte, error) {
-	w := wireError{ErrorType: e.ErrorType, ExceptionType: e.ExceptionType, Message: e.Message,
+	w := abi.FilesError{ErrorType: e.ErrorType, ExceptionType: e.ExceptionType, Message: e.Message,
 		Operation: e.Operation, Path: e.Path, Retryable: e.Retryable}
 	if e.Errno != 0 || e.ErrnoName != "" {
 		w.Errno, w.ErrnoName = &e.Errno, &e.ErrnoName
@@ -91,7 +77,7 @@ func (e Error) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a host error object (or aiod's structured error).
 func (e *Error) UnmarshalJSON(b []byte) error {
-	var w wireError
+	var w abi.FilesError
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
@@ -168,22 +154,21 @@ type ReadOptions struct {
 	MaxBytes int64
 }
 
-type readReq struct {
-	Path      string `json:"path"`
-	StartLine *int   `json:"start_line,omitempty"`
-	EndLine   *int   `json:"end_line,omitempty"`
-	Offset    int64  `json:"offset,omitempty"`
-	Length    *int64 `json:"length,omitempty"`
-	MaxBytes  int64  `json:"max_bytes,omitempty"`
+func line64(n *int) *int64 {
+	if n == nil {
+		return nil
+	}
+	v := int64(*n)
+	return &v
 }
 
 // Read returns the raw bytes of a file, or of the part opts select (nil:
 // the whole file). A directory is an EISDIR error; a file over the limit
 // fails with "file exceeds the 16 MiB buffered text limit".
 func Read(path string, opts *ReadOptions) ([]byte, error) {
-	r := readReq{Path: path}
+	r := abi.FilesReadRequest{Path: path}
 	if opts != nil {
-		r.StartLine, r.EndLine, r.Offset, r.MaxBytes = opts.StartLine, opts.EndLine, opts.Offset, opts.MaxBytes
+		r.StartLine, r.EndLine, r.Offset, r.MaxBytes = line64(opts.StartLine), line64(opts.EndLine), opts.Offset, opts.MaxBytes
 		if opts.Length > 0 {
 			r.Length = &opts.Length
 		}
@@ -210,17 +195,10 @@ type WriteOptions struct {
 	Mode      fs.FileMode // if non-zero, set exactly (permission bits only)
 }
 
-type writeReq struct {
-	Path      string  `json:"path"`
-	Append    bool    `json:"append,omitempty"`
-	Exclusive bool    `json:"exclusive,omitempty"`
-	Mode      *uint32 `json:"mode,omitempty"`
-}
-
 // Write writes data to a file, creating missing parent directories, and
 // returns the number of bytes written.
 func Write(path string, data []byte, opts *WriteOptions) (int64, error) {
-	r := writeReq{Path: path}
+	r := abi.FilesWriteRequest{Path: path}
 	if opts != nil {
 		r.Append, r.Exclusive = opts.Append, opts.Exclusive
 		if opts.Mode != 0 {
@@ -239,28 +217,17 @@ func Write(path string, data []byte, opts *WriteOptions) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var res struct {
-		BytesWritten int64 `json:"bytes_written"`
-	}
+	var res abi.FilesWriteResponse
 	if err := jsonx.Unmarshal(resp, &res); err != nil {
 		return 0, &Error{Code: "internal", ErrorType: "other", Message: "bad response from the host: " + err.Error(), Operation: "write", Path: path}
 	}
 	return res.BytesWritten, nil
 }
 
-// Info is a path's metadata.
-type Info struct {
-	Name          string    `json:"name"`
-	Path          string    `json:"path"`
-	IsDirectory   bool      `json:"is_directory"`
-	IsFile        bool      `json:"is_file"`
-	IsSymlink     bool      `json:"is_symlink"`
-	Size          int64     `json:"size"`
-	Mode          uint32    `json:"mode"`        // permission bits
-	ModeString    string    `json:"mode_string"` // "-rw-r--r--"
-	ModifiedTime  time.Time `json:"modified_time"`
-	SymlinkTarget string    `json:"symlink_target,omitempty"` // Lstat of a link
-}
+// Info is a path's metadata: Name, Path, IsDirectory, IsFile, IsSymlink,
+// Size, Mode (permission bits), ModeString ("-rw-r--r--"), ModifiedTime
+// and SymlinkTarget (Lstat of a link).
+type Info = abi.FilesInfo
 
 // Stat returns the metadata of path, following symbolic links (within the
 // root: a link leading out is denied).
@@ -272,10 +239,7 @@ func Lstat(path string) (*Info, error) { return stat(path, true) }
 
 func stat(path string, l bool) (*Info, error) {
 	var info Info
-	err := doJSON("stat", path, struct {
-		Path  string `json:"path"`
-		Lstat bool   `json:"lstat,omitempty"`
-	}{path, l}, &info)
+	err := doJSON("stat", path, abi.FilesStatRequest{Path: path, Lstat: l}, &info)
 	if err != nil {
 		return nil, err
 	}
@@ -285,33 +249,19 @@ func stat(path string, l bool) (*Info, error) {
 // Exists reports whether path exists (following links). A path outside
 // the grant is an error, not false.
 func Exists(path string) (bool, error) {
-	var r struct {
-		Exists bool `json:"exists"`
-	}
-	err := doJSON("exists", path, struct {
-		Path string `json:"path"`
-	}{path}, &r)
+	var r abi.FilesExistsResponse
+	err := doJSON("exists", path, abi.FilesPathRequest{Path: path}, &r)
 	return r.Exists, err
 }
 
-// Entry is one entry of a listing. Links are described, not followed.
-type Entry struct {
-	Name         string    `json:"name"`
-	Path         string    `json:"path"`
-	IsDirectory  bool      `json:"is_directory"`
-	IsSymlink    bool      `json:"is_symlink"`
-	Size         int64     `json:"size"`
-	ModifiedTime time.Time `json:"modified_time"`
-	Depth        int       `json:"depth,omitempty"` // Walk: 1 for the children of the walked directory
-}
+// Entry is one entry of a listing: Name, Path, IsDirectory, IsSymlink,
+// Size, ModifiedTime and Depth (Walk: 1 for the children of the walked
+// directory). Links are described, not followed.
+type Entry = abi.FilesEntry
 
-// Listing is one directory, sorted by name.
-type Listing struct {
-	Path       string  `json:"path"`
-	Entries    []Entry `json:"entries"`
-	TotalCount int     `json:"total_count"` // entries in the directory
-	Truncated  bool    `json:"truncated"`   // more than were returned
-}
+// Listing is one directory, sorted by name: Path, Entries, TotalCount
+// (entries in the directory) and Truncated (more than were returned).
+type Listing = abi.FilesListResponse
 
 // ListOptions tune List.
 type ListOptions struct {
@@ -320,10 +270,7 @@ type ListOptions struct {
 
 // List lists one directory.
 func List(path string, opts *ListOptions) (*Listing, error) {
-	r := struct {
-		Path       string `json:"path"`
-		MaxEntries int    `json:"max_entries,omitempty"`
-	}{Path: path}
+	r := abi.FilesListRequest{Path: path}
 	if opts != nil {
 		r.MaxEntries = opts.MaxEntries
 	}
@@ -353,11 +300,7 @@ type WalkResult struct {
 // Walk lists the tree under path. Symbolic links are listed, never
 // followed.
 func Walk(path string, opts *WalkOptions) (*WalkResult, error) {
-	r := struct {
-		Path       string `json:"path"`
-		MaxDepth   int    `json:"max_depth,omitempty"`
-		MaxEntries int    `json:"max_entries,omitempty"`
-	}{Path: path}
+	r := abi.FilesWalkRequest{Path: path}
 	if opts != nil {
 		r.MaxDepth, r.MaxEntries = opts.MaxDepth, opts.MaxEntries
 	}
@@ -377,11 +320,7 @@ type MkdirOptions struct {
 // Mkdir creates a directory and reports whether it did (false: it
 // existed, with Parents).
 func Mkdir(path string, opts *MkdirOptions) (created bool, err error) {
-	r := struct {
-		Path    string  `json:"path"`
-		Parents bool    `json:"parents,omitempty"`
-		Mode    *uint32 `json:"mode,omitempty"`
-	}{Path: path}
+	r := abi.FilesMkdirRequest{Path: path}
 	if opts != nil {
 		r.Parents = opts.Parents
 		if opts.Mode != 0 {
@@ -389,9 +328,7 @@ func Mkdir(path string, opts *MkdirOptions) (created bool, err error) {
 			r.Mode = &m
 		}
 	}
-	var res struct {
-		Created bool `json:"created"`
-	}
+	var res abi.FilesMkdirResponse
 	err = doJSON("mkdir", path, r, &res)
 	return res.Created, err
 }
@@ -404,14 +341,11 @@ type RemoveOptions struct {
 // Remove removes a file, a link (not its target) or an empty directory.
 // A missing path is an error (fs.ErrNotExist).
 func Remove(path string, opts *RemoveOptions) error {
-	r := struct {
-		Path      string `json:"path"`
-		Recursive bool   `json:"recursive,omitempty"`
-	}{Path: path}
+	r := abi.FilesRemoveRequest{Path: path}
 	if opts != nil {
 		r.Recursive = opts.Recursive
 	}
-	return doJSON("remove", path, r, &struct{}{})
+	return doJSON("remove", path, r, &abi.Empty{})
 }
 
 // RenameOptions tune Rename.
@@ -421,13 +355,9 @@ type RenameOptions struct {
 
 // Rename renames (moves) path to target; both must be in writable roots.
 func Rename(path, target string, opts *RenameOptions) error {
-	r := struct {
-		Path      string `json:"path"`
-		Target    string `json:"target"`
-		Overwrite bool   `json:"overwrite,omitempty"`
-	}{Path: path, Target: target}
+	r := abi.FilesRenameRequest{Path: path, Target: target}
 	if opts != nil {
 		r.Overwrite = opts.Overwrite
 	}
-	return doJSON("rename", path, r, &struct{}{})
+	return doJSON("rename", path, r, &abi.Empty{})
 }

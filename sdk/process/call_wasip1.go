@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"unsafe"
 
-	"github.com/aiodhq/aiod/sdk/internal/abi"
+	"github.com/aiodhq/aiod/sdk/internal/guest"
 )
 
 // The aiod:process imports: (req_ptr, req_len) -> code<<32 | resp_len.
@@ -25,7 +25,7 @@ func hostWhich(ptr unsafe.Pointer, n uint32) uint64
 
 // call runs host function name on req and returns (response, code).
 func call(name string, req []byte) ([]byte, uint32) {
-	p, n := abi.Ptr(req), uint32(len(req))
+	p, n := guest.Ptr(req), uint32(len(req))
 	var ret uint64
 	switch name {
 	case "spawn":
@@ -40,5 +40,5 @@ func call(name string, req []byte) ([]byte, uint32) {
 		panic("aiod sdk/process: unknown function " + name)
 	}
 	runtime.KeepAlive(req)
-	return abi.Finish(ret)
+	return guest.Finish(ret)
 }

@@ -23,17 +23,18 @@ import (
 	"errors"
 	"time"
 
-	"github.com/aiodhq/aiod/sdk/internal/abi"
+	"github.com/aiodhq/aiod/sdk/abi"
+	"github.com/aiodhq/aiod/sdk/internal/guest"
 )
 
 // Module is the import module of the host functions.
-const Module = "aiod:process"
+const Module = abi.ModuleProcess
 
 // Shell statuses (ShellResult.Status).
 const (
-	StatusCompleted   = "completed"    // the command ended; ExitCode is set
-	StatusHardTimeout = "hard_timeout" // the timeout killed it
-	StatusTerminated  = "terminated"   // the session's shell died; the next call starts a new one
+	StatusCompleted   = abi.ShellCompleted   // the command ended; ExitCode is set
+	StatusHardTimeout = abi.ShellHardTimeout // the timeout killed it
+	StatusTerminated  = abi.ShellTerminated  // the session's shell died; the next call starts a new one
 )
 
 // Errors matched by errors.Is against an *Error's code.
@@ -74,7 +75,7 @@ func (e *Error) Is(target error) bool {
 
 // do marshals req, calls name and decodes the answer into resp.
 func do(name string, req, resp any) error {
-	if code, msg := abi.Do(call, name, req, resp); code != "" {
+	if code, msg := guest.Do(call, name, req, resp); code != "" {
 		return &Error{Code: code, Message: msg}
 	}
 	return nil
@@ -111,43 +112,39 @@ type SpawnRequest struct {
 
 // SpawnResult is the outcome of a program.
 type SpawnResult struct {
-	ExitCode int    `json:"exit_code"` // -1 if killed by a signal
-	Signal   string `json:"signal"`    // e.g. "SIGKILL", "" if none
-	TimedOut bool   `json:"timed_out"`
+	ExitCode int    // -1 if killed by a signal
+	Signal   string // e.g. "SIGKILL", "" if none
+	TimedOut bool
 	// Killed says why the host killed the program: "timeout",
 	// "canceled", "process_limit", "closed", or "".
-	Killed          string        `json:"killed"`
-	DurationMs      int64         `json:"duration_ms"`
-	Duration        time.Duration `json:"-"`
-	Stdout          string        `json:"stdout"`
-	Stderr          string        `json:"stderr"`
-	StdoutTruncated bool          `json:"stdout_truncated"`
-	StderrTruncated bool          `json:"stderr_truncated"`
+	Killed          string
+	DurationMs      int64
+	Duration        time.Duration
+	Stdout          string
+	Stderr          string
+	StdoutTruncated bool
+	StderrTruncated bool
 	// Program is the path that ran, Cwd where (symlinks resolved).
-	Program string `json:"program"`
-	Cwd     string `json:"cwd"`
-}
-
-type spawnWire struct {
-	Argv           []string          `json:"argv"`
-	Env            map[string]string `json:"env,omitempty"`
-	Cwd            string            `json:"cwd,omitempty"`
-	Stdin          string            `json:"stdin,omitempty"`
-	TimeoutMs      int64             `json:"timeout_ms,omitempty"`
-	MaxOutputBytes int64             `json:"max_output_bytes,omitempty"`
+	Program string
+	Cwd     string
 }
 
 // Spawn runs a program to completion and returns its exit status and
 // output. Anything it leaves running is killed when it exits.
 func Spawn(req SpawnRequest) (*SpawnResult, error) {
-	var res SpawnResult
-	err := do("spawn", spawnWire{Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, Stdin: req.Stdin,
-		TimeoutMs: ms(req.Timeout), MaxOutputBytes: req.MaxOutputBytes}, &res)
-	if err != nil {
+	w := abi.ProcessSpawnRequest{Argv: req.Argv, Env: req.Env, Cwd: req.Cwd,
+		TimeoutMs: ms(req.Timeout), MaxOutputBytes: req.MaxOutputBytes}
+	if req.Stdin != "" {
+		w.Stdin = &req.Stdin
+	}
+	var r abi.ProcessSpawnResponse
+	if err := do("spawn", w, &r); err != nil {
 		return nil, err
 	}
-	res.Duration = time.Duration(res.DurationMs) * time.Millisecond
-	return &res, nil
+	return &SpawnResult{ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, Killed: r.Killed,
+		DurationMs: r.DurationMs, Duration: time.Duration(r.DurationMs) * time.Millisecond,
+		Stdout: r.Stdout, Stderr: r.Stderr, StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated,
+		Program: r.Program, Cwd: r.Cwd}, nil
 }
 
 // Run is Spawn of argv with the defaults.
@@ -177,80 +174,59 @@ type ShellRequest struct {
 
 // ShellResult is the outcome of a shell command.
 type ShellResult struct {
-	Session string `json:"session"`
-	Status  string `json:"status"` // StatusCompleted, StatusHardTimeout, StatusTerminated
+	Session string
+	Status  string // StatusCompleted, StatusHardTimeout, StatusTerminated
 	// Output is stdout and stderr, interleaved as written.
-	Output    string `json:"output"`
-	Truncated bool   `json:"truncated"`
+	Output    string
+	Truncated bool
 	// ExitCode is set when Status is "completed".
-	ExitCode *int `json:"exit_code"`
+	ExitCode *int
 	// Cwd is the session's directory after the command; pass it back as
 	// Cwd to keep in step with the shell.
-	Cwd        string        `json:"cwd"`
-	DurationMs int64         `json:"duration_ms"`
-	Duration   time.Duration `json:"-"`
+	Cwd        string
+	DurationMs int64
+	Duration   time.Duration
 	// Restarted: the session's shell had died and was started again;
 	// state was restored from the last completed command.
-	Restarted bool `json:"restarted"`
+	Restarted bool
 	// Reason says why a command did not complete: "timeout",
 	// "canceled", "process_limit", "exited", "closed".
-	Reason string `json:"reason"`
-}
-
-type shellWire struct {
-	Session        string `json:"session,omitempty"`
-	NewSession     bool   `json:"new_session,omitempty"`
-	Cmd            string `json:"cmd"`
-	Cwd            string `json:"cwd,omitempty"`
-	TimeoutMs      int64  `json:"timeout_ms,omitempty"`
-	MaxOutputBytes int64  `json:"max_output_bytes,omitempty"`
+	Reason string
 }
 
 // ShellExec runs a command in a shell session, creating it on first use.
 // Calls on one session run one at a time.
 func ShellExec(req ShellRequest) (*ShellResult, error) {
-	var res ShellResult
-	err := do("shell_exec", shellWire{Session: req.Session, NewSession: req.NewSession, Cmd: req.Cmd, Cwd: req.Cwd,
-		TimeoutMs: ms(req.Timeout), MaxOutputBytes: req.MaxOutputBytes}, &res)
+	var r abi.ProcessShellExecResponse
+	err := do("shell_exec", abi.ProcessShellExecRequest{Session: req.Session, NewSession: req.NewSession, Cmd: req.Cmd, Cwd: req.Cwd,
+		TimeoutMs: ms(req.Timeout), MaxOutputBytes: req.MaxOutputBytes}, &r)
 	if err != nil {
 		return nil, err
 	}
-	res.Duration = time.Duration(res.DurationMs) * time.Millisecond
-	return &res, nil
+	return &ShellResult{Session: r.Session, Status: r.Status, Output: r.Output, Truncated: r.Truncated,
+		ExitCode: r.ExitCode, Cwd: r.Cwd, DurationMs: r.DurationMs, Duration: time.Duration(r.DurationMs) * time.Millisecond,
+		Restarted: r.Restarted, Reason: r.Reason}, nil
 }
 
 // ShellClose ends a session ("" is "default") and reports whether it
 // existed.
 func ShellClose(session string) (bool, error) {
-	var res struct {
-		Closed bool `json:"closed"`
-	}
-	err := do("shell_close", struct {
-		Session string `json:"session,omitempty"`
-	}{session}, &res)
+	var res abi.ProcessShellCloseResponse
+	err := do("shell_close", abi.ProcessShellCloseRequest{Session: session}, &res)
 	return res.Closed, err
 }
 
-// Program is one answer of Which.
-type Program struct {
-	Name string `json:"name"`
-	// Path is where the program is, "" if it is not found or not
-	// allowed.
-	Path string `json:"path"`
-	// Allowed reports whether the grant allows the name.
-	Allowed bool `json:"allowed"`
-}
+// Program is one answer of Which: Name, Path (where the program is, ""
+// if it is not found or not allowed) and Allowed (whether the grant
+// allows the name).
+type Program = abi.ProcessWhichProgram
 
 // Which looks programs up as Spawn would (at most 64 names).
 func Which(names ...string) ([]Program, error) {
-	var res struct {
-		Programs []Program `json:"programs"`
-	}
+	var res abi.ProcessWhichResponse
 	if names == nil {
 		names = []string{}
 	}
-	err := do("which", struct {
-		Names []string `json:"names"`
-	}{names}, &res)
+	err := do("which", abi.ProcessWhichRequest{Names: names}, &res)
 	return res.Programs, err
 }

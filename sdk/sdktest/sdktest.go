@@ -26,7 +26,8 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
-	"github.com/aiodhq/aiod/sdk/internal/abi"
+	"github.com/aiodhq/aiod/sdk/abi"
+	"github.com/aiodhq/aiod/sdk/internal/guest"
 )
 
 // Host is a fake aiod host. It is installed by New for the duration of the
@@ -86,7 +87,7 @@ func New(t testing.TB, opts ...Option) *Host {
 	for _, o := range opts {
 		o(h)
 	}
-	restore := abi.SetNativeHost(h)
+	restore := guest.SetNativeHost(h)
 	t.Cleanup(restore)
 	return h
 }
@@ -120,7 +121,7 @@ func (h *Host) Call(module, name string, req []byte) ([]byte, uint32) {
 	}
 	d, ok := h.defs[module+"."+name]
 	if !ok {
-		return []byte(fmt.Sprintf(`{"code":"unavailable","message":"sdktest: %s.%s is not provided (use WithHandler or WithFamilies)"}`, module, name)), uint32(hostfn.Unavailable)
+		return []byte(fmt.Sprintf(`{"code":"unavailable","message":"sdktest: %s.%s is not provided (use WithHandler or WithFamilies)"}`, module, name)), uint32(abi.Unavailable)
 	}
 	m := mem(append([]byte(nil), req...))
 	stack := []uint64{0, uint64(len(req))}
@@ -130,7 +131,7 @@ func (h *Host) Call(module, name string, req []byte) ([]byte, uint32) {
 		return nil, code
 	}
 	out := make(mem, n)
-	h.defs[hostfn.CoreModule+".response_read"].Fn(context.Background(), h.call, out, []uint64{0})
+	h.defs[abi.ModuleCore+".response_read"].Fn(context.Background(), h.call, out, []uint64{0})
 	return out, code
 }
 
@@ -223,13 +224,13 @@ func (h *Host) Describe() *caps.Manifest {
 }
 
 func (h *Host) invoke(op int32, name string, args []byte) ([]byte, int32) {
-	if abi.Handler == nil {
+	if guest.Handler == nil {
 		h.t.Fatal("sdktest: no plugin registered (import the sdk and register tools in init)")
 	}
 	h.mu.Lock()
 	h.out = nil
 	h.mu.Unlock()
-	ret := abi.Handler(op, []byte(name), args)
+	ret := guest.Handler(op, []byte(name), args)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]byte(nil), h.out...), ret

@@ -18,11 +18,12 @@ package state
 import (
 	"errors"
 
-	"github.com/aiodhq/aiod/sdk/internal/abi"
+	"github.com/aiodhq/aiod/sdk/abi"
+	"github.com/aiodhq/aiod/sdk/internal/guest"
 )
 
 // Module is the import module of the host functions.
-const Module = "aiod:state"
+const Module = abi.ModuleState
 
 // Errors matched by errors.Is against an *Error's code.
 var (
@@ -55,23 +56,16 @@ func (e *Error) Is(target error) bool {
 }
 
 func do(name string, req, resp any) error {
-	if code, msg := abi.Do(call, name, req, resp); code != "" {
+	if code, msg := guest.Do(call, name, req, resp); code != "" {
 		return &Error{Code: code, Message: msg}
 	}
 	return nil
 }
 
-type keyReq struct {
-	Key string `json:"key"`
-}
-
 // Get returns the value of key and whether it is set.
 func Get(key string) (string, bool, error) {
-	var res struct {
-		Found bool   `json:"found"`
-		Value string `json:"value"`
-	}
-	if err := do("get", keyReq{key}, &res); err != nil {
+	var res abi.StateGetResponse
+	if err := do("get", abi.StateKeyRequest{Key: key}, &res); err != nil {
 		return "", false, err
 	}
 	return res.Value, res.Found, nil
@@ -87,38 +81,23 @@ func Set(key, value string) error {
 // SetUsage is Set that also returns the space's size after the change and
 // its limit, in bytes.
 func SetUsage(key, value string) (used, max int64, err error) {
-	var res struct {
-		BytesUsed int64 `json:"bytes_used"`
-		MaxBytes  int64 `json:"max_bytes"`
-	}
-	err = do("set", struct {
-		Key   string `json:"key"`
-		Value string `json:"value"`
-	}{key, value}, &res)
+	var res abi.StateSetResponse
+	err = do("set", abi.StateSetRequest{Key: key, Value: value}, &res)
 	return res.BytesUsed, res.MaxBytes, err
 }
 
 // Delete removes key and reports whether it was set.
 func Delete(key string) (bool, error) {
-	var res struct {
-		Deleted bool `json:"deleted"`
-	}
-	err := do("delete", keyReq{key}, &res)
+	var res abi.StateDeleteResponse
+	err := do("delete", abi.StateKeyRequest{Key: key}, &res)
 	return res.Deleted, err
 }
 
 // ListPage returns up to limit (0: 1000, at most 10000) keys starting with
 // prefix and sorting after after, in byte order, and whether more remain.
 func ListPage(prefix, after string, limit int) (keys []string, more bool, err error) {
-	var res struct {
-		Keys      []string `json:"keys"`
-		Truncated bool     `json:"truncated"`
-	}
-	err = do("list", struct {
-		Prefix string `json:"prefix,omitempty"`
-		After  string `json:"after,omitempty"`
-		Limit  int    `json:"limit,omitempty"`
-	}{prefix, after, limit}, &res)
+	var res abi.StateListResponse
+	err = do("list", abi.StateListRequest{Prefix: prefix, After: after, Limit: limit}, &res)
 	return res.Keys, res.Truncated, err
 }
 

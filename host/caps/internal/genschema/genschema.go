@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // Patterns shared with caps (host/caps tests check them against caps).
@@ -136,7 +137,7 @@ var fields = map[string]field{
 		required: true, schema: object{{"pattern", NamePattern}}},
 	"Manifest.version": {desc: "Version of the plugin, free text (semantic versioning recommended)."},
 	"Manifest.abi": {desc: "The plugin ABI version the module implements (spec/abi/v1.md). Must be 1.",
-		required: true, schema: object{{"const", caps.ABIVersion}}},
+		required: true, schema: object{{"const", abi.Version}}},
 	"Manifest.form": {desc: "How the module runs: \"reactor\" (a module exporting aiod_call, kept warm in a pool; the default) or \"command\" (a WASI command run once per call, JSON on stdin and stdout). Empty means \"reactor\".",
 		schema: object{{"enum", []any{"reactor", "command", ""}}, {"default", "reactor"}}},
 	"Manifest.module": {desc: "File name of the wasm module in the plugin's directory: no '/' or '\\', not \".\" or \"..\". Empty means \"plugin.wasm\".",

@@ -1,8 +1,12 @@
 //go:build wasip1
 
-package abi
+package guest
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/aiodhq/aiod/sdk/abi"
+)
 
 //go:wasmimport aiod:core input_read
 func inputRead(ptr unsafe.Pointer)
@@ -20,7 +24,7 @@ func logImport(level uint32, ptr unsafe.Pointer, n uint32)
 func progressImport(progress, total float64, ptr unsafe.Pointer, n uint32)
 
 //go:wasmexport aiod_abi_version
-func abiVersion() int32 { return Version }
+func abiVersion() int32 { return abi.Version }
 
 var inBuf []byte
 
@@ -35,7 +39,7 @@ func aiodCall(op int32, nameLen, argsLen uint32) int32 {
 		inputRead(unsafe.Pointer(&in[0]))
 	}
 	if Handler == nil {
-		return RetUnknownOp
+		return abi.RetUnknownOp
 	}
 	return Handler(op, in[:nameLen], in[nameLen:])
 }

@@ -1,8 +1,9 @@
-package abi
+package guest
 
 import (
 	"encoding/json"
 
+	"github.com/aiodhq/aiod/sdk/abi"
 	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
@@ -18,15 +19,12 @@ func Do(call func(name string, req []byte) ([]byte, uint32), name string, req, r
 	}
 	out, c := call(name, b)
 	if c != 0 {
-		var e struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		}
+		var e abi.Error
 		if json.Unmarshal(out, &e) != nil || e.Message == "" {
 			e.Message = string(out)
 		}
 		if e.Code == "" {
-			e.Code = CodeName(c)
+			e.Code = abi.CodeName(c)
 		}
 		return e.Code, e.Message
 	}

@@ -1,6 +1,6 @@
 //go:build wasip1
 
-package abi
+package guest
 
 import "unsafe"
 
@@ -16,7 +16,7 @@ func notifyImport(ptr unsafe.Pointer, n uint32) uint64
 // ClientInfo returns the request's facts as JSON.
 func ClientInfo() ([]byte, uint32) { return Finish(clientInfo(nil, 0)) }
 
-// ClientInput asks the client for input (see hostfn.Client.Input).
+// ClientInput asks the client for input (spec/abi/v1.md, "The client").
 func ClientInput(req []byte) ([]byte, uint32) {
 	return Finish(clientInput(Ptr(req), uint32(len(req))))
 }

@@ -1,0 +1,91 @@
+package abi
+
+// The wire types of aiod:process (spec/abi/v1/process.md).
+
+// ProcessSpawnRequest is the request of aiod:process.spawn.
+type ProcessSpawnRequest struct {
+	Argv           []string          `json:"argv"`
+	Env            map[string]string `json:"env,omitempty"`
+	Cwd            string            `json:"cwd,omitempty"`
+	Stdin          *string           `json:"stdin,omitempty"`
+	TimeoutMs      int64             `json:"timeout_ms,omitempty"`
+	MaxOutputBytes int64             `json:"max_output_bytes,omitempty"`
+}
+
+// ProcessSpawnResponse is the response of aiod:process.spawn.
+type ProcessSpawnResponse struct {
+	ExitCode        int    `json:"exit_code"`
+	Signal          string `json:"signal"`
+	TimedOut        bool   `json:"timed_out"`
+	Killed          string `json:"killed"`
+	DurationMs      int64  `json:"duration_ms"`
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+	Program         string `json:"program"`
+	Cwd             string `json:"cwd"`
+}
+
+// ProcessShellExecRequest is the request of aiod:process.shell_exec.
+type ProcessShellExecRequest struct {
+	Session        string `json:"session,omitempty"`
+	NewSession     bool   `json:"new_session,omitempty"`
+	Cmd            string `json:"cmd"`
+	Cwd            string `json:"cwd,omitempty"`
+	TimeoutMs      int64  `json:"timeout_ms,omitempty"`
+	MaxOutputBytes int64  `json:"max_output_bytes,omitempty"`
+}
+
+// ProcessShellExecResponse is the response of aiod:process.shell_exec.
+type ProcessShellExecResponse struct {
+	Session    string `json:"session"`
+	Status     string `json:"status"`
+	Output     string `json:"output"`
+	ExitCode   *int   `json:"exit_code"`
+	Cwd        string `json:"cwd"`
+	Truncated  bool   `json:"truncated"`
+	DurationMs int64  `json:"duration_ms"`
+	Restarted  bool   `json:"restarted"`
+	Reason     string `json:"reason"`
+}
+
+// Shell statuses (ProcessShellExecResponse.Status).
+const (
+	ShellCompleted   = "completed"
+	ShellHardTimeout = "hard_timeout"
+	ShellTerminated  = "terminated"
+)
+
+// DefaultShellSession is the session of a shell request that names none.
+const DefaultShellSession = "default"
+
+// ProcessShellCloseRequest is the request of aiod:process.shell_close.
+type ProcessShellCloseRequest struct {
+	Session string `json:"session,omitempty"`
+}
+
+// ProcessShellCloseResponse is the response of aiod:process.shell_close.
+type ProcessShellCloseResponse struct {
+	Closed bool `json:"closed"`
+}
+
+// ProcessWhichRequest is the request of aiod:process.which.
+type ProcessWhichRequest struct {
+	Names []string `json:"names"`
+}
+
+// ProcessWhichProgram is one program of a ProcessWhichResponse.
+type ProcessWhichProgram struct {
+	Name    string `json:"name"`
+	Path    string `json:"path"`
+	Allowed bool   `json:"allowed"`
+}
+
+// ProcessWhichResponse is the response of aiod:process.which.
+type ProcessWhichResponse struct {
+	Programs []ProcessWhichProgram `json:"programs"`
+}
+
+// MaxWhichNames bounds one which request.
+const MaxWhichNames = 64
