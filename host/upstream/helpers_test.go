@@ -76,6 +76,7 @@ func newSDKUpstreamAt(t *testing.T, addr string, stateless bool, tools ...string
 						if tok != nil {
 							_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3})
 						}
+						//lint:ignore SA1019 MCP logging is deprecated in 2026-07-28 but live in the legacy eras aiod relays
 						_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: fmt.Sprintf("step %d", i)})
 					}
 					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil

@@ -109,10 +109,12 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
+	//lint:ignore SA1019 MCP logging is deprecated in 2026-07-28 but live in the legacy eras aiod relays
 	if ir := cs.InitializeResult(); ir != nil && ir.ProtocolVersion < modern && ir.Capabilities != nil && ir.Capabilities.Logging != nil {
 		// Legacy logging is per session: ask for everything, and let each
 		// call's notify function (the caller) filter by its client's level.
 		// Log messages of calls without one are dropped by the guard.
+		//lint:ignore SA1019 MCP logging is deprecated in 2026-07-28 but live in the legacy eras aiod relays
 		_ = cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"})
 	}
 	u.mu.Lock()
@@ -437,6 +439,7 @@ func (u *upstream) callOnce(ctx context.Context, tool string, args json.RawMessa
 		tok := "aiod-" + strconv.FormatInt(u.tokenSeq.Add(1), 10)
 		p.Meta = mcp.Meta{"progressToken": tok}
 		if modernEra(cs) {
+			//lint:ignore SA1019 MCP logging is deprecated in 2026-07-28 but live in the legacy eras aiod relays
 			p.Meta[mcp.MetaKeyLogLevel] = "debug" // the caller filters by its client's level
 		}
 		u.tokens.Store(tok, sl)
