@@ -36,6 +36,7 @@ type Config struct {
 	Port                 int    // default 18091
 	PluginsDir           string
 	CacheDir             string // default <user cache dir>/aiod/wazero; "-" disables the disk cache
+	Engine               string // "wazero" (default) or another engine built in (Engines)
 	Workspace            string // restricts file operations and process cwd to this directory
 	PolicyFile           string
 	APIKey               string
@@ -118,7 +119,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 			return nil, fmt.Errorf("cache dir: %w", err)
 		}
 	}
-	eng, err := newEngine("", EngineOptions{CacheDir: cacheDir})
+	eng, err := newEngine(cfg.Engine, EngineOptions{CacheDir: cacheDir})
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host"
+	_ "github.com/aiodhq/aiod/host/runtime/wasmtime/register" // --engine wasmtime (cgo builds)
 	"github.com/aiodhq/aiod/plugins/builtin"
 )
 
@@ -83,6 +84,7 @@ func parseStart(args []string, stderr io.Writer) (host.Config, *slog.Logger, int
 		portFlag    = fs.Int("port", port, "port to listen on (env AIO_PORT)")
 		plugins     = fs.String("plugins-dir", envOr("AIO_PLUGINS_DIR", ""), "directory of plugin packages to load besides the built-ins (env AIO_PLUGINS_DIR)")
 		cache       = fs.String("cache-dir", envOr("AIO_CACHE_DIR", ""), "compiled-module cache directory; '-' disables it (env AIO_CACHE_DIR; default: user cache dir)")
+		engine      = fs.String("engine", envOr("AIO_ENGINE", host.DefaultEngine), "WebAssembly engine: "+strings.Join(host.Engines(), " or ")+" (env AIO_ENGINE)")
 		workspace   = fs.String("workspace", envOr("AIO_WORKSPACE", ""), "restrict every file operation and process working directory to this directory (env AIO_WORKSPACE)")
 		policy      = fs.String("policy", envOr("AIO_POLICY", ""), "operator capability policy file, JSON (env AIO_POLICY; default: plugins from --plugins-dir get no capabilities)")
 		apiKey      = fs.String("api-key", envOr("AIO_API_KEY", ""), "API key required as 'Authorization: Bearer KEY' or 'x-api-key: KEY' (env AIO_API_KEY)")
@@ -121,6 +123,7 @@ func parseStart(args []string, stderr io.Writer) (host.Config, *slog.Logger, int
 		Port:                 *portFlag,
 		PluginsDir:           *plugins,
 		CacheDir:             *cache,
+		Engine:               *engine,
 		Workspace:            *workspace,
 		PolicyFile:           *policy,
 		APIKey:               *apiKey,
