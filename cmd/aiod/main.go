@@ -156,7 +156,7 @@ func start(args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer h.Close(context.Background())
-	log.Info("plugins ready", "startup_ms", time.Since(began).Milliseconds())
+	log.Info("plugins ready", "engine", cfg.Engine, "startup_ms", time.Since(began).Milliseconds())
 	if addr := os.Getenv("AIO_PPROF_ADDR"); addr != "" {
 		// Debugging aid for operators: Go's profiler on a separate,
 		// loopback-only listener (never on the MCP port).
