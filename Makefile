@@ -6,15 +6,17 @@ COMMIT  ?= $(shell c=$$(git rev-parse --short=7 HEAD 2>/dev/null) && { git diff 
 LDFLAGS := -X github.com/aiodhq/aiod/host.Commit=$(COMMIT)
 HOST    ?= 127.0.0.1
 PORT    ?= 18091
+# The engine `make conformance` and `make run` use: wazero or wasmtime.
+ENGINE  ?= wazero
 
 # Built-in plugins, in tools/list order (plugins/builtin/dist/order).
 BUILTINS := $(sort $(dir $(wildcard plugins/sandbox/*/main.go)))
 # Other plugins built into build/plugins/ (not embedded).
-EXTRA    := plugins/examples/echo/ $(dir $(wildcard plugins/conformance/main.go))
+EXTRA    := plugins/examples/echo/ plugins/examples/hash/ $(dir $(wildcard plugins/conformance/main.go))
 
 GOFILES  := $(shell find . -name '*.go' -not -path './.tools/*' -not -path './build/*')
 
-.PHONY: all build builtins plugins run test test-go conformance bench check fmt vet clean
+.PHONY: all build builtins plugins run test test-go test-wasmtime conformance bench check fmt vet clean
 
 all: build plugins
 
@@ -30,8 +32,10 @@ builtins: bin/aiodpack
 		bin/aiodpack -cache-dir build/cache/wazero -into plugins/builtin/dist build/wasm/builtin-$$n.wasm; \
 	done
 
+# bin/aiod has both engines (wasmtime needs cgo; CGO_ENABLED=0 builds a
+# wazero-only binary).
 build: builtins
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/aiod ./cmd/aiod
+	CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/aiod ./cmd/aiod
 
 plugins: bin/aiodpack
 	@mkdir -p build/wasm build/plugins
@@ -42,18 +46,25 @@ plugins: bin/aiodpack
 	done
 
 run: build plugins
-	bin/aiod start --host $(HOST) --port $(PORT) --plugins-dir build/plugins --cache-dir build/cache/wazero
+	bin/aiod start --host $(HOST) --port $(PORT) --plugins-dir build/plugins --cache-dir build/cache/wazero --engine $(ENGINE)
 
-test: build plugins test-go conformance
+test: build plugins test-go test-wasmtime conformance
+	$(MAKE) conformance ENGINE=wasmtime
 
 # The official MCP conformance suites (0.1.16; 0.2.0-alpha.12 with
 # --requirements 2025-11-25 and 2026-07-28) against one bin/aiod with
 # build/plugins, Node 22 and the suites installed from host/e2e/testdata/node.
 conformance: build plugins
-	AIOD_E2E_CONFORMANCE=1 $(GO) test -count=1 -timeout 15m -run '^TestConformance$$' -v ./host/e2e
+	AIO_ENGINE=$(ENGINE) AIOD_E2E_CONFORMANCE=1 $(GO) test -count=1 -timeout 15m -run '^TestConformance$$' -v ./host/e2e
 
 test-go:
 	$(GO) test -race -timeout 15m ./...
+
+# test-go already runs the engine table and the hostile plugins on both
+# engines; this reruns the end-to-end suites (the built-ins' tools and the
+# seed workflow in-process, bin/aiod from outside) on wasmtime.
+test-wasmtime: build plugins
+	AIO_ENGINE=wasmtime $(GO) test -race -count=1 -timeout 15m ./host/sandboxtest/ ./host/e2e/
 
 bench: build plugins
 	.ci/bench.sh

@@ -3,6 +3,7 @@ module github.com/aiodhq/aiod
 go 1.26
 
 require (
+	github.com/bytecodealliance/wasmtime-go/v39 v39.0.1
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/google/jsonschema-go v0.4.3
 	github.com/modelcontextprotocol/go-sdk v1.8.0

@@ -20,11 +20,25 @@ type EngineOptions struct {
 }
 
 // engines is the table of engines this binary was built with. Engines that
-// need cgo register themselves from a file behind a build tag.
+// need cgo register themselves (RegisterEngine) from a package behind a
+// build tag, imported by the binary, not by this package.
 var engines = map[string]func(EngineOptions) (runtime.Engine, error){
 	"wazero": func(o EngineOptions) (runtime.Engine, error) {
 		return wazero.New(wazero.Options{CacheDir: o.CacheDir})
 	},
+}
+
+// RegisterEngine adds the engine name to the table newEngine picks from.
+// It is meant for package init functions; it panics on an empty or taken
+// name.
+func RegisterEngine(name string, f func(EngineOptions) (runtime.Engine, error)) {
+	if name == "" || f == nil {
+		panic("host: RegisterEngine with an empty name or a nil constructor")
+	}
+	if _, dup := engines[name]; dup {
+		panic(fmt.Sprintf("host: engine %q registered twice", name))
+	}
+	engines[name] = f
 }
 
 // Engines lists the engines this binary was built with, sorted.

@@ -23,6 +23,7 @@ import (
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
+	_ "github.com/aiodhq/aiod/host/runtime/wasmtime/register" // --engine wasmtime (cgo builds)
 	"github.com/aiodhq/aiod/plugins/builtin"
 )
 

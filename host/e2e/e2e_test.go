@@ -63,6 +63,17 @@ func (a *aiod) Logs() string {
 	return a.logs.String()
 }
 
+// startWait bounds a start. AIO_ENGINE in the test's environment selects
+// bin/aiod's engine; wasmtime compiles the nine modules on a cold cache in
+// about 80 s on two cores (wazero: about 20 s), later starts load them from
+// the cache.
+func startWait() time.Duration {
+	if os.Getenv("AIO_ENGINE") == "wasmtime" {
+		return 240 * time.Second
+	}
+	return 60 * time.Second
+}
+
 // start runs bin/aiod on a free loopback port with the echo and
 // conformance plugins, and stops it when the test ends.
 func start(t *testing.T, env []string, args ...string) *aiod {
@@ -117,8 +128,8 @@ func start(t *testing.T, env []string, args ...string) *aiod {
 		}
 		a.Base = "http://" + ad
 		a.URL = a.Base + "/mcp"
-	case <-time.After(60 * time.Second):
-		t.Fatalf("aiod did not start listening within 60s:\n%s", a.Logs())
+	case <-time.After(startWait()):
+		t.Fatalf("aiod did not start listening within %s:\n%s", startWait(), a.Logs())
 	}
 	return a
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/runtime"
 )
 
 // filesStub lets the importer test plugin be described (its aiod:files
@@ -80,7 +81,7 @@ func keepTools(m map[string]any, names ...string) {
 	m["tools"] = kept
 }
 
-func hostileRegistry(t *testing.T) *plugin.Registry {
+func hostileRegistry(t *testing.T, eng runtime.Engine) *plugin.Registry {
 	dir := t.TempDir()
 	testplugins.Package(t, dir, "plugins/examples/echo", nil, nil)
 	testplugins.Package(t, dir, "host/plugin/testdata/hostile", nil, editManifest(func(m map[string]any) {
@@ -105,14 +106,14 @@ func hostileRegistry(t *testing.T) *plugin.Registry {
 			t.Fatal(err)
 		}
 	}
-	return newRegistry(t, dir)
+	return newRegistryOn(t, eng, dir)
 }
 
-// TestHostileContained runs each misbehaving tool and checks it is
+// testHostileContained (TestHostileContained, on every engine) runs each misbehaving tool and checks it is
 // contained with a clear isError, that the host keeps serving, and that
 // the plugin's pool still serves healthy calls afterwards.
-func TestHostileContained(t *testing.T) {
-	reg := hostileRegistry(t)
+func testHostileContained(t *testing.T, eng runtime.Engine) {
+	reg := hostileRegistry(t, eng)
 	cases := []struct {
 		tool, args string
 		want       string
@@ -155,9 +156,9 @@ func TestHostileContained(t *testing.T) {
 	}
 }
 
-// TestLoadRefused checks each bad package is refused at load with an error
+// testLoadRefused (TestLoadRefused, on every engine) checks each bad package is refused at load with an error
 // naming the problem, while a good plugin beside it still loads.
-func TestLoadRefused(t *testing.T) {
+func testLoadRefused(t *testing.T, eng runtime.Engine) {
 	cases := []struct {
 		name  string
 		setup func(t *testing.T, dir string)
@@ -220,7 +221,7 @@ func TestLoadRefused(t *testing.T) {
 				os.Rename(filepath.Join(tmp, e.Name()), filepath.Join(dir, e.Name()))
 			}
 			testplugins.Package(t, dir, "plugins/examples/echo", nil, nil)
-			reg, err := plugin.New(context.Background(), plugin.Options{Engine: engine(t), Policy: &caps.Policy{}, Dir: dir, Logger: quiet()})
+			reg, err := plugin.New(context.Background(), plugin.Options{Engine: eng, Policy: &caps.Policy{}, Dir: dir, Logger: quiet()})
 			if reg == nil {
 				t.Fatalf("registry: %v", err)
 			}

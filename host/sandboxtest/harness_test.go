@@ -134,6 +134,7 @@ func startServer(t testing.TB, dir, workspace string) *server {
 	h, err := host.New(ctx, host.Config{
 		Builtins:  os.DirFS(dir),
 		CacheDir:  cacheDir,
+		Engine:    os.Getenv("AIO_ENGINE"), // "" is wazero; wasmtime in cgo builds (engine_test.go)
 		Workspace: workspace,
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -5,6 +5,7 @@ package runtimetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -142,8 +143,69 @@ func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine) {
 			time.AfterFunc(200*time.Millisecond, cancel)
 			start := time.Now()
 			_, _, err := toolCall(ctx, inst, "loop", "{}", 1<<20)
-			if err == nil || time.Since(start) > 5*time.Second {
+			if !errors.Is(err, runtime.ErrTimeout) || time.Since(start) > 5*time.Second {
 				e.t.Fatalf("err %v after %s", err, time.Since(start))
+			}
+		}},
+		{"a context done before the call stops it", func(e env) {
+			c := e.compile("host/plugin/testdata/hostile", runtime.Config{})
+			inst := e.instance(c)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			start := time.Now()
+			_, _, err := toolCall(ctx, inst, "loop", "{}", 1<<20)
+			if !errors.Is(err, runtime.ErrTimeout) || time.Since(start) > 5*time.Second {
+				e.t.Fatalf("err %v after %s", err, time.Since(start))
+			}
+		}},
+		{"a cancel after a call does not stop the next one", func(e env) {
+			c := e.compile("plugins/examples/echo", runtime.Config{})
+			inst := e.instance(c)
+			ctx, cancel := context.WithCancel(context.Background())
+			if _, _, err := toolCall(ctx, inst, "echo", `{"text":"a"}`, 1<<20); err != nil {
+				e.t.Fatal(err)
+			}
+			cancel() // late: the call above is over
+			time.Sleep(50 * time.Millisecond)
+			for i := 0; i < 3; i++ {
+				if ret, out, err := toolCall(context.Background(), inst, "echo", `{"text":"b"}`, 1<<20); err != nil || ret != 0 || !strings.Contains(out, `"b"`) {
+					e.t.Fatalf("ret %d out %s err %v", ret, out, err)
+				}
+			}
+		}},
+		{"instances run concurrently and a deadline stops only its own", func(e env) {
+			echo := e.compile("plugins/examples/echo", runtime.Config{})
+			hostile := e.compile("host/plugin/testdata/hostile", runtime.Config{})
+			looper := e.instance(hostile)
+			insts := []runtime.Instance{e.instance(echo), e.instance(echo), e.instance(echo)}
+			errs := make(chan error, len(insts)+1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+				defer cancel()
+				_, _, err := toolCall(ctx, looper, "loop", "{}", 1<<20)
+				if !errors.Is(err, runtime.ErrTimeout) {
+					errs <- fmt.Errorf("loop: %v", err)
+					return
+				}
+				errs <- nil
+			}()
+			for n, inst := range insts {
+				go func() {
+					for i := 0; i < 20; i++ {
+						text := fmt.Sprintf("%d-%d", n, i)
+						ret, out, err := toolCall(context.Background(), inst, "echo", `{"text":"`+text+`"}`, 1<<20)
+						if err != nil || ret != 0 || !strings.Contains(out, `"`+text+`"`) {
+							errs <- fmt.Errorf("instance %d call %d: ret %d out %s err %v", n, i, ret, out, err)
+							return
+						}
+					}
+					errs <- nil
+				}()
+			}
+			for range len(insts) + 1 {
+				if err := <-errs; err != nil {
+					e.t.Fatal(err)
+				}
 			}
 		}},
 		{"a call that finishes in time leaves the instance usable", func(e env) {
@@ -198,6 +260,11 @@ func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine) {
 			_, code, err = c.RunCommand(context.Background(), &hostfn.Call{}, []byte(`{"arguments":{"exit":4}}`), 1<<20)
 			if err != nil || code != 4 {
 				e.t.Fatalf("exit code %d err %v", code, err)
+			}
+			_, _, err = c.RunCommand(context.Background(), &hostfn.Call{}, []byte(`{"op":"tools/call","name":"x","arguments":{"text":"y"}}`), 8)
+			var tl hostfn.ErrResultTooLarge
+			if !errors.As(err, &tl) || tl.Limit != 8 {
+				e.t.Fatalf("command output cap: err %v", err)
 			}
 		}},
 		{"close is idempotent", func(e env) {

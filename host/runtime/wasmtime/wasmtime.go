@@ -1,0 +1,565 @@
+//go:build cgo
+
+package wasmtime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bytecodealliance/wasmtime-go/v39"
+
+	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/runtime"
+)
+
+// Tick is the epoch period: a cancelled or expired call stops within about
+// one tick of its context being done.
+const Tick = 10 * time.Millisecond
+
+// Options configure the engine.
+type Options struct {
+	// CacheDir persists compiled modules keyed by module digest and engine
+	// version. Empty keeps them in memory only (per Compile).
+	CacheDir string
+}
+
+type engine struct {
+	opts   Options
+	eng    *wasmtime.Engine
+	cache  *diskCache
+	stop   chan struct{}
+	done   chan struct{}
+	closed atomic.Bool
+}
+
+// New returns a wasmtime engine. It starts one goroutine, the epoch ticker,
+// stopped by Close.
+func New(opts Options) (runtime.Engine, error) {
+	cfg := wasmtime.NewConfig()
+	cfg.SetEpochInterruption(true)
+	e := &engine{opts: opts, eng: wasmtime.NewEngineWithConfig(cfg), stop: make(chan struct{}), done: make(chan struct{})}
+	if opts.CacheDir != "" {
+		c, err := newDiskCache(opts.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("compilation cache %s: %w", opts.CacheDir, err)
+		}
+		e.cache = c
+	}
+	go e.tick()
+	return e, nil
+}
+
+func (e *engine) tick() {
+	defer close(e.done)
+	t := time.NewTicker(Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+			e.eng.IncrementEpoch()
+		}
+	}
+}
+
+func (e *engine) Close(ctx context.Context) error {
+	if !e.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(e.stop)
+	<-e.done
+	return nil
+}
+
+// Precompile compiles wasm into e's disk cache without linking or checking
+// imports (to warm a cache directory).
+func Precompile(ctx context.Context, e runtime.Engine, wasm []byte) error {
+	en, ok := e.(*engine)
+	if !ok {
+		return errors.New("not a wasmtime engine")
+	}
+	m, err := en.module(wasm)
+	if err != nil {
+		return err
+	}
+	m.Close()
+	return nil
+}
+
+// module compiles wasm or loads it from the disk cache.
+func (e *engine) module(wasm []byte) (*wasmtime.Module, error) {
+	if e.cache != nil {
+		if m := e.cache.load(e.eng, wasm); m != nil {
+			return m, nil
+		}
+	}
+	m, err := wasmtime.NewModule(e.eng, wasm)
+	if err != nil {
+		return nil, err
+	}
+	if e.cache != nil {
+		e.cache.store(m, wasm) // best effort: a failed write only costs a recompile
+	}
+	return m, nil
+}
+
+func valType(t hostfn.ValueType) *wasmtime.ValType {
+	switch t {
+	case hostfn.I64:
+		return wasmtime.NewValType(wasmtime.KindI64)
+	case hostfn.F64:
+		return wasmtime.NewValType(wasmtime.KindF64)
+	default:
+		return wasmtime.NewValType(wasmtime.KindI32)
+	}
+}
+
+func valTypes(ts []hostfn.ValueType) []*wasmtime.ValType {
+	out := make([]*wasmtime.ValType, len(ts))
+	for i, t := range ts {
+		out[i] = valType(t)
+	}
+	return out
+}
+
+func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (runtime.Compiled, error) {
+	if e.closed.Load() {
+		return nil, errors.New("engine closed")
+	}
+	m, err := e.module(wasm)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: not a valid wasm module: %w", cfg.Name, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			m.Close()
+		}
+	}()
+	l := wasmtime.NewLinker(e.eng)
+	if err := l.DefineWasi(); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("plugin %s: wasi: %w", cfg.Name, err)
+	}
+	defer func() {
+		if !ok {
+			l.Close()
+		}
+	}()
+	linked := map[string]map[string]bool{}
+	add := func(fams []hostfn.Family, stub bool) error {
+		for _, f := range fams {
+			for _, d := range f.Defs() {
+				if linked[d.Module] == nil {
+					linked[d.Module] = map[string]bool{}
+				}
+				linked[d.Module][d.Name] = true
+				fn := d.Fn
+				if stub {
+					fn = denyStub(d)
+				}
+				ty := wasmtime.NewFuncType(valTypes(d.Params), valTypes(d.Results))
+				if err := l.FuncNew(d.Module, d.Name, ty, hostFunc(fn, d.Results)); err != nil {
+					return fmt.Errorf("plugin %s: link %s.%s: %w", cfg.Name, d.Module, d.Name, err)
+				}
+			}
+		}
+		return nil
+	}
+	if err := add(cfg.Families, false); err != nil {
+		return nil, err
+	}
+	if err := add(cfg.Stubs, true); err != nil {
+		return nil, err
+	}
+	for _, imp := range m.Imports() {
+		mod, name := imp.Module(), ""
+		if n := imp.Name(); n != nil {
+			name = *n
+		}
+		if imp.Type().FuncType() == nil {
+			return nil, &runtime.ImportError{Plugin: cfg.Name, Module: mod, Name: name}
+		}
+		if mod == "wasi_snapshot_preview1" || linked[mod][name] {
+			continue
+		}
+		ie := &runtime.ImportError{Plugin: cfg.Name, Module: mod, Name: name}
+		if fam, isAiod := strings.CutPrefix(mod, "aiod:"); isAiod {
+			for _, f := range caps.Families {
+				if string(f) == fam {
+					ie.Family = fam
+				}
+			}
+		}
+		return nil, ie
+	}
+	ok = true
+	c := &compiled{e: e, m: m, l: l, name: cfg.Name, stderr: cfg.Stderr, pages: cfg.MemoryPages}
+	for _, x := range m.Exports() {
+		if x.Type().FuncType() != nil {
+			c.exports = append(c.exports, x.Name())
+		}
+	}
+	return c, nil
+}
+
+// hostFunc adapts a hostfn body to wasmtime's callback. A panic in the body
+// traps the guest; the panic value is kept on the store for classify.
+func hostFunc(fn func(ctx context.Context, c *hostfn.Call, mem hostfn.Memory, stack []uint64), results []hostfn.ValueType) func(*wasmtime.Caller, []wasmtime.Val) ([]wasmtime.Val, *wasmtime.Trap) {
+	return func(caller *wasmtime.Caller, args []wasmtime.Val) (res []wasmtime.Val, trap *wasmtime.Trap) {
+		st := caller.Data().(*state)
+		if st.call == nil {
+			st.panicked = errors.New("aiod: host function called outside a call")
+			return nil, wasmtime.NewTrap(st.panicked.Error())
+		}
+		var buf [8]uint64
+		stack := buf[:max(len(args), len(results))]
+		if len(stack) > len(buf) {
+			stack = make([]uint64, len(stack))
+		}
+		for i, a := range args {
+			switch a.Kind() {
+			case wasmtime.KindI64:
+				stack[i] = uint64(a.I64())
+			case wasmtime.KindF64:
+				stack[i] = math.Float64bits(a.F64())
+			default:
+				stack[i] = uint64(uint32(a.I32()))
+			}
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				err, isErr := r.(error)
+				if !isErr {
+					err = fmt.Errorf("%v", r)
+				}
+				st.panicked = err
+				res, trap = nil, wasmtime.NewTrap(err.Error())
+			}
+		}()
+		fn(st.ctx, st.call, memory{caller: caller, st: st}, stack)
+		res = make([]wasmtime.Val, len(results))
+		for i, t := range results {
+			switch t {
+			case hostfn.I64:
+				res[i] = wasmtime.ValI64(int64(stack[i]))
+			case hostfn.F64:
+				res[i] = wasmtime.ValF64(math.Float64frombits(stack[i]))
+			default:
+				res[i] = wasmtime.ValI32(int32(uint32(stack[i])))
+			}
+		}
+		return res, nil
+	}
+}
+
+func denyStub(d hostfn.Def) func(ctx context.Context, c *hostfn.Call, mem hostfn.Memory, stack []uint64) {
+	return func(_ context.Context, _ *hostfn.Call, _ hostfn.Memory, _ []uint64) {
+		panic(fmt.Errorf("%s.%s is not granted", d.Module, d.Name))
+	}
+}
+
+// memory is the calling guest's linear memory, valid during one host call.
+type memory struct {
+	caller *wasmtime.Caller
+	st     *state
+}
+
+func (m memory) data() []byte {
+	if m.st.mem == nil {
+		return nil
+	}
+	return m.st.mem.UnsafeData(m.caller)
+}
+
+func (m memory) Read(offset, n uint32) ([]byte, bool) {
+	d := m.data()
+	if uint64(offset)+uint64(n) > uint64(len(d)) {
+		return nil, false
+	}
+	return d[offset : offset+n : offset+n], true
+}
+
+func (m memory) Write(offset uint32, b []byte) bool {
+	d := m.data()
+	if uint64(offset)+uint64(len(b)) > uint64(len(d)) {
+		return false
+	}
+	copy(d[offset:], b)
+	return true
+}
+
+type compiled struct {
+	e       *engine
+	m       *wasmtime.Module
+	l       *wasmtime.Linker
+	name    string
+	stderr  io.Writer
+	pages   uint32
+	exports []string
+	once    sync.Once
+}
+
+func (c *compiled) Exports() []string { return c.exports }
+
+// state is a store's data: what host functions see of the current call.
+type state struct {
+	ctx      context.Context
+	call     *hostfn.Call
+	mem      *wasmtime.Memory
+	panicked error
+}
+
+// newStore makes a store with WASI (no preopens), the memory cap and the
+// epoch callback.
+func (c *compiled) newStore(stdin []byte, stdout io.Writer) (*wasmtime.Store, *state, *stopFlag, error) {
+	st := &state{}
+	s := wasmtime.NewStoreWithData(c.e.eng, st)
+	w := wasmtime.NewWasiConfig()
+	w.SetArgv([]string{c.name})
+	setStdin(w, stdin)
+	errw := c.stderr
+	if errw == nil {
+		errw = io.Discard
+	}
+	if stdout == nil {
+		stdout = errw
+	}
+	setOutput(w, stdout, errw)
+	s.SetWasi(w)
+	if c.pages > 0 {
+		s.Limiter(int64(c.pages)*65536, -1, -1, -1, -1)
+	}
+	flag, err := setEpochCallback(s)
+	if err != nil {
+		s.Close()
+		return nil, nil, nil, err
+	}
+	return s, st, flag, nil
+}
+
+// watch arranges for the guest to stop at its next epoch tick once ctx is
+// done: an AfterFunc (no goroutine unless ctx ends first). It returns the
+// function that disarms it.
+func watch(ctx context.Context, s *wasmtime.Store, flag *stopFlag) func() {
+	gen := flag.arm()
+	s.SetEpochDeadline(1)
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	if ctx.Err() != nil {
+		flag.fire(gen)
+		return func() {}
+	}
+	stop := context.AfterFunc(ctx, func() { flag.fire(gen) })
+	return func() { stop() }
+}
+
+func (c *compiled) Instantiate(ctx context.Context) (runtime.Instance, error) {
+	s, st, flag, err := c.newStore(nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: instantiate: %w", c.name, err)
+	}
+	inst := &instance{s: s, st: st, flag: flag, pages: c.pages, fns: map[string]*wasmtime.Func{}}
+	// _initialize may call host functions (logging); give it a Call.
+	st.ctx, st.call = ctx, &hostfn.Call{Plugin: c.name}
+	disarm := watch(ctx, s, flag)
+	err = c.instantiate(inst)
+	disarm()
+	st.ctx, st.call = nil, nil
+	if err != nil {
+		e := classify(ctx, err, inst)
+		inst.Close(ctx)
+		return nil, fmt.Errorf("plugin %s: instantiate: %w", c.name, e)
+	}
+	return inst, nil
+}
+
+// instantiate links the module into inst's store and runs _initialize.
+func (c *compiled) instantiate(inst *instance) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	wi, err := c.l.Instantiate(inst.s, c.m)
+	if err != nil {
+		return err
+	}
+	inst.wi = wi
+	if ex := wi.GetExport(inst.s, "memory"); ex != nil {
+		inst.st.mem = ex.Memory()
+	}
+	if f := wi.GetFunc(inst.s, "_initialize"); f != nil {
+		if _, err := f.Call(inst.s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []byte, maxOut int64) ([]byte, uint32, error) {
+	out := &capWriter{max: maxOut}
+	s, st, flag, err := c.newStore(stdin, out)
+	if err != nil {
+		return nil, 0, fmt.Errorf("plugin %s: %w", c.name, err)
+	}
+	inst := &instance{s: s, st: st, flag: flag, pages: c.pages}
+	defer inst.Close(ctx)
+	st.ctx, st.call = ctx, call
+	disarm := watch(ctx, s, flag)
+	err = func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%v", r)
+			}
+		}()
+		wi, err := c.l.Instantiate(s, c.m)
+		if err != nil {
+			return err
+		}
+		inst.wi = wi
+		if ex := wi.GetExport(s, "memory"); ex != nil {
+			st.mem = ex.Memory()
+		}
+		f := wi.GetFunc(s, "_start")
+		if f == nil {
+			return errors.New("module has no _start")
+		}
+		_, err = f.Call(s)
+		return err
+	}()
+	disarm()
+	st.ctx, st.call = nil, nil
+	if out.over {
+		return nil, 0, hostfn.ErrResultTooLarge{Limit: maxOut}
+	}
+	if err != nil {
+		var we *wasmtime.Error
+		if errors.As(err, &we) && ctx.Err() == nil {
+			if code, isExit := we.ExitStatus(); isExit {
+				return out.buf.Bytes(), uint32(code), nil
+			}
+		}
+		return nil, 0, classify(ctx, err, inst)
+	}
+	return out.buf.Bytes(), 0, nil
+}
+
+func (c *compiled) Close(ctx context.Context) error {
+	c.once.Do(func() {
+		c.l.Close()
+		c.m.Close()
+	})
+	return nil
+}
+
+// capWriter collects at most max bytes; past that every write fails.
+type capWriter struct {
+	buf  bytes.Buffer
+	max  int64
+	over bool
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	if int64(w.buf.Len()+len(p)) > w.max {
+		w.over = true
+		return 0, errors.New("output limit exceeded")
+	}
+	return w.buf.Write(p)
+}
+
+type instance struct {
+	s      *wasmtime.Store
+	st     *state
+	wi     *wasmtime.Instance
+	flag   *stopFlag
+	pages  uint32
+	fns    map[string]*wasmtime.Func
+	closed atomic.Bool
+}
+
+func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params ...uint64) (int32, error) {
+	if i.closed.Load() {
+		return 0, fmt.Errorf("%w: instance closed", runtime.ErrTrap)
+	}
+	fn := i.fns[name]
+	if fn == nil {
+		fn = i.wi.GetFunc(i.s, name)
+		if fn == nil {
+			return 0, fmt.Errorf("%w: export %s not found", runtime.ErrTrap, name)
+		}
+		i.fns[name] = fn
+	}
+	var buf [4]any
+	args := buf[:0]
+	for _, p := range params {
+		args = append(args, int32(uint32(p)))
+	}
+	i.st.ctx, i.st.call, i.st.panicked = ctx, c, nil
+	disarm := watch(ctx, i.s, i.flag)
+	res, err := i.invoke(fn, args)
+	disarm()
+	i.st.ctx, i.st.call = nil, nil
+	if err != nil {
+		if c != nil && c.Overflow {
+			return 0, hostfn.ErrResultTooLarge{Limit: c.MaxOutput}
+		}
+		return 0, classify(ctx, err, i)
+	}
+	switch v := res.(type) {
+	case int32:
+		return v, nil
+	case int64:
+		return int32(v), nil
+	}
+	return 0, nil
+}
+
+// invoke calls fn, turning a panic that escapes wasmtime-go into an error.
+func (i *instance) invoke(fn *wasmtime.Func, args []any) (res any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return fn.Call(i.s, args...)
+}
+
+func (i *instance) Close(ctx context.Context) error {
+	if !i.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	i.flag.release()
+	i.s.Close()
+	return nil
+}
+
+// classify maps an engine error to runtime's error classes.
+func classify(ctx context.Context, err error, i *instance) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", runtime.ErrTimeout, ctx.Err())
+	}
+	if i.st.panicked != nil {
+		err = fmt.Errorf("%w: %w", i.st.panicked, err)
+	}
+	if i.pages > 0 && i.st.mem != nil && !i.closed.Load() {
+		if i.st.mem.DataSize(i.s) >= uintptr(i.pages-i.pages/16)*65536 {
+			return fmt.Errorf("%w (%d MiB): %w", runtime.ErrMemory, i.pages/16, err)
+		}
+	}
+	if strings.Contains(err.Error(), "out of memory") {
+		return fmt.Errorf("%w: %w", runtime.ErrMemory, err)
+	}
+	return fmt.Errorf("%w: %w", runtime.ErrTrap, err)
+}

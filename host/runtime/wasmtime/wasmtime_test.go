@@ -1,0 +1,22 @@
+//go:build cgo
+
+package wasmtime_test
+
+import (
+	"testing"
+
+	"github.com/aiodhq/aiod/host/internal/testplugins"
+	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/host/runtime/runtimetest"
+	"github.com/aiodhq/aiod/host/runtime/wasmtime"
+)
+
+func TestEngine(t *testing.T) {
+	runtimetest.RunAll(t, func(t *testing.T) runtime.Engine {
+		e, err := wasmtime.New(wasmtime.Options{CacheDir: testplugins.CacheDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	})
+}
