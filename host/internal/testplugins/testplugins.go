@@ -82,9 +82,8 @@ func CacheDir() string {
 	return d
 }
 
-// Warm compiles wasm into CacheDir in a separate, non-race process
-// (bin/aiodpack through go run), so that in-process engines get a cache
-// hit.
+// Warm compiles wasm into CacheDir in a separate, non-race test binary
+// (package warm), so that the tests' in-process engines get a cache hit.
 func Warm(t testing.TB, wasm []byte) {
 	t.Helper()
 	mu.Lock()
@@ -102,8 +101,10 @@ func Warm(t testing.TB, wasm []byte) {
 	if err := os.WriteFile(in, wasm, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "run", "./cmd/aiodpack", "-warm", "-cache-dir", CacheDir(), in)
+	// A test binary (no -race), not bin/aiodpack: see package warm.
+	cmd := exec.Command("go", "test", "-count=1", "./host/internal/testplugins/warm")
 	cmd.Dir = Root()
+	cmd.Env = append(os.Environ(), "AIOD_WARM_MODULES="+in, "AIOD_WARM_CACHE="+CacheDir())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
