@@ -25,6 +25,7 @@ import (
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/proc"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/server"
 )
@@ -254,7 +255,17 @@ func (h *Host) capabilities() any {
 		if granted[string(f)] {
 			st = "ready"
 		}
-		fams[string(f)] = map[string]any{"status": st, "missing": []string{}, "warnings": []string{}}
+		entry := map[string]any{"status": st, "missing": []string{}, "warnings": []string{}}
+		if f == caps.Process {
+			// How process counts and memory are contained: the kernel's
+			// cgroup limits, or the /proc watchdog fallback (and why).
+			c := h.fams.procs.Containment()
+			entry["containment"] = c
+			if c.Mode == proc.ModeWatchdog {
+				entry["warnings"] = []string{"process limits are enforced by a watchdog, not by the kernel: " + c.Reason}
+			}
+		}
+		fams[string(f)] = entry
 	}
 	return map[string]any{
 		"mcp": map[string]any{"status": "ready", "protocolVersions": mcp.SupportedVersions,

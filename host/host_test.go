@@ -164,3 +164,49 @@ func TestRefuseNonLoopback(t *testing.T) {
 	h.Close(context.Background())
 	h.Close(context.Background()) // idempotent
 }
+
+// TestCapabilitiesReportContainment: /v1/capabilities says how process
+// limits are enforced; on a machine where aiod can make cgroups (root with
+// the pids controller, as CI's) it is the kernel, not the watchdog.
+func TestCapabilitiesReportContainment(t *testing.T) {
+	url := startHost(t, host.Config{})
+	resp, err := http.Get(url + "/v1/capabilities")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Families map[string]struct {
+				Warnings    []string `json:"warnings"`
+				Containment *struct {
+					Mode   string `json:"mode"`
+					Reason string `json:"reason"`
+				} `json:"containment"`
+			} `json:"families"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	caps := body.Data
+	c := caps.Families["process"].Containment
+	if c == nil {
+		t.Fatalf("no containment in families.process: %+v", caps.Families["process"])
+	}
+	switch c.Mode {
+	case "cgroup-v1", "cgroup-v2":
+		if len(caps.Families["process"].Warnings) != 0 {
+			t.Errorf("kernel limits but warnings %q", caps.Families["process"].Warnings)
+		}
+	case "watchdog":
+		if c.Reason == "" || len(caps.Families["process"].Warnings) != 1 {
+			t.Errorf("watchdog without a reason or a warning: %+v", caps.Families["process"])
+		}
+		if os.Getenv("CI") == "true" && os.Geteuid() == 0 {
+			t.Errorf("CI runs as root with cgroups, but containment fell back to the watchdog: %s", c.Reason)
+		}
+	default:
+		t.Errorf("containment mode %q", c.Mode)
+	}
+}
