@@ -1,12 +1,10 @@
 package hostfn
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"io"
 	"sync"
 
 	"github.com/aiodhq/aiod/host/caps"
@@ -128,16 +126,7 @@ func filesError(fe *fsroot.Error) abi.FilesError {
 // decodeStrict decodes one JSON object, refusing unknown fields and
 // trailing data, into v; the error is a structured bad_request.
 func decodeStrict(op string, raw []byte, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		raw = []byte("{}")
-	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.DisallowUnknownFields()
-	err := d.Decode(v)
-	if err == nil && d.Decode(new(json.RawMessage)) != io.EOF {
-		err = errors.New("trailing data after the JSON object")
-	}
-	if err != nil {
+	if err := DecodeRequest(raw, v); err != nil {
 		return FileError(fsroot.InvalidError(op, pathOf(raw), "bad request: "+err.Error()))
 	}
 	return nil

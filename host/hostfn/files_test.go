@@ -321,6 +321,8 @@ func TestFilesErrors(t *testing.T) {
 		{"too large", "read", js(map[string]any{"path": sparse}), abi.TooLarge, "bad_request", "file exceeds the 16 MiB buffered text limit"},
 		{"unknown field", "read", js(map[string]any{"path": e.rw + "/file.txt", "startLine": 1}), abi.Invalid, "bad_request", `unknown field "startLine"`},
 		{"trailing", "stat", []byte(`{"path":"/x"} {}`), abi.Invalid, "bad_request", "trailing data"},
+		{"wrong case", "stat", []byte(`{"PATH":"/x"}`), abi.Invalid, "bad_request", `unknown field "PATH"`},
+		{"duplicate field", "stat", []byte(`{"path":"/x","path":"/y"}`), abi.Invalid, "bad_request", `duplicate field "path"`},
 		{"not json", "list", []byte(`nope`), abi.Invalid, "bad_request", "bad request"},
 		{"short write", "write", []byte{1, 0}, abi.Invalid, "bad_request", "4-byte header length"},
 		{"bad header length", "write", []byte{200, 0, 0, 0, '{', '}'}, abi.Invalid, "bad_request", "header length exceeds"},

@@ -18,6 +18,7 @@
 package hostfn
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -173,14 +174,25 @@ func encodeError(err error) (abi.Code, []byte) {
 	return he.Code, b
 }
 
-// JSON is a helper for request/response functions with JSON bodies.
-func JSON[Req, Resp any](fn func(ctx context.Context, c *Call, req *Req) (Resp, error)) func(ctx context.Context, c *Call, req []byte) ([]byte, error) {
+// DecodeRequest is the one decoder of family requests: a JSON object
+// decoded with caps.StrictUnmarshal (field names exactly as specified,
+// each once, no unknown fields, no trailing data), so a guest cannot send
+// {"ARGV": ...} and be read differently by the host and the spec. An empty
+// request is the empty object.
+func DecodeRequest(raw []byte, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = []byte("{}")
+	}
+	return caps.StrictUnmarshal(raw, v)
+}
+
+// strictJSON wraps a typed JSON-in, JSON-out family function: a request
+// DecodeRequest refuses is invalid.
+func strictJSON[Req, Resp any](fn func(ctx context.Context, c *Call, req *Req) (Resp, error)) func(ctx context.Context, c *Call, req []byte) ([]byte, error) {
 	return func(ctx context.Context, c *Call, raw []byte) ([]byte, error) {
 		var r Req
-		if len(raw) > 0 {
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return nil, Errorf(abi.Invalid, "bad request: %v", err)
-			}
+		if err := DecodeRequest(raw, &r); err != nil {
+			return nil, Errorf(abi.Invalid, "bad request: %v", err)
 		}
 		resp, err := fn(ctx, c, &r)
 		if err != nil {

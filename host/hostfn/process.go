@@ -1,13 +1,10 @@
 package hostfn
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"io"
 	"slices"
 	"time"
 
@@ -240,29 +237,4 @@ func procError(err error) error {
 		code = abi.Unavailable
 	}
 	return &Error{Code: code, Message: pe.Msg}
-}
-
-// strictJSON is JSON with strict decoding: unknown fields, trailing data
-// and a non-object request are invalid, so a misspelt field fails loudly
-// instead of being ignored.
-func strictJSON[Req, Resp any](fn func(ctx context.Context, c *Call, req *Req) (Resp, error)) func(ctx context.Context, c *Call, req []byte) ([]byte, error) {
-	return func(ctx context.Context, c *Call, raw []byte) ([]byte, error) {
-		var r Req
-		if len(bytes.TrimSpace(raw)) > 0 {
-			d := json.NewDecoder(bytes.NewReader(raw))
-			d.DisallowUnknownFields()
-			err := d.Decode(&r)
-			if err == nil && d.Decode(new(json.RawMessage)) != io.EOF {
-				err = errors.New("trailing data after the JSON object")
-			}
-			if err != nil {
-				return nil, Errorf(abi.Invalid, "bad request: %v", err)
-			}
-		}
-		resp, err := fn(ctx, c, &r)
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(resp)
-	}
 }

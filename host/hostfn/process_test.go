@@ -173,6 +173,8 @@ func TestProcessSpawn(t *testing.T) {
 		{name: "empty argv", c: shOnly, req: abi.ProcessSpawnRequest{}, code: abi.Invalid, msg: "argv is required"},
 		{name: "unknown field", c: shOnly, req: `{"argv":["sh"],"cmd":"x"}`, code: abi.Invalid, msg: "unknown field"},
 		{name: "not an object", c: shOnly, req: `["sh"]`, code: abi.Invalid},
+		{name: "field name in the wrong case", c: shOnly, req: `{"ARGV":["sh"]}`, code: abi.Invalid, msg: `unknown field "ARGV"`},
+		{name: "duplicate field", c: shOnly, req: `{"argv":["no-such-program-aiod"],"argv":["sh"]}`, code: abi.Invalid, msg: `duplicate field "argv"`},
 		{name: "no process grant", c: noGrant, req: abi.ProcessSpawnRequest{Argv: []string{"sh"}}, code: abi.Denied, msg: "no process grant"},
 	}
 	for _, tt := range tests {
@@ -242,6 +244,7 @@ func TestProcessShell(t *testing.T) {
 		{name: "close again", c: alice, fn: "shell_close", req: abi.ProcessShellCloseRequest{}, want: map[string]any{"closed": false}},
 		{name: "fresh after close", c: alice, fn: "shell_exec", req: abi.ProcessShellExecRequest{Cmd: "echo ${X-none}"}, want: map[string]any{"output": "none\n"}},
 		{name: "unknown field", c: alice, fn: "shell_exec", req: `{"command":"true"}`, code: abi.Invalid},
+		{name: "field name in the wrong case", c: alice, fn: "shell_exec", req: `{"Cmd":"true"}`, code: abi.Invalid},
 	}
 	for _, st := range steps {
 		code, resp := e.call(t, st.c, st.fn, st.req)
