@@ -2,6 +2,7 @@ package hostfn
 
 import (
 	"context"
+	"errors"
 
 	"github.com/aiodhq/aiod/sdk/abi"
 )
@@ -19,14 +20,59 @@ type Client interface {
 	// response is the client's results by the same keys. Legacy era: the
 	// requests go to the client over the request's event stream and Input
 	// waits for the answers. 2026-07-28: answers come from the request's
-	// inputResponses; a missing one ends the call with an *Error of code
-	// abi.InputRequired, after which the host answers input_required.
+	// inputResponses; a missing one ends the call with ErrClientInputRequired,
+	// after which the host answers input_required.
 	Input(ctx context.Context, req []byte) ([]byte, error)
 	// Notify sends a server notification that is not about this request
 	// ({"method": "notifications/tools/list_changed" | ".../prompts/list_changed"
 	// | ".../resources/list_changed" | "notifications/resources/updated",
 	// "params": {...}}) to every client listening for it.
 	Notify(ctx context.Context, req []byte) error
+}
+
+// The kinds of error a Client returns. A Client wraps one of them (with %w,
+// or in a *ClientError to carry detail fields) and never chooses an ABI
+// code itself: clientError maps them to codes, here and only here.
+var (
+	ErrClientInvalid       = errors.New("invalid request to the client")  // invalid
+	ErrClientUnavailable   = errors.New("the client cannot do this")      // unavailable
+	ErrClientTimeout       = errors.New("no answer from the client")      // timeout
+	ErrClientInputRequired = errors.New("input required from the client") // input_required
+)
+
+// ClientError is a Client failure of a given kind with detail fields that
+// reach the guest in the error object (e.g. requiredCapabilities).
+type ClientError struct {
+	Kind    error // one of the ErrClient* kinds
+	Message string
+	Detail  map[string]any
+}
+
+func (e *ClientError) Error() string { return e.Message }
+func (e *ClientError) Unwrap() error { return e.Kind }
+
+// clientError maps a Client's error to the ABI error the guest sees.
+func clientError(err error) error {
+	if err == nil {
+		return nil
+	}
+	code := abi.Internal
+	switch {
+	case errors.Is(err, ErrClientInvalid):
+		code = abi.Invalid
+	case errors.Is(err, ErrClientUnavailable):
+		code = abi.Unavailable
+	case errors.Is(err, ErrClientTimeout):
+		code = abi.Timeout
+	case errors.Is(err, ErrClientInputRequired):
+		code = abi.InputRequired
+	}
+	he := &Error{Code: code, Message: err.Error()}
+	var ce *ClientError
+	if errors.As(err, &ce) {
+		he.Detail = ce.Detail
+	}
+	return he
 }
 
 var (
@@ -40,12 +86,13 @@ var (
 		if c.Client == nil {
 			return nil, Errorf(abi.Unavailable, "this call has no MCP client to ask for input")
 		}
-		return c.Client.Input(ctx, req)
+		resp, err := c.Client.Input(ctx, req)
+		return resp, clientError(err)
 	})
 	notifyDef = ReqResp(abi.ModuleCore, "notify", func(ctx context.Context, c *Call, req []byte) ([]byte, error) {
 		if c.Client == nil {
 			return nil, Errorf(abi.Unavailable, "this call has no MCP server to notify through")
 		}
-		return nil, c.Client.Notify(ctx, req)
+		return nil, clientError(c.Client.Notify(ctx, req))
 	})
 )

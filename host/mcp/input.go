@@ -5,12 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strconv"
 
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/plugin"
-	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // This file is the plugin's way to the client (hostfn.Client): request
@@ -91,16 +91,16 @@ func (c clientCaps) has(capability string) bool {
 func (rc *rpcCall) Input(ctx context.Context, raw []byte) ([]byte, error) {
 	var reqs map[string]inputRequest
 	if err := json.Unmarshal(raw, &reqs); err != nil || len(reqs) == 0 {
-		return nil, hostfn.Errorf(abi.Invalid, "input: the request must be an object of input requests by key")
+		return nil, clientErr(hostfn.ErrClientInvalid, "input: the request must be an object of input requests by key")
 	}
 	keys := make([]string, 0, len(reqs))
 	for k, r := range reqs {
 		capName := capabilityFor(r.Method)
 		if capName == "" {
-			return nil, hostfn.Errorf(abi.Invalid, "input %q: method %q is not elicitation/create, sampling/createMessage or roots/list", k, r.Method)
+			return nil, clientErr(hostfn.ErrClientInvalid, "input %q: method %q is not elicitation/create, sampling/createMessage or roots/list", k, r.Method)
 		}
 		if !rc.caps.has(capName) {
-			return nil, &hostfn.Error{Code: abi.Unavailable,
+			return nil, &hostfn.ClientError{Kind: hostfn.ErrClientUnavailable,
 				Message: "the client did not declare the " + capName + " capability",
 				Detail:  map[string]any{"requiredCapabilities": map[string]any{capName: map[string]any{}}}}
 		}
@@ -126,7 +126,7 @@ type pendingReq struct {
 
 func (rc *rpcCall) legacyInput(ctx context.Context, keys []string, reqs map[string]inputRequest) ([]byte, error) {
 	if rc.q == nil {
-		return nil, hostfn.Errorf(abi.Unavailable, "the client cannot be asked for input on this request: it needs an initialized session and an Accept header that allows text/event-stream")
+		return nil, clientErr(hostfn.ErrClientUnavailable, "the client cannot be asked for input on this request: it needs an initialized session and an Accept header that allows text/event-stream")
 	}
 	s := rc.s
 	owner := rc.ex.Principal.owner()
@@ -151,7 +151,7 @@ func (rc *rpcCall) legacyInput(ctx context.Context, keys []string, reqs map[stri
 			Params  json.RawMessage `json:"params"`
 		}{"2.0", json.RawMessage(id), reqs[k].Method, reqs[k].Params})
 		if !rc.q.send(item{msg: msg}) {
-			return nil, hostfn.Errorf(abi.Unavailable, "the client went away")
+			return nil, clientErr(hostfn.ErrClientUnavailable, "the client went away")
 		}
 	}
 	out := map[string]json.RawMessage{}
@@ -159,12 +159,12 @@ func (rc *rpcCall) legacyInput(ctx context.Context, keys []string, reqs map[stri
 		select {
 		case resp := <-waits[i].ch:
 			if resp.Error != nil {
-				return nil, &hostfn.Error{Code: abi.Unavailable, Message: "the client refused input request " + k,
+				return nil, &hostfn.ClientError{Kind: hostfn.ErrClientUnavailable, Message: "the client refused input request " + k,
 					Detail: map[string]any{"clientError": resp.Error}}
 			}
 			out[k] = resp.Result
 		case <-ctx.Done():
-			return nil, hostfn.Errorf(abi.Timeout, "no answer from the client to input request %s: %v", k, ctx.Err())
+			return nil, clientErr(hostfn.ErrClientTimeout, "no answer from the client to input request %s: %v", k, ctx.Err())
 		}
 	}
 	return json.Marshal(out)
@@ -290,7 +290,7 @@ func paramsDigest(name string, args json.RawMessage) [32]byte {
 func (rc *rpcCall) mrtrInput(keys []string, reqs map[string]inputRequest) ([]byte, error) {
 	m := rc.mrtr
 	if m == nil {
-		return nil, hostfn.Errorf(abi.Unavailable, "input can only be requested from tools/call, prompts/get and resources/read")
+		return nil, clientErr(hostfn.ErrClientUnavailable, "input can only be requested from tools/call, prompts/get and resources/read")
 	}
 	if m.asked == nil {
 		m.asked = map[string]bool{}
@@ -310,7 +310,7 @@ func (rc *rpcCall) mrtrInput(keys []string, reqs map[string]inputRequest) ([]byt
 		m.asked[k] = true
 	}
 	if len(m.pending) > 0 {
-		return nil, hostfn.Errorf(abi.InputRequired, "input required: %d request(s) for the client", len(m.pending))
+		return nil, clientErr(hostfn.ErrClientInputRequired, "input required: %d request(s) for the client", len(m.pending))
 	}
 	return json.Marshal(out)
 }
@@ -376,7 +376,7 @@ func (rc *rpcCall) Notify(_ context.Context, raw []byte) error {
 		} `json:"params"`
 	}
 	if err := json.Unmarshal(raw, &n); err != nil {
-		return hostfn.Errorf(abi.Invalid, "notify: %v", err)
+		return clientErr(hostfn.ErrClientInvalid, "notify: %v", err)
 	}
 	switch n.Method {
 	case "notifications/tools/list_changed":
@@ -387,11 +387,17 @@ func (rc *rpcCall) Notify(_ context.Context, raw []byte) error {
 		rc.s.broadcastListChanged("resources")
 	case "notifications/resources/updated":
 		if n.Params.URI == "" {
-			return hostfn.Errorf(abi.Invalid, "notify: resources/updated needs params.uri")
+			return clientErr(hostfn.ErrClientInvalid, "notify: resources/updated needs params.uri")
 		}
 		rc.s.broadcastResourceUpdated(n.Params.URI)
 	default:
-		return hostfn.Errorf(abi.Invalid, "notify: %q is not a notification a plugin may send", n.Method)
+		return clientErr(hostfn.ErrClientInvalid, "notify: %q is not a notification a plugin may send", n.Method)
 	}
 	return nil
+}
+
+// clientErr is an error of the given hostfn.ErrClient* kind; the core
+// family maps the kind to an ABI code.
+func clientErr(kind error, format string, a ...any) error {
+	return &hostfn.ClientError{Kind: kind, Message: fmt.Sprintf(format, a...)}
 }
