@@ -13,9 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aiodhq/aiod/host/caps"
-	"github.com/aiodhq/aiod/host/fsroot"
-	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/files"
 	"github.com/aiodhq/aiod/sdk/sdktest"
 )
@@ -33,12 +30,7 @@ func setup(t *testing.T) (rw, ro, out string) {
 	os.WriteFile(ro+"/ro.txt", []byte("read only"), 0o644)
 	os.WriteFile(out+"/secret.txt", []byte("SECRET"), 0o644)
 	os.Symlink("../outside", rw+"/dirlink")
-	paths := []caps.PathScope{{Path: rw, Mode: caps.ReadWrite}, {Path: ro, Mode: caps.ReadOnly}}
-	g := (&caps.Policy{Default: &caps.Capabilities{Files: &caps.FilesScope{Paths: paths}}}).
-		Allow(&caps.Manifest{Name: "t", Capabilities: caps.Capabilities{Files: &caps.FilesScope{Paths: paths}}}, caps.Env{Tmp: "/tmp"})
-	fam := hostfn.NewFiles(fsroot.Options{})
-	sdktest.New(t, sdktest.WithFamilies(g, fam))
-	t.Cleanup(func() { fam.Close() })
+	sdktest.New(t, sdktest.WithFiles(sdktest.FilePath{Path: rw}, sdktest.FilePath{Path: ro, ReadOnly: true}))
 	return rw, ro, out
 }
 

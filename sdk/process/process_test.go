@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aiodhq/aiod/host/caps"
-	"github.com/aiodhq/aiod/host/hostfn"
-	"github.com/aiodhq/aiod/host/proc"
 	"github.com/aiodhq/aiod/sdk/process"
 	"github.com/aiodhq/aiod/sdk/sdktest"
 )
@@ -22,12 +19,7 @@ func setup(t *testing.T, commands []string, shell bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scope := &caps.ProcessScope{Commands: commands, Cwd: []string{root}, Shell: shell}
-	p := &caps.Policy{Default: &caps.Capabilities{Process: scope}}
-	g := p.Allow(&caps.Manifest{Name: "t", Capabilities: caps.Capabilities{Process: scope}}, caps.Env{Tmp: os.TempDir()})
-	m := proc.New(proc.Config{})
-	t.Cleanup(func() { m.Close() })
-	sdktest.New(t, sdktest.WithFamilies(g, hostfn.NewProcess(m)))
+	sdktest.New(t, sdktest.WithProcess(sdktest.Process{Commands: commands, Cwd: []string{root}, Shell: shell}))
 	return root
 }
 

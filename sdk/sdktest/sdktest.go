@@ -11,21 +11,26 @@
 //
 // The plugin's package must be the package under test (its init registers
 // the tools). Host function families are faked with WithHandler, or served
-// by the real host implementation with WithFamilies (for example the files
-// family over a temporary directory), so a test exercises exactly the
-// requests the host will see.
+// by the real host implementation with WithFiles, WithProcess and WithState
+// (for example the files family over a temporary directory), so a test
+// exercises exactly the requests the host will see. The API takes and
+// returns only plain data and sdk/abi types: a plugin author's test needs no
+// host package.
 package sdktest
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/fsroot"
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/proc"
 	"github.com/aiodhq/aiod/sdk/abi"
 	"github.com/aiodhq/aiod/sdk/internal/guest"
 )
@@ -41,6 +46,7 @@ type Host struct {
 	handlers map[string]func(req []byte) ([]byte, uint32)
 	defs     map[string]hostfn.Def
 	call     *hostfn.Call
+	caps     caps.Capabilities // granted by the With* options
 }
 
 // Log is one message a handler logged.
@@ -65,16 +71,80 @@ func WithHandler(module, name string, fn func(req []byte) (resp []byte, code uin
 	return func(h *Host) { h.handlers[module+"."+name] = fn }
 }
 
-// WithFamilies serves the given host function families with their real
-// implementations under grant (build grants with caps.Policy.Allow, or
-// by hand).
-func WithFamilies(grant *caps.Grant, fams ...hostfn.Family) Option {
+// FilePath is a directory the files family may reach (WithFiles).
+type FilePath struct {
+	Path     string // absolute
+	ReadOnly bool
+}
+
+// WithFiles serves aiod:files with the host's real implementation, scoped
+// to paths exactly as a policy granting them would scope a plugin.
+func WithFiles(paths ...FilePath) Option {
+	scopes := make([]caps.PathScope, len(paths))
+	for i, p := range paths {
+		scopes[i] = caps.PathScope{Path: p.Path, Mode: caps.ReadWrite}
+		if p.ReadOnly {
+			scopes[i].Mode = caps.ReadOnly
+		}
+	}
 	return func(h *Host) {
-		h.call.Grant = grant
-		for _, f := range append([]hostfn.Family{hostfn.Core()}, fams...) {
-			for _, d := range f.Defs() {
-				h.defs[d.Module+"."+d.Name] = d
-			}
+		h.grant(caps.Capabilities{Files: &caps.FilesScope{Paths: scopes}})
+		fam := hostfn.NewFiles(fsroot.Options{})
+		h.t.Cleanup(func() { fam.Close() })
+		h.link(fam)
+	}
+}
+
+// Process is the process grant of WithProcess: the programs a plugin may
+// run (names or absolute paths, "*" for any), the directories it may run
+// them in, and whether it may use the persistent shell.
+type Process struct {
+	Commands []string
+	Cwd      []string
+	Shell    bool
+}
+
+// WithProcess serves aiod:process with the host's real implementation
+// (real processes, real shell sessions) under the given grant.
+func WithProcess(p Process) Option {
+	return func(h *Host) {
+		h.grant(caps.Capabilities{Process: &caps.ProcessScope{Commands: p.Commands, Cwd: p.Cwd, Shell: p.Shell}})
+		m := proc.New(proc.Config{})
+		h.t.Cleanup(func() { m.Close() })
+		h.link(hostfn.NewProcess(m))
+	}
+}
+
+// WithState serves aiod:state with the host's real store, capped at
+// maxBytes per plugin.
+func WithState(maxBytes int64) Option {
+	return func(h *Host) {
+		h.grant(caps.Capabilities{State: &caps.StateScope{MaxBytes: maxBytes}})
+		h.link(hostfn.NewState(hostfn.NewStateStore(0)))
+	}
+}
+
+// grant adds c to what the fake host grants, as an operator policy
+// granting exactly what the plugin asks would.
+func (h *Host) grant(c caps.Capabilities) {
+	if c.Files != nil {
+		h.caps.Files = c.Files
+	}
+	if c.Process != nil {
+		h.caps.Process = c.Process
+	}
+	if c.State != nil {
+		h.caps.State = c.State
+	}
+	want := h.caps
+	p := &caps.Policy{Default: &want}
+	h.call.Grant = p.Allow(&caps.Manifest{Name: "sdktest", Capabilities: want}, caps.Env{Tmp: os.TempDir()})
+}
+
+func (h *Host) link(fams ...hostfn.Family) {
+	for _, f := range append([]hostfn.Family{hostfn.Core()}, fams...) {
+		for _, d := range f.Defs() {
+			h.defs[d.Module+"."+d.Name] = d
 		}
 	}
 }
@@ -205,9 +275,23 @@ func (h *Host) CallTool(tool string, args any) *Result {
 	return &r
 }
 
-// Describe returns the plugin's manifest document, as aiodpack would write
-// it (without module and sha256).
-func (h *Host) Describe() *caps.Manifest {
+// Manifest is what a plugin describes itself as, checked as aiod checks a
+// manifest: the fields a test usually asserts, and the whole document.
+type Manifest struct {
+	Name, Version, Description string
+	Tools                      []ManifestTool
+	JSON                       json.RawMessage
+}
+
+// ManifestTool is one tool of a Manifest.
+type ManifestTool struct {
+	Name, Title, Description  string
+	InputSchema, OutputSchema json.RawMessage
+}
+
+// Describe returns the plugin's manifest, as aiodpack would write it
+// (without module and sha256), after the host's own validation.
+func (h *Host) Describe() *Manifest {
 	h.t.Helper()
 	out, ret := h.invoke(abi.OpDescribe, "", nil)
 	if ret != abi.RetOK {
@@ -220,7 +304,12 @@ func (h *Host) Describe() *caps.Manifest {
 	if err := m.Validate(); err != nil {
 		h.t.Fatalf("sdktest: describe: %v", err)
 	}
-	return &m
+	r := &Manifest{Name: m.Name, Version: m.Version, Description: m.Description, JSON: out}
+	for _, t := range m.Tools {
+		r.Tools = append(r.Tools, ManifestTool{Name: t.Name, Title: t.Title, Description: t.Description,
+			InputSchema: t.InputSchema, OutputSchema: t.OutputSchema})
+	}
+	return r
 }
 
 func (h *Host) invoke(op int32, name string, args []byte) ([]byte, int32) {

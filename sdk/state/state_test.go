@@ -9,17 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aiodhq/aiod/host/caps"
-	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/sdktest"
 	"github.com/aiodhq/aiod/sdk/state"
 )
 
 func setup(t *testing.T, maxBytes int64) {
-	scope := &caps.StateScope{MaxBytes: maxBytes}
-	p := &caps.Policy{Default: &caps.Capabilities{State: scope}}
-	g := p.Allow(&caps.Manifest{Name: "t", Capabilities: caps.Capabilities{State: scope}}, caps.Env{})
-	sdktest.New(t, sdktest.WithFamilies(g, hostfn.NewState(hostfn.NewStateStore(0))))
+	sdktest.New(t, sdktest.WithState(maxBytes))
 }
 
 func TestState(t *testing.T) {
