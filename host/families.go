@@ -51,18 +51,38 @@ func baseEnv(environ []string) []string {
 	return append(env, "AIOD_VERSION="+Version)
 }
 
+// familyTable is every gated family this host implements, in
+// caps.Families order: adding a family is one entry here (its name and how
+// it is made from the host's state) besides its own package. A family the
+// manifest format knows but that has no entry (cdp, upstream) is never
+// linked, is refused at load as not implemented, and is reported absent.
+var familyTable = []struct {
+	name caps.Family
+	get  func(*families) hostfn.Family
+}{
+	{caps.Files, func(f *families) hostfn.Family { return f.files }},
+	{caps.Process, func(f *families) hostfn.Family { return f.proc }},
+	{caps.State, func(f *families) hostfn.Family { return f.state }},
+}
+
+// implemented reports whether this host implements family name.
+func implemented(name caps.Family) bool {
+	for _, e := range familyTable {
+		if e.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // forGrant returns the gated families granted by g (core is added by the
 // registry).
 func (f *families) forGrant(g *caps.Grant) []hostfn.Family {
 	var out []hostfn.Family
-	if g.Has(caps.Files) {
-		out = append(out, f.files)
-	}
-	if g.Has(caps.Process) {
-		out = append(out, f.proc)
-	}
-	if g.Has(caps.State) {
-		out = append(out, f.state)
+	for _, e := range familyTable {
+		if g.Has(e.name) {
+			out = append(out, e.get(f))
+		}
 	}
 	return out
 }
@@ -93,5 +113,10 @@ func builtinPolicy(p *caps.Policy) *caps.Policy {
 // AllFamilies returns every gated family (for describing a module with
 // stubs; their functions are never run that way).
 func AllFamilies() []hostfn.Family {
-	return []hostfn.Family{hostfn.NewFiles(fsroot.Options{}), hostfn.NewProcess(nil), hostfn.NewState(nil)}
+	f := &families{files: hostfn.NewFiles(fsroot.Options{}), proc: hostfn.NewProcess(nil), state: hostfn.NewState(nil)}
+	out := make([]hostfn.Family, len(familyTable))
+	for i, e := range familyTable {
+		out[i] = e.get(f)
+	}
+	return out
 }

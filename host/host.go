@@ -255,7 +255,11 @@ func (h *Host) capabilities() any {
 		if granted[string(f)] {
 			st = "ready"
 		}
-		entry := map[string]any{"status": st, "missing": []string{}, "warnings": []string{}}
+		missing := []string{}
+		if !implemented(f) {
+			st, missing = "absent", []string{"not implemented by this host"}
+		}
+		entry := map[string]any{"status": st, "missing": missing, "warnings": []string{}}
 		if f == caps.Process {
 			// How process counts and memory are contained: the kernel's
 			// cgroup limits, or the /proc watchdog fallback (and why).

@@ -210,3 +210,46 @@ func TestCapabilitiesReportContainment(t *testing.T) {
 		t.Errorf("containment mode %q", c.Mode)
 	}
 }
+
+// TestCapabilitiesFamilyFromImplementation: a family granted to a plugin
+// but not implemented by this host (cdp) is reported absent, never ready,
+// while an implemented one granted beside it (state) is ready.
+func TestCapabilitiesFamilyFromImplementation(t *testing.T) {
+	plugins := t.TempDir()
+	testplugins.Package(t, plugins, "plugins/examples/echo", nil, func(m []byte) []byte {
+		var doc map[string]any
+		if err := json.Unmarshal(m, &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["capabilities"] = map[string]any{"cdp": map[string]any{"endpoints": []string{"127.0.0.1:9222"}},
+			"state": map[string]any{"max_bytes": 1024}}
+		b, _ := json.Marshal(doc)
+		return b
+	})
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	os.WriteFile(policy, []byte(`{"plugins":{"echo":{"cdp":{"endpoints":["127.0.0.1:9222"]},"state":{"max_bytes":1024}}}}`), 0o644)
+	url := startHost(t, host.Config{PluginsDir: plugins, PolicyFile: policy})
+	resp, err := http.Get(url + "/v1/capabilities")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Families map[string]struct {
+				Status  string   `json:"status"`
+				Missing []string `json:"missing"`
+			} `json:"families"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	fams := body.Data.Families
+	if f := fams["cdp"]; f.Status != "absent" || len(f.Missing) == 0 {
+		t.Errorf("cdp granted but not implemented: %+v, want absent with a reason", f)
+	}
+	if f := fams["state"]; f.Status != "ready" {
+		t.Errorf("state granted and implemented: %+v, want ready", f)
+	}
+}

@@ -339,3 +339,28 @@ func TestReloadInFlight(t *testing.T) {
 		t.Fatalf("echo after reload: %+v", r)
 	}
 }
+
+// TestGrantedButUnimplementedImport: a family the policy grants but the
+// host does not implement (no family linked for it) is refused at load as
+// not implemented, not as "not granted".
+func TestGrantedButUnimplementedImport(t *testing.T) {
+	dir := t.TempDir()
+	testplugins.Package(t, dir, "host/plugin/testdata/importer", []hostfn.Family{filesStub{}}, nil)
+	policy := &caps.Policy{Plugins: map[string]caps.Capabilities{
+		"importer": {Files: &caps.FilesScope{Paths: []caps.PathScope{{Path: "/tmp", Mode: caps.ReadOnly}}}},
+	}}
+	reg, err := plugin.New(context.Background(), plugin.Options{Engine: engine(t), Policy: policy,
+		Env: caps.Env{Tmp: "/tmp"}, Dir: dir, Logger: quiet(),
+		Families: func(*caps.Grant) []hostfn.Family { return nil }})
+	if reg == nil {
+		t.Fatalf("registry: %v", err)
+	}
+	defer reg.Close(context.Background())
+	want := `plugin importer imports aiod:files.read, but this host does not implement the "files" family`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("load error %v, want it to contain %q", err, want)
+	}
+	if reg.Catalog().Lookup("peek") != nil {
+		t.Fatal("peek is served")
+	}
+}

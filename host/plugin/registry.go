@@ -350,6 +350,10 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin)
 		Stderr:      &logWriter{log: log, left: 64 << 10},
 	})
 	if err != nil {
+		var ie *runtime.ImportError
+		if errors.As(err, &ie) && ie.Family != "" && grant.Has(caps.Family(ie.Family)) {
+			ie.Unimplemented = true // granted, yet not linked: the host has no such family
+		}
 		return nil, err
 	}
 	p := &Plugin{Manifest: m, Grant: grant, Digest: digest, Builtin: s.builtin, Source: s.where,

@@ -75,9 +75,15 @@ type ImportError struct {
 	Plugin, Module, Name string
 	// Family is the capability the import belongs to, "" if unknown.
 	Family string
+	// Unimplemented: the family was granted but this host does not
+	// implement it (set by the registry, which knows the grant).
+	Unimplemented bool
 }
 
 func (e *ImportError) Error() string {
+	if e.Family != "" && e.Unimplemented {
+		return fmt.Sprintf("plugin %s imports %s.%s, but this host does not implement the %q family", e.Plugin, e.Module, e.Name, e.Family)
+	}
 	if e.Family != "" {
 		return fmt.Sprintf("plugin %s imports %s.%s, but capability %q is not granted", e.Plugin, e.Module, e.Name, e.Family)
 	}
