@@ -350,9 +350,14 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin)
 		Stderr:      &logWriter{log: log, left: 64 << 10},
 	})
 	if err != nil {
+		// The engine names the import; which capability it belongs to,
+		// and whether that was granted, is the registry's to say.
 		var ie *runtime.ImportError
-		if errors.As(err, &ie) && ie.Family != "" && grant.Has(caps.Family(ie.Family)) {
-			ie.Unimplemented = true // granted, yet not linked: the host has no such family
+		if errors.As(err, &ie) {
+			if fam, ok := strings.CutPrefix(ie.Module, "aiod:"); ok && slices.Contains(caps.Families, caps.Family(fam)) {
+				ie.Family = fam
+				ie.Unimplemented = grant.Has(caps.Family(fam)) // granted, yet not linked: no such family here
+			}
 		}
 		return nil, err
 	}

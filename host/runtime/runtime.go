@@ -73,7 +73,8 @@ type Instance interface {
 // ImportError reports a module import that is not linked.
 type ImportError struct {
 	Plugin, Module, Name string
-	// Family is the capability the import belongs to, "" if unknown.
+	// Family is the capability the import belongs to, "" if unknown. The
+	// engine leaves it empty; the registry, which knows the grant, sets it.
 	Family string
 	// Unimplemented: the family was granted but this host does not
 	// implement it (set by the registry, which knows the grant).

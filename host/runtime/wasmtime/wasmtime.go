@@ -16,7 +16,6 @@ import (
 
 	"github.com/bytecodealliance/wasmtime-go/v39"
 
-	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/runtime"
 )
@@ -194,13 +193,6 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 			continue
 		}
 		ie := &runtime.ImportError{Plugin: cfg.Name, Module: mod, Name: name}
-		if fam, isAiod := strings.CutPrefix(mod, "aiod:"); isAiod {
-			for _, f := range caps.Families {
-				if string(f) == fam {
-					ie.Family = fam
-				}
-			}
-		}
 		return nil, ie
 	}
 	ok = true

@@ -17,7 +17,6 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/runtime"
 )
@@ -154,13 +153,6 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 			continue
 		}
 		ie := &runtime.ImportError{Plugin: cfg.Name, Module: mod, Name: name}
-		if fam, isAiod := strings.CutPrefix(mod, "aiod:"); isAiod {
-			for _, f := range caps.Families {
-				if string(f) == fam {
-					ie.Family = fam
-				}
-			}
-		}
 		return nil, ie
 	}
 	for _, mem := range cm.ImportedMemories() {
