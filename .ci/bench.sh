@@ -83,6 +83,21 @@ section "HTTP echo throughput, legacy without a session (ratios to the go-sdk pe
   gosdk=http://127.0.0.1:$GOSDK_PORT/ aiod=$URL ceiling=http://127.0.0.1:$CEIL_PORT/mcp
 warm_rss=$(rss_kb $AIOD_PID)
 
+if [[ ${BENCH_WASMTIME:-1} == 1 ]] && { bin/aiod start --engine list 2>&1 || true; } | grep -q wasmtime; then
+  section "HTTP echo throughput on both engines, legacy without a session"
+  WT_PORT=$((AIOD_PORT + 1))
+  t0=$(date +%s%N)
+  bin/aiod start --engine wasmtime --port "$WT_PORT" --plugins-dir build/plugins --cache-dir "$WORK/cache" --log-level warn 2>"$WORK/aiod-wasmtime.log" &
+  WT_PID=$!; pids+=("$WT_PID")
+  wait_http "http://127.0.0.1:$WT_PORT/mcp" "$LIST"
+  printf '%-28s %8s\n' "wasmtime start (cold cache)" "$((($(date +%s%N) - t0) / 1000000)) ms"
+  wt_idle_rss=$(rss_kb $WT_PID)
+  "$PEERS/compare.sh" -d "$DURATION" -r "$ROUNDS" -c "$CONNS" "$BODY" \
+    aiod-wazero=$URL aiod-wasmtime=http://127.0.0.1:$WT_PORT/mcp ceiling=http://127.0.0.1:$CEIL_PORT/mcp
+  wt_warm_rss=$(rss_kb $WT_PID)
+  kill "$WT_PID" 2>/dev/null || true
+fi
+
 section "HTTP echo throughput, legacy in a session"
 init='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}'
 sid() { # opens a session: initialize, then notifications/initialized
@@ -116,3 +131,7 @@ JSON
 section "Memory"
 printf '%-28s %8s\n' "RSS idle (after start)" "$((idle_rss / 1024)) MiB"
 printf '%-28s %8s\n' "RSS with a warm pool" "$((warm_rss / 1024)) MiB"
+if [[ -n ${wt_idle_rss:-} ]]; then
+  printf '%-28s %8s\n' "wasmtime RSS idle" "$((wt_idle_rss / 1024)) MiB"
+  printf '%-28s %8s\n' "wasmtime RSS warm pool" "$((wt_warm_rss / 1024)) MiB"
+fi
