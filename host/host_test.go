@@ -170,11 +170,6 @@ func TestRefuseNonLoopback(t *testing.T) {
 // the pids controller, as CI's) it is the kernel, not the watchdog.
 func TestCapabilitiesReportContainment(t *testing.T) {
 	url := startHost(t, host.Config{})
-	resp, err := http.Get(url + "/v1/capabilities")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var body struct {
 		Data struct {
 			Families map[string]struct {
@@ -186,9 +181,7 @@ func TestCapabilitiesReportContainment(t *testing.T) {
 			} `json:"families"`
 		} `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatal(err)
-	}
+	getCapabilities(t, url, &body)
 	caps := body.Data
 	c := caps.Families["process"].Containment
 	if c == nil {
@@ -229,11 +222,6 @@ func TestCapabilitiesFamilyFromImplementation(t *testing.T) {
 	policy := filepath.Join(t.TempDir(), "policy.json")
 	os.WriteFile(policy, []byte(`{"plugins":{"echo":{"cdp":{"endpoints":["127.0.0.1:9222"]},"state":{"max_bytes":1024}}}}`), 0o644)
 	url := startHost(t, host.Config{PluginsDir: plugins, PolicyFile: policy})
-	resp, err := http.Get(url + "/v1/capabilities")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var body struct {
 		Data struct {
 			Families map[string]struct {
@@ -242,14 +230,25 @@ func TestCapabilitiesFamilyFromImplementation(t *testing.T) {
 			} `json:"families"`
 		} `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatal(err)
-	}
+	getCapabilities(t, url, &body)
 	fams := body.Data.Families
 	if f := fams["cdp"]; f.Status != "absent" || len(f.Missing) == 0 {
 		t.Errorf("cdp granted but not implemented: %+v, want absent with a reason", f)
 	}
 	if f := fams["state"]; f.Status != "ready" {
 		t.Errorf("state granted and implemented: %+v, want ready", f)
+	}
+}
+
+// getCapabilities decodes GET /v1/capabilities into v.
+func getCapabilities(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url + "/v1/capabilities")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
 	}
 }
