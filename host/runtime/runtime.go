@@ -5,6 +5,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -97,3 +98,19 @@ var (
 	ErrMemory  = errors.New("memory limit exceeded")
 	ErrTrap    = errors.New("plugin trapped")
 )
+
+// OutputBuffer collects a WASI command's stdout up to Max bytes; past that
+// every write fails and Over is set (the engines' RunCommand output cap).
+type OutputBuffer struct {
+	bytes.Buffer
+	Max  int64
+	Over bool
+}
+
+func (w *OutputBuffer) Write(p []byte) (int, error) {
+	if int64(w.Len()+len(p)) > w.Max {
+		w.Over = true
+		return 0, errors.New("output limit exceeded")
+	}
+	return w.Buffer.Write(p)
+}

@@ -3,7 +3,6 @@
 package wasmtime
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -401,7 +400,7 @@ func (c *compiled) instantiate(inst *instance) (err error) {
 }
 
 func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []byte, maxOut int64) ([]byte, uint32, error) {
-	out := &capWriter{max: maxOut}
+	out := &runtime.OutputBuffer{Max: maxOut}
 	s, st, flag, err := c.newStore(stdin, out)
 	if err != nil {
 		return nil, 0, fmt.Errorf("plugin %s: %w", c.name, err)
@@ -433,19 +432,19 @@ func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []by
 	}()
 	disarm()
 	st.ctx, st.call = nil, nil
-	if out.over {
+	if out.Over {
 		return nil, 0, hostfn.ErrResultTooLarge{Limit: maxOut}
 	}
 	if err != nil {
 		var we *wasmtime.Error
 		if errors.As(err, &we) && ctx.Err() == nil {
 			if code, isExit := we.ExitStatus(); isExit {
-				return out.buf.Bytes(), uint32(code), nil
+				return out.Bytes(), uint32(code), nil
 			}
 		}
 		return nil, 0, classify(ctx, err, inst)
 	}
-	return out.buf.Bytes(), 0, nil
+	return out.Bytes(), 0, nil
 }
 
 func (c *compiled) Close(ctx context.Context) error {
@@ -454,21 +453,6 @@ func (c *compiled) Close(ctx context.Context) error {
 		c.m.Close()
 	})
 	return nil
-}
-
-// capWriter collects at most max bytes; past that every write fails.
-type capWriter struct {
-	buf  bytes.Buffer
-	max  int64
-	over bool
-}
-
-func (w *capWriter) Write(p []byte) (int, error) {
-	if int64(w.buf.Len()+len(p)) > w.max {
-		w.over = true
-		return 0, errors.New("output limit exceeded")
-	}
-	return w.buf.Write(p)
 }
 
 type instance struct {

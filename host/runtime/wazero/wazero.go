@@ -221,42 +221,28 @@ func (c *compiled) Instantiate(ctx context.Context) (runtime.Instance, error) {
 }
 
 func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []byte, maxOut int64) ([]byte, uint32, error) {
-	out := &capWriter{max: maxOut}
+	out := &runtime.OutputBuffer{Max: maxOut}
 	cfg := c.moduleConfig().WithStdin(bytes.NewReader(stdin)).WithStdout(out).WithStartFunctions("_start")
 	m, err := c.r.InstantiateModule(context.WithValue(ctx, callKey{}, call), c.cm, cfg)
 	if m != nil {
 		defer m.Close(context.WithoutCancel(ctx))
 	}
-	if out.over {
+	if out.Over {
 		return nil, 0, hostfn.ErrResultTooLarge{Limit: maxOut}
 	}
 	if err != nil {
 		var ee *sys.ExitError
 		if errors.As(err, &ee) && ctx.Err() == nil {
-			return out.buf.Bytes(), ee.ExitCode(), nil
+			return out.Bytes(), ee.ExitCode(), nil
 		}
 		return nil, 0, classify(ctx, err, m, c.pages)
 	}
-	return out.buf.Bytes(), 0, nil
+	return out.Bytes(), 0, nil
 }
 
 func (c *compiled) Close(ctx context.Context) error {
 	c.once.Do(func() { c.err = c.r.Close(ctx) })
 	return c.err
-}
-
-type capWriter struct {
-	buf  bytes.Buffer
-	max  int64
-	over bool
-}
-
-func (w *capWriter) Write(p []byte) (int, error) {
-	if int64(w.buf.Len()+len(p)) > w.max {
-		w.over = true
-		return 0, errors.New("output limit exceeded")
-	}
-	return w.buf.Write(p)
 }
 
 type instance struct {
