@@ -214,13 +214,13 @@ func TestCapabilitiesFamilyFromImplementation(t *testing.T) {
 		if err := json.Unmarshal(m, &doc); err != nil {
 			t.Fatal(err)
 		}
-		doc["capabilities"] = map[string]any{"cdp": map[string]any{"endpoints": []string{"127.0.0.1:9222"}},
+		doc["capabilities"] = map[string]any{"cdp": map[string]any{"methods": []string{"Page.*"}},
 			"state": map[string]any{"max_bytes": 1024}}
 		b, _ := json.Marshal(doc)
 		return b
 	})
 	policy := filepath.Join(t.TempDir(), "policy.json")
-	os.WriteFile(policy, []byte(`{"plugins":{"echo":{"cdp":{"endpoints":["127.0.0.1:9222"]},"state":{"max_bytes":1024}}}}`), 0o644)
+	os.WriteFile(policy, []byte(`{"plugins":{"echo":{"cdp":{"methods":["Page.*"]},"state":{"max_bytes":1024}}}}`), 0o644)
 	url := startHost(t, host.Config{PluginsDir: plugins, PolicyFile: policy})
 	var body struct {
 		Data struct {

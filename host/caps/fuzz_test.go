@@ -78,12 +78,12 @@ func FuzzParseManifest(f *testing.F) {
 func nullInReserved(data []byte) bool {
 	var doc struct {
 		Capabilities struct {
-			CDP      struct{ Endpoints []any } `json:"cdp"`
-			Upstream struct{ Servers []any }   `json:"upstream"`
+			CDP      struct{ Methods []any } `json:"cdp"`
+			Upstream struct{ Servers []any } `json:"upstream"`
 		} `json:"capabilities"`
 	}
 	_ = json.Unmarshal(data, &doc)
-	return slices.Contains(doc.Capabilities.CDP.Endpoints, nil) || slices.Contains(doc.Capabilities.Upstream.Servers, nil)
+	return slices.Contains(doc.Capabilities.CDP.Methods, nil) || slices.Contains(doc.Capabilities.Upstream.Servers, nil)
 }
 
 // FuzzParsePolicy: ParsePolicy never panics; what it accepts round-trips;
@@ -93,7 +93,7 @@ func FuzzParsePolicy(f *testing.F) {
 		`{}`,
 		`{"plugins":{"notes":{"files":{"paths":[{"path":"$HOME/notes","mode":"rw"}]},"process":{"commands":["git"],"cwd":["$HOME/notes"]}}},"default":{"state":{"max_bytes":65536}}}`,
 		`{"default":{"files":{"paths":[{"path":"$SANDBOX","mode":"rw"}]},"process":{"commands":["*"],"cwd":["$SANDBOX"],"shell":true},"state":{"max_bytes":67108864}}}`,
-		`{"default":{"files":{"paths":[{"path":"/","mode":"ro"},{"path":"$SANDBOX/..","mode":"rw"}]},"cdp":{},"upstream":{}}}`,
+		`{"default":{"files":{"paths":[{"path":"/","mode":"ro"},{"path":"$SANDBOX/..","mode":"rw"}]},"cdp":{"methods":["*"]},"upstream":{"servers":["*"]}}}`,
 		`{"limits":{"default_timeout_ms":9000,"max_timeout_ms":5000,"default_memory_mib":8192,"max_memory_mib":99999,"max_instances":-1}}`,
 		`{"plugins":{"p":null,"q":{}},"default":null,"limits":null}`,
 	} {

@@ -159,11 +159,19 @@ type StateScope struct {
 
 // CDPScope scopes the Chrome DevTools Protocol family.
 type CDPScope struct {
-	Endpoints []string `json:"endpoints"`
+	// Methods are the CDP methods the plugin may call: exact names
+	// ("Page.navigate") or patterns where '*' matches any run of
+	// characters ("Page.*", "Input.dispatch*"). Deny by default: a method
+	// no pattern matches is denied.
+	Methods []string `json:"methods"`
+	// NewTargets allows opening and closing targets (tabs).
+	NewTargets bool `json:"new_targets,omitempty"`
 }
 
 // UpstreamScope scopes forwarding to upstream MCP servers.
 type UpstreamScope struct {
+	// Servers are the names of upstream servers (as registered with
+	// --mcp-servers) the plugin may list and call.
 	Servers []string `json:"servers"`
 }
 
@@ -173,12 +181,18 @@ type Limits struct {
 	TimeoutMs      int64 `json:"timeout_ms,omitempty"`
 	MaxResultBytes int64 `json:"max_result_bytes,omitempty"`
 	MaxInstances   int   `json:"max_instances,omitempty"`
+	// Fuel bounds the instructions one call may execute, on engines that
+	// meter fuel (wasmtime); 0 means unmetered.
+	Fuel int64 `json:"fuel,omitempty"`
 }
 
 var (
 	nameRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 	toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 	sha256RE   = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	// A CDP method or pattern: "*", "Domain.*" or "Domain.method" where the
+	// method part may hold '*'.
+	cdpMethodRE = regexp.MustCompile(`^(\*|[A-Za-z][A-Za-z0-9]*\.[A-Za-z0-9*]+)$`)
 )
 
 // ErrInvalidManifest is wrapped by every manifest validation error.
@@ -346,7 +360,7 @@ func (m *Manifest) Validate() error {
 		return bad("plugin %s: capabilities: %v", m.Name, err)
 	}
 	l := m.Limits
-	if l.MemoryMiB < 0 || l.MemoryMiB > 4096 || l.TimeoutMs < 0 || l.MaxResultBytes < 0 || l.MaxInstances < 0 {
+	if l.MemoryMiB < 0 || l.MemoryMiB > 4096 || l.TimeoutMs < 0 || l.MaxResultBytes < 0 || l.MaxInstances < 0 || l.Fuel < 0 {
 		return bad("plugin %s: limits must be non-negative (memory_mib at most 4096)", m.Name)
 	}
 	return nil
@@ -397,6 +411,20 @@ func (c Capabilities) validate() error {
 	}
 	if c.State != nil && c.State.MaxBytes < 0 {
 		return errors.New("state: max_bytes must be non-negative")
+	}
+	if c.CDP != nil {
+		for _, m := range c.CDP.Methods {
+			if !cdpMethodRE.MatchString(m) {
+				return fmt.Errorf("cdp: method %q must be Domain.method, a pattern like Domain.* or Input.dispatch*, or *", m)
+			}
+		}
+	}
+	if c.Upstream != nil {
+		for _, s := range c.Upstream.Servers {
+			if s == "" || strings.ContainsAny(s, "\x00\n") {
+				return fmt.Errorf("upstream: bad server name %q", s)
+			}
+		}
 	}
 	return nil
 }

@@ -38,6 +38,10 @@ type OperatorLimits struct {
 	MaxResultBytes        int64 `json:"max_result_bytes,omitempty"`
 	// Instances per plugin and owner.
 	MaxInstances int `json:"max_instances,omitempty"`
+	// MaxFuel caps a manifest's limits.fuel (0: no cap on what it asks).
+	// DefaultFuel meters plugins that ask for none (0: unmetered).
+	DefaultFuel int64 `json:"default_fuel,omitempty"`
+	MaxFuel     int64 `json:"max_fuel,omitempty"`
 }
 
 // wasmMaxMemoryMiB is all a 32-bit wasm memory can address (65536 pages).
@@ -149,11 +153,21 @@ type Grant struct {
 	Shell    bool
 	// StateMaxBytes bounds state per owner.
 	StateMaxBytes int64
+	// CDPMethods are the CDP method patterns the cdp family may send
+	// (MethodAllowed), and CDPNewTargets whether it may open and close
+	// targets.
+	CDPMethods    []string
+	CDPNewTargets bool
+	// UpstreamServers are the upstream servers the upstream family may
+	// reach, by name.
+	UpstreamServers []string
 	// Per-call limits.
 	Timeout        time.Duration
 	MemoryPages    uint32
 	MaxResultBytes int64
 	MaxInstances   int
+	// Fuel per call on engines that meter it; 0 is unmetered.
+	Fuel int64
 }
 
 // Has reports whether family f is granted (and so linked).
@@ -206,10 +220,13 @@ func (p *Policy) Allow(m *Manifest, env Env) *Grant {
 			g.families[State] = true
 		}
 		if req.CDP != nil && allowed.CDP != nil {
-			g.families[CDP] = true
+			g.CDPMethods = intersectPatterns(req.CDP.Methods, allowed.CDP.Methods)
+			g.CDPNewTargets = req.CDP.NewTargets && allowed.CDP.NewTargets
+			g.families[CDP] = len(g.CDPMethods) > 0
 		}
 		if req.Upstream != nil && allowed.Upstream != nil {
-			g.families[Upstream] = true
+			g.UpstreamServers = intersectCommands(req.Upstream.Servers, allowed.Upstream.Servers)
+			g.families[Upstream] = len(g.UpstreamServers) > 0
 		}
 	}
 	ol := p.Limits
@@ -219,6 +236,13 @@ func (p *Policy) Allow(m *Manifest, env Env) *Grant {
 	mib := capInt(int64(m.Limits.MemoryMiB), int64(ol.DefaultMemoryMiB), int64(ol.MaxMemoryMiB), DefaultMemoryMiB, DefaultMaxMemoryMiB)
 	g.MemoryPages = uint32(min(mib, wasmMaxMemoryMiB) * 16) // 64 KiB pages
 	g.MaxResultBytes = capInt(m.Limits.MaxResultBytes, ol.DefaultMaxResultBytes, ol.MaxResultBytes, DefaultMaxResultBytes, DefaultMaxResultCap)
+	g.Fuel = m.Limits.Fuel
+	if g.Fuel <= 0 {
+		g.Fuel = ol.DefaultFuel
+	}
+	if ol.MaxFuel > 0 && (g.Fuel <= 0 || g.Fuel > ol.MaxFuel) {
+		g.Fuel = ol.MaxFuel
+	}
 	g.MaxInstances = int(capInt(int64(m.Limits.MaxInstances), int64(ol.MaxInstances), int64(ol.MaxInstances), DefaultMaxInstances, DefaultMaxInstances))
 	return g
 }
@@ -301,6 +325,70 @@ func intersectCommands(req, allow []string) []string {
 	for _, c := range req {
 		if slices.Contains(allow, c) {
 			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// MethodAllowed reports whether the cdp family may send method.
+func (g *Grant) MethodAllowed(method string) bool {
+	for _, p := range g.CDPMethods {
+		if matchPattern(p, method) {
+			return true
+		}
+	}
+	return false
+}
+
+// UpstreamAllowed reports whether the upstream family may reach server.
+func (g *Grant) UpstreamAllowed(server string) bool {
+	return slices.Contains(g.UpstreamServers, server) || slices.Contains(g.UpstreamServers, "*")
+}
+
+// matchPattern reports whether s matches pattern p, where '*' matches any
+// run of characters (including none) and every other character itself.
+func matchPattern(p, s string) bool {
+	for {
+		star := strings.IndexByte(p, '*')
+		if star < 0 {
+			return p == s
+		}
+		if !strings.HasPrefix(s, p[:star]) {
+			return false
+		}
+		s, p = s[star:], p[star+1:]
+		if p == "" {
+			return true
+		}
+		for i := 0; i <= len(s); i++ {
+			if matchPattern(p, s[i:]) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// intersectPatterns keeps each requested pattern an allowed pattern
+// covers, and each allowed pattern a requested one covers (the narrower
+// of two wins). A pattern covers another when it matches the other's text
+// with its '*' read literally, which is exact for the prefix and suffix
+// patterns manifests use.
+func intersectPatterns(req, allow []string) []string {
+	var out []string
+	add := func(p string) {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	for _, r := range req {
+		for _, a := range allow {
+			switch {
+			case matchPattern(a, r):
+				add(r)
+			case matchPattern(r, a):
+				add(a)
+			}
 		}
 	}
 	return out

@@ -20,7 +20,7 @@ func TestParsePolicy(t *testing.T) {
 			"plugins": {
 				"notes": {"files": {"paths": [{"path": "$HOME/notes", "mode": "rw"}]},
 				          "process": {"commands": ["git"], "cwd": ["$HOME/notes"], "shell": true}},
-				"indexer": {"state": {"max_bytes": 1048576}, "cdp": {"endpoints": ["http://127.0.0.1:9222"]}, "upstream": {"servers": ["docs"]}}
+				"indexer": {"state": {"max_bytes": 1048576}, "cdp": {"methods": ["Page.*"]}, "upstream": {"servers": ["docs"]}}
 			},
 			"default": {"state": {}},
 			"limits": {"default_timeout_ms": 1000, "max_timeout_ms": 2000, "default_memory_mib": 64, "max_memory_mib": 128,
@@ -190,8 +190,8 @@ func TestAllowFamiliesAndDefault(t *testing.T) {
 		Files:    files("$SANDBOX", "rw"),
 		Process:  &caps.ProcessScope{Commands: []string{"*"}},
 		State:    &caps.StateScope{},
-		CDP:      &caps.CDPScope{},
-		Upstream: &caps.UpstreamScope{},
+		CDP:      &caps.CDPScope{Methods: []string{"*"}},
+		Upstream: &caps.UpstreamScope{Servers: []string{"*"}},
 	}
 	all := []caps.Family{caps.Files, caps.Process, caps.State, caps.CDP, caps.Upstream}
 	for _, tc := range []struct {
@@ -208,7 +208,7 @@ func TestAllowFamiliesAndDefault(t *testing.T) {
 			everything, []caps.Family{caps.State}},
 		{"empty entry grants nothing", &caps.Policy{Plugins: map[string]caps.Capabilities{"p": {}}, Default: &everything}, everything, nil},
 		{"nothing requested", &caps.Policy{Default: &everything}, caps.Capabilities{}, nil},
-		{"only what is requested", &caps.Policy{Default: &everything}, caps.Capabilities{State: &caps.StateScope{}, CDP: &caps.CDPScope{}},
+		{"only what is requested", &caps.Policy{Default: &everything}, caps.Capabilities{State: &caps.StateScope{}, CDP: &caps.CDPScope{Methods: []string{"Page.*"}}},
 			[]caps.Family{caps.State, caps.CDP}},
 		{"files requested, no tree in common", &caps.Policy{Default: &caps.Capabilities{Files: files("/srv", "rw")}},
 			caps.Capabilities{Files: files("/etc", "ro")}, nil},
@@ -358,5 +358,74 @@ func TestWithin(t *testing.T) {
 		if got := caps.Within(tc.p, tc.root); got != tc.want {
 			t.Errorf("Within(%q, %q) = %v, want %v", tc.p, tc.root, got, tc.want)
 		}
+	}
+}
+
+func TestAllowCDPAndUpstream(t *testing.T) {
+	l := func(s ...string) []string { return s }
+	for _, tc := range []struct {
+		name             string
+		req, allow       []string
+		reqNew, allowNew bool
+		want             []string
+		newTargets       bool
+		allowed, denied  []string
+	}{
+		{"allowed glob covers exact", l("Page.navigate"), l("Page.*"), false, false, l("Page.navigate"), false, l("Page.navigate"), l("Page.reload", "Runtime.evaluate")},
+		{"requested glob narrowed to allowed exact", l("Page.*"), l("Page.navigate", "Input.dispatchKeyEvent"), false, false, l("Page.navigate"), false, l("Page.navigate"), l("Page.reload", "Input.dispatchKeyEvent")},
+		{"prefix patterns", l("Input.dispatch*"), l("Input.*"), false, false, l("Input.dispatch*"), false, l("Input.dispatchMouseEvent", "Input.dispatchKeyEvent"), l("Input.insertText")},
+		{"star allows what is asked", l("Page.*", "Runtime.evaluate"), l("*"), false, false, l("Page.*", "Runtime.evaluate"), false, l("Page.navigate", "Runtime.evaluate"), l("Browser.close", "Runtime.callFunctionOn")},
+		{"nothing in common", l("Browser.*"), l("Page.*"), false, false, nil, false, nil, l("Browser.close", "Page.navigate")},
+		{"new targets both", l("Target.*"), l("Target.*"), true, true, l("Target.*"), true, l("Target.createTarget"), nil},
+		{"new targets requested only", l("Page.*"), l("Page.*"), true, false, l("Page.*"), false, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &caps.Manifest{Name: "p", Capabilities: caps.Capabilities{CDP: &caps.CDPScope{Methods: tc.req, NewTargets: tc.reqNew}}}
+			p := &caps.Policy{Default: &caps.Capabilities{CDP: &caps.CDPScope{Methods: tc.allow, NewTargets: tc.allowNew}}}
+			g := p.Allow(m, ada)
+			if !slices.Equal(g.CDPMethods, tc.want) || g.CDPNewTargets != tc.newTargets {
+				t.Errorf("methods %v new targets %v, want %v %v", g.CDPMethods, g.CDPNewTargets, tc.want, tc.newTargets)
+			}
+			if g.Has(caps.CDP) != (len(tc.want) > 0) {
+				t.Errorf("Has(cdp) = %v", g.Has(caps.CDP))
+			}
+			for _, mth := range tc.allowed {
+				if !g.MethodAllowed(mth) {
+					t.Errorf("%s denied", mth)
+				}
+			}
+			for _, mth := range tc.denied {
+				if g.MethodAllowed(mth) {
+					t.Errorf("%s allowed", mth)
+				}
+			}
+		})
+	}
+	m := &caps.Manifest{Name: "p", Capabilities: caps.Capabilities{Upstream: &caps.UpstreamScope{Servers: l("docs", "peer")}}}
+	g := (&caps.Policy{Default: &caps.Capabilities{Upstream: &caps.UpstreamScope{Servers: l("peer", "other")}}}).Allow(m, ada)
+	if !g.Has(caps.Upstream) || !g.UpstreamAllowed("peer") || g.UpstreamAllowed("docs") || g.UpstreamAllowed("other") {
+		t.Errorf("upstream grant %v", g.UpstreamServers)
+	}
+}
+
+func TestFuelLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		ask, def, max int64
+		want          int64
+	}{
+		{"unmetered by default", 0, 0, 0, 0},
+		{"asked", 1000, 0, 0, 1000},
+		{"operator default", 0, 500, 0, 500},
+		{"capped", 5000, 0, 2000, 2000},
+		{"cap meters the unmetered", 0, 0, 2000, 2000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &caps.Manifest{Name: "p", Limits: caps.Limits{Fuel: tc.ask}}
+			g := (&caps.Policy{Limits: caps.OperatorLimits{DefaultFuel: tc.def, MaxFuel: tc.max}}).Allow(m, ada)
+			if g.Fuel != tc.want {
+				t.Errorf("fuel %d, want %d", g.Fuel, tc.want)
+			}
+		})
 	}
 }

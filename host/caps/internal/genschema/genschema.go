@@ -126,8 +126,8 @@ var defs = map[string]string{
 	"PathScope":        "One directory tree and its mode.",
 	"ProcessScope":     "The process family (aiod:process, spec/abi/v1/process.md): programs to run and where.",
 	"StateScope":       "The state family (aiod:state, spec/abi/v1/state.md): a key-value store kept by the host.",
-	"CDPScope":         "Reserved: Chrome DevTools Protocol endpoints. Not linked by this host yet.",
-	"UpstreamScope":    "Reserved: forwarding to upstream MCP servers. Not linked by this host yet.",
+	"CDPScope":         "The cdp family (aiod:cdp, spec/abi/v1/cdp.md): Chrome DevTools Protocol methods to send to the host's browser.",
+	"UpstreamScope":    "The upstream family (aiod:upstream, spec/abi/v1/upstream.md): upstream MCP servers to list and call.",
 	"Limits":           "Per-call limits the plugin asks for. 0 (or absent) means the operator's default; the operator's caps always apply (spec/policy.md).",
 }
 
@@ -212,14 +212,19 @@ var fields = map[string]field{
 	"StateScope.max_bytes": {desc: "Most bytes (keys plus values) stored per client. The grant takes the smaller of this and the policy's; 1 MiB when neither sets it.",
 		schema: object{{"minimum", 0}}},
 
-	"CDPScope.endpoints":    {desc: "Reserved."},
-	"UpstreamScope.servers": {desc: "Reserved."},
+	"CDPScope.methods": {desc: "CDP methods the plugin may send: exact names (\"Page.navigate\"), patterns where * matches any run of characters (\"Page.*\", \"Input.dispatch*\"), or \"*\". Deny by default; the grant keeps the narrower of each requested and allowed pattern.",
+		required: true, schema: object{{"items", object{{"type", "string"}, {"pattern", `^(\*|[A-Za-z][A-Za-z0-9]*\.[A-Za-z0-9*]+)$`}}}}},
+	"CDPScope.new_targets": {desc: "May open and close targets (tabs)."},
+	"UpstreamScope.servers": {desc: "Names of upstream servers (as registered with --mcp-servers) the plugin may list and call; \"*\" means any.",
+		required: true, schema: object{{"items", object{{"type", "string"}, {"minLength", 1}}}}},
 
 	"Limits.memory_mib": {desc: "Linear memory per instance, in MiB, at most 4096. Default 256; the operator caps it (1024 by default).",
 		schema: object{{"minimum", 0}, {"maximum", 4096}}},
 	"Limits.timeout_ms": {desc: "Wall-clock deadline of one call, in milliseconds. Default 30000; the operator caps it (600000 by default).",
 		schema: object{{"minimum", 0}}},
 	"Limits.max_result_bytes": {desc: "Largest result of one call, in bytes. Default 16777216 (16 MiB); the operator caps it (64 MiB by default).",
+		schema: object{{"minimum", 0}}},
+	"Limits.fuel": {desc: "Instructions one call may execute, on engines that meter fuel (wasmtime); wazero does not meter and applies only the deadline. 0 or absent: the operator's default_fuel (unmetered unless set); the operator's max_fuel caps it.",
 		schema: object{{"minimum", 0}}},
 	"Limits.max_instances": {desc: "Instances per client, so calls running at once. Default and cap 16, or the operator's max_instances.",
 		schema: object{{"minimum", 0}}},
