@@ -12,6 +12,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // families owns the host-side state behind the gated host function
@@ -52,21 +53,21 @@ func baseEnv(environ []string) []string {
 }
 
 // familyTable is every gated family this host implements, in
-// caps.Families order: adding a family is one entry here (its name and how
+// abi.Families order: adding a family is one entry here (its name and how
 // it is made from the host's state) besides its own package. A family the
 // manifest format knows but that has no entry (cdp, upstream) is never
 // linked, is refused at load as not implemented, and is reported absent.
 var familyTable = []struct {
-	name caps.Family
+	name abi.Family
 	get  func(*families) hostfn.Family
 }{
-	{caps.Files, func(f *families) hostfn.Family { return f.files }},
-	{caps.Process, func(f *families) hostfn.Family { return f.proc }},
-	{caps.State, func(f *families) hostfn.Family { return f.state }},
+	{abi.FamilyFiles, func(f *families) hostfn.Family { return f.files }},
+	{abi.FamilyProcess, func(f *families) hostfn.Family { return f.proc }},
+	{abi.FamilyState, func(f *families) hostfn.Family { return f.state }},
 }
 
 // implemented reports whether this host implements family name.
-func implemented(name caps.Family) bool {
+func implemented(name abi.Family) bool {
 	for _, e := range familyTable {
 		if e.name == name {
 			return true
@@ -102,10 +103,10 @@ func (f *families) Close() error {
 // it, which then replaces the default.
 func builtinPolicy(p *caps.Policy) *caps.Policy {
 	np := *p
-	np.Default = &caps.Capabilities{
-		Files:   &caps.FilesScope{Paths: []caps.PathScope{{Path: "$SANDBOX", Mode: caps.ReadWrite}}},
-		Process: &caps.ProcessScope{Commands: []string{"*"}, Cwd: []string{"$SANDBOX"}, Shell: true},
-		State:   &caps.StateScope{MaxBytes: 64 << 20},
+	np.Default = &abi.Capabilities{
+		Files:   &abi.FilesScope{Paths: []abi.PathScope{{Path: "$SANDBOX", Mode: abi.ReadWrite}}},
+		Process: &abi.ProcessScope{Commands: []string{"*"}, Cwd: []string{"$SANDBOX"}, Shell: true},
+		State:   &abi.StateScope{MaxBytes: 64 << 20},
 	}
 	return &np
 }

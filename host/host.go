@@ -28,6 +28,7 @@ import (
 	"github.com/aiodhq/aiod/host/proc"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/server"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // Config is everything `aiod start` can set. The zero value is usable: a
@@ -250,7 +251,7 @@ func (h *Host) capabilities() any {
 		}
 	}
 	fams := map[string]any{}
-	for _, f := range caps.Families {
+	for _, f := range abi.Families {
 		st := "absent"
 		if granted[string(f)] {
 			st = "ready"
@@ -260,7 +261,7 @@ func (h *Host) capabilities() any {
 			st, missing = "absent", []string{"not implemented by this host"}
 		}
 		entry := map[string]any{"status": st, "missing": missing, "warnings": []string{}}
-		if f == caps.Process {
+		if f == abi.FamilyProcess {
 			// How process counts and memory are contained: the kernel's
 			// cgroup limits, or the /proc watchdog fallback (and why).
 			c := h.fams.procs.Containment()

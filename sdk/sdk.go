@@ -43,12 +43,12 @@ type Info struct {
 	Name        string
 	Version     string
 	Description string
-	// Capabilities is the manifest's capabilities object, as JSON (see
-	// spec/manifest/v1/schema.json), e.g.
-	// `{"files":{"paths":[{"path":"$SANDBOX","mode":"rw"}]}}`.
-	Capabilities string
-	// Limits is the manifest's limits object, as JSON.
-	Limits string
+	// Capabilities the plugin asks for (spec/manifest/v1 §3), e.g.
+	// abi.Capabilities{Files: &abi.FilesScope{Paths: []abi.PathScope{{Path: "$SANDBOX", Mode: abi.ReadWrite}}}}.
+	Capabilities abi.Capabilities
+	// Limits the plugin asks for (spec/manifest/v1 §5); zero values take
+	// the operator's defaults.
+	Limits abi.Limits
 }
 
 // Tool declares a tool. InputSchema and OutputSchema may be nil (inferred
@@ -232,29 +232,22 @@ func Describe() ([]byte, error) {
 		Annotations  *Annotations    `json:"annotations,omitempty"`
 	}
 	doc := struct {
-		Name         string          `json:"name"`
-		Version      string          `json:"version"`
-		ABI          int             `json:"abi"`
-		Description  string          `json:"description,omitempty"`
-		Tools        []toolDoc       `json:"tools"`
-		Prompts      any             `json:"prompts,omitempty"`
-		Resources    any             `json:"resources,omitempty"`
-		Templates    any             `json:"resourceTemplates,omitempty"`
-		Capabilities json.RawMessage `json:"capabilities"`
-		Limits       json.RawMessage `json:"limits"`
+		Name         string           `json:"name"`
+		Version      string           `json:"version"`
+		ABI          int              `json:"abi"`
+		Description  string           `json:"description,omitempty"`
+		Tools        []toolDoc        `json:"tools"`
+		Prompts      any              `json:"prompts,omitempty"`
+		Resources    any              `json:"resources,omitempty"`
+		Templates    any              `json:"resourceTemplates,omitempty"`
+		Capabilities abi.Capabilities `json:"capabilities"`
+		Limits       abi.Limits       `json:"limits"`
 	}{Name: info.Name, Version: info.Version, ABI: abi.Version, Description: info.Description,
-		Capabilities: rawOr(info.Capabilities), Limits: rawOr(info.Limits)}
+		Capabilities: info.Capabilities, Limits: info.Limits}
 	doc.Prompts, doc.Resources, doc.Templates = describeSurface()
 	for _, t := range tools {
 		doc.Tools = append(doc.Tools, toolDoc{Name: t.decl.Name, Title: t.decl.Title,
 			Description: t.decl.Description, InputSchema: t.schema, OutputSchema: t.out, Annotations: t.decl.Annotations})
 	}
 	return json.MarshalIndent(doc, "", "  ")
-}
-
-func rawOr(s string) json.RawMessage {
-	if s == "" {
-		return json.RawMessage(`{}`)
-	}
-	return json.RawMessage(s)
 }

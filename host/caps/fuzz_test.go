@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // schemaGap reports whether a ParseManifest error is one of the rules the
@@ -99,7 +100,7 @@ func FuzzParsePolicy(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	var manifests []*caps.Manifest
+	var manifests []*abi.Manifest
 	names, _ := filepath.Glob(filepath.Join(examplesDir, "valid", "*.json"))
 	for _, n := range names {
 		m, err := caps.ParseManifest(readFile(f, n))
@@ -164,23 +165,23 @@ func FuzzGrantScope(f *testing.F) {
 				}
 			}
 		}
-		mode := func(rw bool) caps.Mode {
+		mode := func(rw bool) abi.Mode {
 			if rw {
-				return caps.ReadWrite
+				return abi.ReadWrite
 			}
-			return caps.ReadOnly
+			return abi.ReadOnly
 		}
-		m := &caps.Manifest{Name: "p", ABI: 1, Tools: []caps.Tool{{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}},
-			Capabilities: caps.Capabilities{
-				Files:   &caps.FilesScope{Paths: []caps.PathScope{{Path: req, Mode: mode(reqRW)}}},
-				Process: &caps.ProcessScope{Commands: []string{"git"}, Cwd: []string{req}},
+		m := &abi.Manifest{Name: "p", ABI: 1, Tools: []abi.Tool{{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+			Capabilities: abi.Capabilities{
+				Files:   &abi.FilesScope{Paths: []abi.PathScope{{Path: req, Mode: mode(reqRW)}}},
+				Process: &abi.ProcessScope{Commands: []string{"git"}, Cwd: []string{req}},
 			}}
-		if m.Validate() != nil {
+		if caps.ValidateManifest(m) != nil {
 			return
 		}
-		pb, _ := json.Marshal(map[string]any{"default": caps.Capabilities{
-			Files:   &caps.FilesScope{Paths: []caps.PathScope{{Path: allow, Mode: mode(allowRW)}}},
-			Process: &caps.ProcessScope{Commands: []string{"*"}, Cwd: []string{allow}},
+		pb, _ := json.Marshal(map[string]any{"default": abi.Capabilities{
+			Files:   &abi.FilesScope{Paths: []abi.PathScope{{Path: allow, Mode: mode(allowRW)}}},
+			Process: &abi.ProcessScope{Commands: []string{"*"}, Cwd: []string{allow}},
 		}})
 		pol, err := caps.ParsePolicy(pb)
 		if err != nil {
@@ -212,27 +213,27 @@ func FuzzGrantScope(f *testing.F) {
 
 // checkGrant computes p.Allow(m, env) and checks that it gives nothing the
 // manifest did not request and the policy did not allow.
-func checkGrant(t *testing.T, p *caps.Policy, m *caps.Manifest, env caps.Env) *caps.Grant {
+func checkGrant(t *testing.T, p *caps.Policy, m *abi.Manifest, env caps.Env) *caps.Grant {
 	t.Helper()
 	g := p.Allow(m, env)
-	var allowed caps.Capabilities
+	var allowed abi.Capabilities
 	if c, ok := p.Plugins[m.Name]; ok {
 		allowed = c
 	} else if p.Default != nil {
 		allowed = *p.Default
 	}
 	req := m.Capabilities
-	for _, f := range caps.Families {
+	for _, f := range abi.Families {
 		if g.Has(f) && !(req.Has(f) && allowed.Has(f)) {
 			t.Fatalf("%s granted, requested %v, allowed %v", f, req.Has(f), allowed.Has(f))
 		}
 	}
-	if g.Has(caps.Files) != (len(g.FileRoots) > 0) {
-		t.Fatalf("Has(files) = %v with roots %v", g.Has(caps.Files), g.FileRoots)
+	if g.Has(abi.FamilyFiles) != (len(g.FileRoots) > 0) {
+		t.Fatalf("Has(files) = %v with roots %v", g.Has(abi.FamilyFiles), g.FileRoots)
 	}
-	covers := func(scopes []caps.PathScope, path string, needRW bool) bool {
+	covers := func(scopes []abi.PathScope, path string, needRW bool) bool {
 		for _, s := range scopes {
-			if needRW && s.Mode != caps.ReadWrite {
+			if needRW && s.Mode != abi.ReadWrite {
 				continue
 			}
 			for _, r := range env.Resolve(s.Path) {
@@ -270,13 +271,13 @@ func checkGrant(t *testing.T, p *caps.Policy, m *caps.Manifest, env caps.Env) *c
 				t.Fatalf("command %q: requested %v, allowed %v", c, req.Process.Commands, allowed.Process.Commands)
 			}
 		}
-		cwd := func(dirs []string) []caps.PathScope {
+		cwd := func(dirs []string) []abi.PathScope {
 			if len(dirs) == 0 {
 				dirs = []string{"$SANDBOX"}
 			}
-			var out []caps.PathScope
+			var out []abi.PathScope
 			for _, d := range dirs {
-				out = append(out, caps.PathScope{Path: d, Mode: caps.ReadWrite})
+				out = append(out, abi.PathScope{Path: d, Mode: abi.ReadWrite})
 			}
 			return out
 		}
@@ -296,10 +297,10 @@ func checkGrant(t *testing.T, p *caps.Policy, m *caps.Manifest, env caps.Env) *c
 	return g
 }
 
-func writablePair(req, allow []caps.PathScope, path string, env caps.Env) bool {
+func writablePair(req, allow []abi.PathScope, path string, env caps.Env) bool {
 	for _, r := range req {
 		for _, a := range allow {
-			if r.Mode != caps.ReadWrite || a.Mode != caps.ReadWrite {
+			if r.Mode != abi.ReadWrite || a.Mode != abi.ReadWrite {
 				continue
 			}
 			for _, rp := range env.Resolve(r.Path) {

@@ -1,5 +1,6 @@
-// Package caps holds the plugin manifest, the operator's policy and the
-// capability grant computed from both. It is pure data: it imports no engine,
+// Package caps validates plugin manifests (whose types are the contract's,
+// sdk/abi) and holds the operator's policy and the capability grant
+// computed from both. It is pure data: it imports no engine,
 // no HTTP framework and no host function code, so it can be fuzzed and
 // reasoned about alone.
 package caps
@@ -17,175 +18,6 @@ import (
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
-// ManifestVersion is the version of the manifest format (spec/manifest/v1).
-const ManifestVersion = 1
-
-// Family names a group of host functions. Each family is its own wasm import
-// module "aiod:<family>". log and progress are part of "aiod:core" and are
-// always linked; every other family is linked only when granted.
-type Family string
-
-// The host function families.
-const (
-	Files    Family = "files"
-	Process  Family = "process"
-	State    Family = "state"
-	CDP      Family = "cdp"
-	Upstream Family = "upstream"
-)
-
-// Families lists every gated family, in a stable order.
-var Families = []Family{Files, Process, State, CDP, Upstream}
-
-// ImportModule is the wasm import module name of a family.
-func (f Family) ImportModule() string { return "aiod:" + string(f) }
-
-// Manifest describes a plugin package: what it provides, what it needs.
-type Manifest struct {
-	// Name of the plugin: lowercase letters, digits, '-' and '_'.
-	Name string `json:"name"`
-	// Version of the plugin, free text (semver recommended).
-	Version string `json:"version"`
-	// ABI is the plugin ABI version the module implements; must be 1.
-	ABI int `json:"abi"`
-	// Form is "reactor" (default: a pooled module exporting aiod_call) or
-	// "command" (a WASI command run once per call, JSON on stdin/stdout).
-	Form string `json:"form,omitempty"`
-	// Module is the wasm file name inside the plugin directory; default
-	// "plugin.wasm".
-	Module string `json:"module,omitempty"`
-	// SHA256 optionally pins the module's digest (hex).
-	SHA256 string `json:"sha256,omitempty"`
-	// Description of the plugin for humans.
-	Description string `json:"description,omitempty"`
-	// Tools the plugin provides, in the order they are listed.
-	Tools []Tool `json:"tools"`
-	// Prompts, Resources and ResourceTemplates the plugin provides
-	// (surface.go), in the order they are listed.
-	Prompts           []Prompt           `json:"prompts,omitempty"`
-	Resources         []Resource         `json:"resources,omitempty"`
-	ResourceTemplates []ResourceTemplate `json:"resourceTemplates,omitempty"`
-	// Capabilities requested by the plugin.
-	Capabilities Capabilities `json:"capabilities"`
-	// Limits the plugin asks for; the operator caps them.
-	Limits Limits `json:"limits"`
-}
-
-// Tool is an MCP tool declaration.
-type Tool struct {
-	Name         string           `json:"name"`
-	Title        string           `json:"title,omitempty"`
-	Description  string           `json:"description,omitempty"`
-	InputSchema  json.RawMessage  `json:"inputSchema"`
-	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
-	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
-}
-
-// ToolAnnotations are MCP's behaviour hints.
-type ToolAnnotations struct {
-	Title           string `json:"title,omitempty"`
-	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
-	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
-	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
-	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
-}
-
-// Capabilities requested by a plugin (in a manifest) or granted to it (in a
-// policy). A nil family means "not requested" / "not granted".
-type Capabilities struct {
-	Files    *FilesScope    `json:"files,omitempty"`
-	Process  *ProcessScope  `json:"process,omitempty"`
-	State    *StateScope    `json:"state,omitempty"`
-	CDP      *CDPScope      `json:"cdp,omitempty"`
-	Upstream *UpstreamScope `json:"upstream,omitempty"`
-}
-
-// Has reports whether family f is present.
-func (c Capabilities) Has(f Family) bool {
-	switch f {
-	case Files:
-		return c.Files != nil
-	case Process:
-		return c.Process != nil
-	case State:
-		return c.State != nil
-	case CDP:
-		return c.CDP != nil
-	case Upstream:
-		return c.Upstream != nil
-	}
-	return false
-}
-
-// Mode of a path grant.
-type Mode string
-
-// Path modes.
-const (
-	ReadOnly  Mode = "ro"
-	ReadWrite Mode = "rw"
-)
-
-// PathScope is one directory tree. Path is absolute or one of the variables
-// $SANDBOX (the default roots, or the workspace when one is set), $HOME,
-// $TMP and $WORKSPACE, optionally followed by /sub/dirs.
-type PathScope struct {
-	Path string `json:"path"`
-	Mode Mode   `json:"mode"`
-}
-
-// FilesScope scopes the files family.
-type FilesScope struct {
-	Paths []PathScope `json:"paths"`
-}
-
-// ProcessScope scopes the process family.
-type ProcessScope struct {
-	// Commands are program names (looked up on PATH) or absolute paths the
-	// plugin may run; "*" means any.
-	Commands []string `json:"commands"`
-	// Cwd lists directory trees a process may start in (same syntax as
-	// PathScope.Path).
-	Cwd []string `json:"cwd,omitempty"`
-	// Shell allows persistent shell sessions owned by the host.
-	Shell bool `json:"shell,omitempty"`
-}
-
-// StateScope scopes the state family.
-type StateScope struct {
-	// MaxBytes bounds the total size of keys and values per owner.
-	MaxBytes int64 `json:"max_bytes,omitempty"`
-}
-
-// CDPScope scopes the Chrome DevTools Protocol family.
-type CDPScope struct {
-	// Methods are the CDP methods the plugin may call: exact names
-	// ("Page.navigate") or patterns where '*' matches any run of
-	// characters ("Page.*", "Input.dispatch*"). Deny by default: a method
-	// no pattern matches is denied.
-	Methods []string `json:"methods"`
-	// NewTargets allows opening and closing targets (tabs).
-	NewTargets bool `json:"new_targets,omitempty"`
-}
-
-// UpstreamScope scopes forwarding to upstream MCP servers.
-type UpstreamScope struct {
-	// Servers are the names of upstream servers (as registered with
-	// --mcp-servers) the plugin may list and call.
-	Servers []string `json:"servers"`
-}
-
-// Limits a plugin asks for. Zero means the host default.
-type Limits struct {
-	MemoryMiB      int   `json:"memory_mib,omitempty"`
-	TimeoutMs      int64 `json:"timeout_ms,omitempty"`
-	MaxResultBytes int64 `json:"max_result_bytes,omitempty"`
-	MaxInstances   int   `json:"max_instances,omitempty"`
-	// Fuel bounds the instructions one call may execute, on engines that
-	// meter fuel (wasmtime); 0 means unmetered.
-	Fuel int64 `json:"fuel,omitempty"`
-}
-
 var (
 	nameRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 	toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
@@ -200,12 +32,12 @@ var ErrInvalidManifest = errors.New("invalid manifest")
 
 // ParseManifest decodes a manifest strictly (unknown fields are errors) and
 // validates it.
-func ParseManifest(data []byte) (*Manifest, error) {
-	var m Manifest
+func ParseManifest(data []byte) (*abi.Manifest, error) {
+	var m abi.Manifest
 	if err := StrictUnmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidManifest, err)
 	}
-	if err := m.Validate(); err != nil {
+	if err := ValidateManifest(&m); err != nil {
 		return nil, err
 	}
 	return &m, nil
@@ -312,8 +144,8 @@ func jsonField(t reflect.Type, name string) (reflect.Type, bool) {
 	return nil, false
 }
 
-// Validate checks a manifest's fields.
-func (m *Manifest) Validate() error {
+// ValidateManifest checks a manifest's fields.
+func ValidateManifest(m *abi.Manifest) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidManifest, fmt.Sprintf(format, a...))
 	}
@@ -353,10 +185,10 @@ func (m *Manifest) Validate() error {
 			return bad("plugin %s: tool %s: outputSchema: %v", m.Name, t.Name, err)
 		}
 	}
-	if err := m.validateSurface(); err != nil {
+	if err := validateSurface(m); err != nil {
 		return bad("plugin %s: %v", m.Name, err)
 	}
-	if err := m.Capabilities.validate(); err != nil {
+	if err := validateCapabilities(m.Capabilities); err != nil {
 		return bad("plugin %s: capabilities: %v", m.Name, err)
 	}
 	l := m.Limits
@@ -383,13 +215,13 @@ func checkSchema(raw json.RawMessage, required bool) error {
 	return nil
 }
 
-func (c Capabilities) validate() error {
+func validateCapabilities(c abi.Capabilities) error {
 	if c.Files != nil {
 		for _, p := range c.Files.Paths {
 			if err := checkPath(p.Path); err != nil {
 				return fmt.Errorf("files: %w", err)
 			}
-			if p.Mode != ReadOnly && p.Mode != ReadWrite {
+			if p.Mode != abi.ReadOnly && p.Mode != abi.ReadWrite {
 				return fmt.Errorf("files: path %q: mode must be \"ro\" or \"rw\"", p.Path)
 			}
 		}

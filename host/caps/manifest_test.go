@@ -7,27 +7,28 @@ import (
 	"testing"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // base returns a valid manifest that uses every part of the format.
-func base() *caps.Manifest {
+func base() *abi.Manifest {
 	yes := true
-	return &caps.Manifest{
+	return &abi.Manifest{
 		Name: "notes", Version: "1.0.0", ABI: 1, Form: "reactor", Module: "notes.wasm",
 		SHA256: strings.Repeat("ab", 32),
-		Tools: []caps.Tool{{
+		Tools: []abi.Tool{{
 			Name: "notes.write", InputSchema: json.RawMessage(`{"type":"object"}`),
-			OutputSchema: json.RawMessage(`{"type":"object"}`), Annotations: &caps.ToolAnnotations{ReadOnlyHint: &yes},
+			OutputSchema: json.RawMessage(`{"type":"object"}`), Annotations: &abi.ToolAnnotations{ReadOnlyHint: &yes},
 		}},
-		Prompts:           []caps.Prompt{{Name: "summarize", Arguments: []caps.PromptArgument{{Name: "title", Required: true}}}},
-		Resources:         []caps.Resource{{URI: "notes://index", Name: "index"}},
-		ResourceTemplates: []caps.ResourceTemplate{{URITemplate: "notes://note/{title}", Name: "note"}},
-		Capabilities: caps.Capabilities{
-			Files:   &caps.FilesScope{Paths: []caps.PathScope{{Path: "$SANDBOX", Mode: caps.ReadWrite}}},
-			Process: &caps.ProcessScope{Commands: []string{"git"}, Cwd: []string{"$WORKSPACE"}},
-			State:   &caps.StateScope{MaxBytes: 1024},
+		Prompts:           []abi.Prompt{{Name: "summarize", Arguments: []abi.PromptArgument{{Name: "title", Required: true}}}},
+		Resources:         []abi.Resource{{URI: "notes://index", Name: "index"}},
+		ResourceTemplates: []abi.ResourceTemplate{{URITemplate: "notes://note/{title}", Name: "note"}},
+		Capabilities: abi.Capabilities{
+			Files:   &abi.FilesScope{Paths: []abi.PathScope{{Path: "$SANDBOX", Mode: abi.ReadWrite}}},
+			Process: &abi.ProcessScope{Commands: []string{"git"}, Cwd: []string{"$WORKSPACE"}},
+			State:   &abi.StateScope{MaxBytes: 1024},
 		},
-		Limits: caps.Limits{MemoryMiB: 64, TimeoutMs: 1000, MaxResultBytes: 1 << 20, MaxInstances: 2},
+		Limits: abi.Limits{MemoryMiB: 64, TimeoutMs: 1000, MaxResultBytes: 1 << 20, MaxInstances: 2},
 	}
 }
 
@@ -35,110 +36,110 @@ func TestValidateErrors(t *testing.T) {
 	schema := func(s string) json.RawMessage { return json.RawMessage(s) }
 	for _, tc := range []struct {
 		name   string
-		change func(m *caps.Manifest)
+		change func(m *abi.Manifest)
 		want   string // the whole message; "" = valid
 	}{
-		{"valid", func(m *caps.Manifest) {}, ""},
-		{"defaults", func(m *caps.Manifest) { m.Form, m.Module, m.SHA256, m.Version = "", "", "", "" }, ""},
-		{"command form", func(m *caps.Manifest) { m.Form = "command" }, ""},
-		{"name at 64", func(m *caps.Manifest) { m.Name = strings.Repeat("n", 64) }, ""},
-		{"only a template", func(m *caps.Manifest) { m.Tools, m.Prompts, m.Resources = nil, nil, nil }, ""},
-		{"memory at 4096", func(m *caps.Manifest) { m.Limits.MemoryMiB = 4096 }, ""},
-		{"process star", func(m *caps.Manifest) { m.Capabilities.Process.Commands = []string{"*"} }, ""},
+		{"valid", func(m *abi.Manifest) {}, ""},
+		{"defaults", func(m *abi.Manifest) { m.Form, m.Module, m.SHA256, m.Version = "", "", "", "" }, ""},
+		{"command form", func(m *abi.Manifest) { m.Form = "command" }, ""},
+		{"name at 64", func(m *abi.Manifest) { m.Name = strings.Repeat("n", 64) }, ""},
+		{"only a template", func(m *abi.Manifest) { m.Tools, m.Prompts, m.Resources = nil, nil, nil }, ""},
+		{"memory at 4096", func(m *abi.Manifest) { m.Limits.MemoryMiB = 4096 }, ""},
+		{"process star", func(m *abi.Manifest) { m.Capabilities.Process.Commands = []string{"*"} }, ""},
 
-		{"empty name", func(m *caps.Manifest) { m.Name = "" },
+		{"empty name", func(m *abi.Manifest) { m.Name = "" },
 			`invalid manifest: name "" must match ^[a-z0-9][a-z0-9_-]{0,63}$`},
-		{"name too long", func(m *caps.Manifest) { m.Name = strings.Repeat("n", 65) },
+		{"name too long", func(m *abi.Manifest) { m.Name = strings.Repeat("n", 65) },
 			`invalid manifest: name "` + strings.Repeat("n", 65) + `" must match ^[a-z0-9][a-z0-9_-]{0,63}$`},
-		{"name uppercase", func(m *caps.Manifest) { m.Name = "Notes" },
+		{"name uppercase", func(m *abi.Manifest) { m.Name = "Notes" },
 			`invalid manifest: name "Notes" must match ^[a-z0-9][a-z0-9_-]{0,63}$`},
-		{"name underscore first", func(m *caps.Manifest) { m.Name = "_notes" },
+		{"name underscore first", func(m *abi.Manifest) { m.Name = "_notes" },
 			`invalid manifest: name "_notes" must match ^[a-z0-9][a-z0-9_-]{0,63}$`},
-		{"abi 0", func(m *caps.Manifest) { m.ABI = 0 },
+		{"abi 0", func(m *abi.Manifest) { m.ABI = 0 },
 			`invalid manifest: plugin notes: abi 0 is not supported (this host speaks abi 1)`},
-		{"abi 2", func(m *caps.Manifest) { m.ABI = 2 },
+		{"abi 2", func(m *abi.Manifest) { m.ABI = 2 },
 			`invalid manifest: plugin notes: abi 2 is not supported (this host speaks abi 1)`},
-		{"form", func(m *caps.Manifest) { m.Form = "Reactor" },
+		{"form", func(m *abi.Manifest) { m.Form = "Reactor" },
 			`invalid manifest: plugin notes: form "Reactor" must be "reactor" or "command"`},
-		{"module path", func(m *caps.Manifest) { m.Module = "../x.wasm" },
+		{"module path", func(m *abi.Manifest) { m.Module = "../x.wasm" },
 			`invalid manifest: plugin notes: module "../x.wasm" must be a file name in the plugin directory`},
-		{"module backslash", func(m *caps.Manifest) { m.Module = `a\b` },
+		{"module backslash", func(m *abi.Manifest) { m.Module = `a\b` },
 			`invalid manifest: plugin notes: module "a\\b" must be a file name in the plugin directory`},
-		{"module dot", func(m *caps.Manifest) { m.Module = "." },
+		{"module dot", func(m *abi.Manifest) { m.Module = "." },
 			`invalid manifest: plugin notes: module "." must be a file name in the plugin directory`},
-		{"sha256 upper", func(m *caps.Manifest) { m.SHA256 = strings.Repeat("AB", 32) },
+		{"sha256 upper", func(m *abi.Manifest) { m.SHA256 = strings.Repeat("AB", 32) },
 			`invalid manifest: plugin notes: sha256 must be 64 lowercase hex digits`},
-		{"sha256 65", func(m *caps.Manifest) { m.SHA256 += "a" },
+		{"sha256 65", func(m *abi.Manifest) { m.SHA256 += "a" },
 			`invalid manifest: plugin notes: sha256 must be 64 lowercase hex digits`},
-		{"nothing declared", func(m *caps.Manifest) { m.Tools, m.Prompts, m.Resources, m.ResourceTemplates = nil, nil, nil, nil },
+		{"nothing declared", func(m *abi.Manifest) { m.Tools, m.Prompts, m.Resources, m.ResourceTemplates = nil, nil, nil, nil },
 			`invalid manifest: plugin notes declares no tools, prompts or resources`},
-		{"tool name", func(m *caps.Manifest) { m.Tools[0].Name = "a b" },
+		{"tool name", func(m *abi.Manifest) { m.Tools[0].Name = "a b" },
 			`invalid manifest: plugin notes: tool 0: name "a b" must match ^[A-Za-z0-9_.-]{1,128}$`},
-		{"tool name 129", func(m *caps.Manifest) { m.Tools[0].Name = strings.Repeat("t", 129) },
+		{"tool name 129", func(m *abi.Manifest) { m.Tools[0].Name = strings.Repeat("t", 129) },
 			`invalid manifest: plugin notes: tool 0: name "` + strings.Repeat("t", 129) + `" must match ^[A-Za-z0-9_.-]{1,128}$`},
-		{"tool twice", func(m *caps.Manifest) { m.Tools = append(m.Tools, m.Tools[0]) },
+		{"tool twice", func(m *abi.Manifest) { m.Tools = append(m.Tools, m.Tools[0]) },
 			`invalid manifest: plugin notes: tool "notes.write" declared twice`},
-		{"no input schema", func(m *caps.Manifest) { m.Tools[0].InputSchema = nil },
+		{"no input schema", func(m *abi.Manifest) { m.Tools[0].InputSchema = nil },
 			`invalid manifest: plugin notes: tool notes.write: inputSchema: required`},
-		{"null input schema", func(m *caps.Manifest) { m.Tools[0].InputSchema = schema(`null`) },
+		{"null input schema", func(m *abi.Manifest) { m.Tools[0].InputSchema = schema(`null`) },
 			`invalid manifest: plugin notes: tool notes.write: inputSchema: required`},
-		{"input schema type", func(m *caps.Manifest) { m.Tools[0].InputSchema = schema(`{"type":"array"}`) },
+		{"input schema type", func(m *abi.Manifest) { m.Tools[0].InputSchema = schema(`{"type":"array"}`) },
 			`invalid manifest: plugin notes: tool notes.write: inputSchema: must have "type": "object"`},
-		{"input schema type list", func(m *caps.Manifest) { m.Tools[0].InputSchema = schema(`{"type":["object"]}`) },
+		{"input schema type list", func(m *abi.Manifest) { m.Tools[0].InputSchema = schema(`{"type":["object"]}`) },
 			`invalid manifest: plugin notes: tool notes.write: inputSchema: must have "type": "object"`},
-		{"input schema not object", func(m *caps.Manifest) { m.Tools[0].InputSchema = schema(`true`) },
+		{"input schema not object", func(m *abi.Manifest) { m.Tools[0].InputSchema = schema(`true`) },
 			`invalid manifest: plugin notes: tool notes.write: inputSchema: must be a JSON object: json: cannot unmarshal bool into Go value of type map[string]interface {}`},
-		{"output schema type", func(m *caps.Manifest) { m.Tools[0].OutputSchema = schema(`{}`) },
+		{"output schema type", func(m *abi.Manifest) { m.Tools[0].OutputSchema = schema(`{}`) },
 			`invalid manifest: plugin notes: tool notes.write: outputSchema: must have "type": "object"`},
-		{"no output schema", func(m *caps.Manifest) { m.Tools[0].OutputSchema = nil }, ""},
-		{"prompt name", func(m *caps.Manifest) { m.Prompts[0].Name = "" },
+		{"no output schema", func(m *abi.Manifest) { m.Tools[0].OutputSchema = nil }, ""},
+		{"prompt name", func(m *abi.Manifest) { m.Prompts[0].Name = "" },
 			`invalid manifest: plugin notes: prompt 0: name "" must match ^[A-Za-z0-9_.-]{1,128}$`},
-		{"prompt twice", func(m *caps.Manifest) { m.Prompts = append(m.Prompts, m.Prompts[0]) },
+		{"prompt twice", func(m *abi.Manifest) { m.Prompts = append(m.Prompts, m.Prompts[0]) },
 			`invalid manifest: plugin notes: prompt "summarize" declared twice`},
-		{"prompt argument", func(m *caps.Manifest) { m.Prompts[0].Arguments[0].Name = "" },
+		{"prompt argument", func(m *abi.Manifest) { m.Prompts[0].Arguments[0].Name = "" },
 			`invalid manifest: plugin notes: prompt summarize: an argument has no name`},
-		{"resource uri", func(m *caps.Manifest) { m.Resources[0].URI = "a b" },
+		{"resource uri", func(m *abi.Manifest) { m.Resources[0].URI = "a b" },
 			`invalid manifest: plugin notes: resource 0: uri "a b" and name "index" must be non-empty (uri without spaces)`},
-		{"resource name", func(m *caps.Manifest) { m.Resources[0].Name = "" },
+		{"resource name", func(m *abi.Manifest) { m.Resources[0].Name = "" },
 			`invalid manifest: plugin notes: resource 0: uri "notes://index" and name "" must be non-empty (uri without spaces)`},
-		{"resource twice", func(m *caps.Manifest) { m.Resources = append(m.Resources, m.Resources[0]) },
+		{"resource twice", func(m *abi.Manifest) { m.Resources = append(m.Resources, m.Resources[0]) },
 			`invalid manifest: plugin notes: resource "notes://index" declared twice`},
-		{"template variable", func(m *caps.Manifest) { m.ResourceTemplates[0].URITemplate = "notes://x" },
+		{"template variable", func(m *abi.Manifest) { m.ResourceTemplates[0].URITemplate = "notes://x" },
 			`invalid manifest: plugin notes: resource template 0: uriTemplate "notes://x" needs a {variable} and a name`},
-		{"template braces", func(m *caps.Manifest) { m.ResourceTemplates[0].URITemplate = "notes://{a" },
+		{"template braces", func(m *abi.Manifest) { m.ResourceTemplates[0].URITemplate = "notes://{a" },
 			`invalid manifest: plugin notes: resource template "notes://{a": unbalanced braces`},
-		{"files path", func(m *caps.Manifest) { m.Capabilities.Files.Paths[0].Path = "notes" },
+		{"files path", func(m *abi.Manifest) { m.Capabilities.Files.Paths[0].Path = "notes" },
 			`invalid manifest: plugin notes: capabilities: files: path "notes" must be absolute or start with one of [$SANDBOX $HOME $TMP $WORKSPACE]`},
-		{"files path variable run on", func(m *caps.Manifest) { m.Capabilities.Files.Paths[0].Path = "$TMPDIR" },
+		{"files path variable run on", func(m *abi.Manifest) { m.Capabilities.Files.Paths[0].Path = "$TMPDIR" },
 			`invalid manifest: plugin notes: capabilities: files: path "$TMPDIR" must be absolute or start with one of [$SANDBOX $HOME $TMP $WORKSPACE]`},
-		{"files path NUL", func(m *caps.Manifest) { m.Capabilities.Files.Paths[0].Path = "/a\x00" },
+		{"files path NUL", func(m *abi.Manifest) { m.Capabilities.Files.Paths[0].Path = "/a\x00" },
 			`invalid manifest: plugin notes: capabilities: files: path "/a\x00" contains NUL`},
-		{"files mode", func(m *caps.Manifest) { m.Capabilities.Files.Paths[0].Mode = "RW" },
+		{"files mode", func(m *abi.Manifest) { m.Capabilities.Files.Paths[0].Mode = "RW" },
 			`invalid manifest: plugin notes: capabilities: files: path "$SANDBOX": mode must be "ro" or "rw"`},
-		{"files no paths", func(m *caps.Manifest) { m.Capabilities.Files.Paths = nil }, ""},
-		{"no commands", func(m *caps.Manifest) { m.Capabilities.Process.Commands = nil },
+		{"files no paths", func(m *abi.Manifest) { m.Capabilities.Files.Paths = nil }, ""},
+		{"no commands", func(m *abi.Manifest) { m.Capabilities.Process.Commands = nil },
 			`invalid manifest: plugin notes: capabilities: process: commands must list at least one program`},
-		{"empty command", func(m *caps.Manifest) { m.Capabilities.Process.Commands = []string{"git", ""} },
+		{"empty command", func(m *abi.Manifest) { m.Capabilities.Process.Commands = []string{"git", ""} },
 			`invalid manifest: plugin notes: capabilities: process: bad command ""`},
-		{"command newline", func(m *caps.Manifest) { m.Capabilities.Process.Commands = []string{"git\n"} },
+		{"command newline", func(m *abi.Manifest) { m.Capabilities.Process.Commands = []string{"git\n"} },
 			`invalid manifest: plugin notes: capabilities: process: bad command "git\n"`},
-		{"cwd", func(m *caps.Manifest) { m.Capabilities.Process.Cwd = []string{"~"} },
+		{"cwd", func(m *abi.Manifest) { m.Capabilities.Process.Cwd = []string{"~"} },
 			`invalid manifest: plugin notes: capabilities: process: cwd: path "~" must be absolute or start with one of [$SANDBOX $HOME $TMP $WORKSPACE]`},
-		{"state", func(m *caps.Manifest) { m.Capabilities.State.MaxBytes = -1 },
+		{"state", func(m *abi.Manifest) { m.Capabilities.State.MaxBytes = -1 },
 			`invalid manifest: plugin notes: capabilities: state: max_bytes must be non-negative`},
-		{"memory", func(m *caps.Manifest) { m.Limits.MemoryMiB = 4097 },
+		{"memory", func(m *abi.Manifest) { m.Limits.MemoryMiB = 4097 },
 			`invalid manifest: plugin notes: limits must be non-negative (memory_mib at most 4096)`},
-		{"timeout", func(m *caps.Manifest) { m.Limits.TimeoutMs = -1 },
+		{"timeout", func(m *abi.Manifest) { m.Limits.TimeoutMs = -1 },
 			`invalid manifest: plugin notes: limits must be non-negative (memory_mib at most 4096)`},
-		{"result", func(m *caps.Manifest) { m.Limits.MaxResultBytes = -1 },
+		{"result", func(m *abi.Manifest) { m.Limits.MaxResultBytes = -1 },
 			`invalid manifest: plugin notes: limits must be non-negative (memory_mib at most 4096)`},
-		{"instances", func(m *caps.Manifest) { m.Limits.MaxInstances = -1 },
+		{"instances", func(m *abi.Manifest) { m.Limits.MaxInstances = -1 },
 			`invalid manifest: plugin notes: limits must be non-negative (memory_mib at most 4096)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := base()
 			tc.change(m)
-			err := m.Validate()
+			err := caps.ValidateManifest(m)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("Validate: %v", err)
@@ -176,7 +177,7 @@ func TestParseManifestDecoding(t *testing.T) {
 		{"not JSON", `name: p`, "invalid manifest: invalid character 'a' in literal null (expecting 'u')"},
 		{"empty", ``, "invalid manifest: EOF"},
 		{"truncated", `{"name":"p"`, "invalid manifest: unexpected EOF"},
-		{"array", `[]`, "invalid manifest: json: cannot unmarshal array into Go value of type caps.Manifest"},
+		{"array", `[]`, "invalid manifest: json: cannot unmarshal array into Go value of type abi.Manifest"},
 		{"null", `null`, `invalid manifest: name "" must match ^[a-z0-9][a-z0-9_-]{0,63}$`},
 		{"trailing object", `{"name":"p","abi":1,` + tools + `}{}`, "invalid manifest: trailing data after JSON value"},
 		{"trailing brace", `{"name":"p","abi":1,` + tools + `}}`, "invalid manifest: trailing data after JSON value"},
@@ -246,8 +247,8 @@ func errString(err error) string {
 }
 
 func TestFamilies(t *testing.T) {
-	var all caps.Capabilities
-	for _, f := range caps.Families {
+	var all abi.Capabilities
+	for _, f := range abi.Families {
 		if all.Has(f) {
 			t.Errorf("zero Capabilities has %s", f)
 		}
@@ -255,9 +256,9 @@ func TestFamilies(t *testing.T) {
 			t.Errorf("ImportModule = %q, want %q", got, want)
 		}
 	}
-	full := caps.Capabilities{Files: &caps.FilesScope{}, Process: &caps.ProcessScope{}, State: &caps.StateScope{},
-		CDP: &caps.CDPScope{}, Upstream: &caps.UpstreamScope{}}
-	for _, f := range caps.Families {
+	full := abi.Capabilities{Files: &abi.FilesScope{}, Process: &abi.ProcessScope{}, State: &abi.StateScope{},
+		CDP: &abi.CDPScope{}, Upstream: &abi.UpstreamScope{}}
+	for _, f := range abi.Families {
 		if !full.Has(f) {
 			t.Errorf("full Capabilities lacks %s", f)
 		}

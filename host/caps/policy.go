@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/internal/pathx"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // Policy is the operator's side: what each plugin may be granted. Deny by
@@ -16,10 +17,10 @@ import (
 // (log, progress) functions.
 type Policy struct {
 	// Plugins maps a plugin name to the most it may be granted.
-	Plugins map[string]Capabilities `json:"plugins,omitempty"`
+	Plugins map[string]abi.Capabilities `json:"plugins,omitempty"`
 	// Default applies to plugins without an entry in Plugins. Nil grants
 	// nothing.
-	Default *Capabilities `json:"default,omitempty"`
+	Default *abi.Capabilities `json:"default,omitempty"`
 	// Limits are the operator's caps on what manifests ask for.
 	Limits OperatorLimits `json:"limits"`
 }
@@ -65,12 +66,12 @@ func ParsePolicy(data []byte) (*Policy, error) {
 		return nil, fmt.Errorf("invalid policy: %w", err)
 	}
 	for name, c := range p.Plugins {
-		if err := c.validate(); err != nil {
+		if err := validateCapabilities(c); err != nil {
 			return nil, fmt.Errorf("invalid policy: plugin %s: %w", name, err)
 		}
 	}
 	if p.Default != nil {
-		if err := p.Default.validate(); err != nil {
+		if err := validateCapabilities(*p.Default); err != nil {
 			return nil, fmt.Errorf("invalid policy: default: %w", err)
 		}
 	}
@@ -144,7 +145,7 @@ type Root struct {
 // Grant is what one plugin is actually given: the intersection of what its
 // manifest requests and what the policy allows, with variables resolved.
 type Grant struct {
-	families map[Family]bool
+	families map[abi.Family]bool
 	// FileRoots are the trees the files family may touch.
 	FileRoots []Root
 	// Commands the process family may run ("*" = any), and CwdRoots where.
@@ -171,12 +172,12 @@ type Grant struct {
 }
 
 // Has reports whether family f is granted (and so linked).
-func (g *Grant) Has(f Family) bool { return g.families[f] }
+func (g *Grant) Has(f abi.Family) bool { return g.families[f] }
 
 // GrantedFamilies lists the granted families in stable order.
-func (g *Grant) GrantedFamilies() []Family {
-	var out []Family
-	for _, f := range Families {
+func (g *Grant) GrantedFamilies() []abi.Family {
+	var out []abi.Family
+	for _, f := range abi.Families {
 		if g.families[f] {
 			out = append(out, f)
 		}
@@ -185,48 +186,19 @@ func (g *Grant) GrantedFamilies() []Family {
 }
 
 // Allow returns the grant of m under policy p in environment env.
-func (p *Policy) Allow(m *Manifest, env Env) *Grant {
-	g := &Grant{families: map[Family]bool{}}
-	var allowed *Capabilities
+func (p *Policy) Allow(m *abi.Manifest, env Env) *Grant {
+	g := &Grant{families: map[abi.Family]bool{}}
+	var allowed *abi.Capabilities
 	if c, ok := p.Plugins[m.Name]; ok {
 		allowed = &c
 	} else if p.Default != nil {
 		allowed = p.Default
 	}
-	req := m.Capabilities
 	if allowed != nil {
-		if req.Files != nil && allowed.Files != nil {
-			g.FileRoots = intersectPaths(req.Files.Paths, allowed.Files.Paths, env)
-			g.families[Files] = len(g.FileRoots) > 0
-		}
-		if req.Process != nil && allowed.Process != nil {
-			g.Commands = intersectCommands(req.Process.Commands, allowed.Process.Commands)
-			reqCwd := req.Process.Cwd
-			if len(reqCwd) == 0 {
-				reqCwd = []string{"$SANDBOX"}
+		for _, r := range grantRules {
+			if m.Capabilities.Has(r.family) && allowed.Has(r.family) {
+				g.families[r.family] = r.grant(g, m.Capabilities, *allowed, env)
 			}
-			allowCwd := allowed.Process.Cwd
-			if len(allowCwd) == 0 {
-				allowCwd = []string{"$SANDBOX"}
-			}
-			for _, r := range intersectPaths(asRW(reqCwd), asRW(allowCwd), env) {
-				g.CwdRoots = append(g.CwdRoots, r.Path)
-			}
-			g.Shell = req.Process.Shell && allowed.Process.Shell
-			g.families[Process] = len(g.Commands) > 0 && len(g.CwdRoots) > 0
-		}
-		if req.State != nil && allowed.State != nil {
-			g.StateMaxBytes = minPos(req.State.MaxBytes, allowed.State.MaxBytes, 1<<20)
-			g.families[State] = true
-		}
-		if req.CDP != nil && allowed.CDP != nil {
-			g.CDPMethods = intersectPatterns(req.CDP.Methods, allowed.CDP.Methods)
-			g.CDPNewTargets = req.CDP.NewTargets && allowed.CDP.NewTargets
-			g.families[CDP] = len(g.CDPMethods) > 0
-		}
-		if req.Upstream != nil && allowed.Upstream != nil {
-			g.UpstreamServers = intersectCommands(req.Upstream.Servers, allowed.Upstream.Servers)
-			g.families[Upstream] = len(g.UpstreamServers) > 0
 		}
 	}
 	ol := p.Limits
@@ -245,6 +217,51 @@ func (p *Policy) Allow(m *Manifest, env Env) *Grant {
 	}
 	g.MaxInstances = int(capInt(int64(m.Limits.MaxInstances), int64(ol.MaxInstances), int64(ol.MaxInstances), DefaultMaxInstances, DefaultMaxInstances))
 	return g
+}
+
+// grantRules holds each gated family's grant rule, in abi.Families order:
+// given a request and an allowance that both name the family, it fills
+// the family's part of the grant and reports whether anything is left (an
+// empty intersection grants nothing). Adding a family is its scope type in
+// sdk/abi and one rule here; TestGrantRulesCoverFamilies fails until both
+// exist.
+var grantRules = []struct {
+	family abi.Family
+	grant  func(g *Grant, req, allowed abi.Capabilities, env Env) bool
+}{
+	{abi.FamilyFiles, func(g *Grant, req, allowed abi.Capabilities, env Env) bool {
+		g.FileRoots = intersectPaths(req.Files.Paths, allowed.Files.Paths, env)
+		return len(g.FileRoots) > 0
+	}},
+	{abi.FamilyProcess, func(g *Grant, req, allowed abi.Capabilities, env Env) bool {
+		g.Commands = intersectCommands(req.Process.Commands, allowed.Process.Commands)
+		reqCwd := req.Process.Cwd
+		if len(reqCwd) == 0 {
+			reqCwd = []string{"$SANDBOX"}
+		}
+		allowCwd := allowed.Process.Cwd
+		if len(allowCwd) == 0 {
+			allowCwd = []string{"$SANDBOX"}
+		}
+		for _, r := range intersectPaths(asRW(reqCwd), asRW(allowCwd), env) {
+			g.CwdRoots = append(g.CwdRoots, r.Path)
+		}
+		g.Shell = req.Process.Shell && allowed.Process.Shell
+		return len(g.Commands) > 0 && len(g.CwdRoots) > 0
+	}},
+	{abi.FamilyState, func(g *Grant, req, allowed abi.Capabilities, _ Env) bool {
+		g.StateMaxBytes = minPos(req.State.MaxBytes, allowed.State.MaxBytes, 1<<20)
+		return true
+	}},
+	{abi.FamilyCDP, func(g *Grant, req, allowed abi.Capabilities, _ Env) bool {
+		g.CDPMethods = intersectPatterns(req.CDP.Methods, allowed.CDP.Methods)
+		g.CDPNewTargets = req.CDP.NewTargets && allowed.CDP.NewTargets
+		return len(g.CDPMethods) > 0
+	}},
+	{abi.FamilyUpstream, func(g *Grant, req, allowed abi.Capabilities, _ Env) bool {
+		g.UpstreamServers = intersectCommands(req.Upstream.Servers, allowed.Upstream.Servers)
+		return len(g.UpstreamServers) > 0
+	}},
 }
 
 // capInt picks the asked value (or the default) and caps it.
@@ -277,15 +294,15 @@ func minPos(a, b, def int64) int64 {
 	return min(a, b)
 }
 
-func asRW(paths []string) []PathScope {
-	out := make([]PathScope, len(paths))
+func asRW(paths []string) []abi.PathScope {
+	out := make([]abi.PathScope, len(paths))
 	for i, p := range paths {
-		out[i] = PathScope{Path: p, Mode: ReadWrite}
+		out[i] = abi.PathScope{Path: p, Mode: abi.ReadWrite}
 	}
 	return out
 }
 
-func intersectPaths(req, allow []PathScope, env Env) []Root {
+func intersectPaths(req, allow []abi.PathScope, env Env) []Root {
 	var out []Root
 	add := func(path string, w bool) {
 		for i := range out {
@@ -300,7 +317,7 @@ func intersectPaths(req, allow []PathScope, env Env) []Root {
 		for _, rp := range env.Resolve(r.Path) {
 			for _, a := range allow {
 				for _, ap := range env.Resolve(a.Path) {
-					w := r.Mode == ReadWrite && a.Mode == ReadWrite
+					w := r.Mode == abi.ReadWrite && a.Mode == abi.ReadWrite
 					switch {
 					case pathx.Within(rp, ap):
 						add(rp, w)

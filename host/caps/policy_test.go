@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 func TestParsePolicy(t *testing.T) {
@@ -72,10 +73,10 @@ var (
 	adaWS = caps.Env{Home: "/home/ada", Tmp: "/tmp", Workspace: "/home/ada/proj"}
 )
 
-func files(paths ...string) *caps.FilesScope {
-	s := &caps.FilesScope{}
+func files(paths ...string) *abi.FilesScope {
+	s := &abi.FilesScope{}
 	for i := 0; i < len(paths); i += 2 {
-		s.Paths = append(s.Paths, caps.PathScope{Path: paths[i], Mode: caps.Mode(paths[i+1])})
+		s.Paths = append(s.Paths, abi.PathScope{Path: paths[i], Mode: abi.Mode(paths[i+1])})
 	}
 	return s
 }
@@ -91,7 +92,7 @@ func roots(rs ...any) []caps.Root {
 func TestAllowFiles(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		req, allow *caps.FilesScope
+		req, allow *abi.FilesScope
 		env        caps.Env
 		want       []caps.Root
 	}{
@@ -132,27 +133,27 @@ func TestAllowFiles(t *testing.T) {
 		{"relative workspace leaves nothing", files("$SANDBOX", "rw"), files("/", "rw"), caps.Env{Home: "/home/ada", Tmp: "/tmp", Workspace: "proj"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &caps.Manifest{Name: "p", Capabilities: caps.Capabilities{Files: tc.req}}
-			p := &caps.Policy{Plugins: map[string]caps.Capabilities{"p": {Files: tc.allow}}}
+			m := &abi.Manifest{Name: "p", Capabilities: abi.Capabilities{Files: tc.req}}
+			p := &caps.Policy{Plugins: map[string]abi.Capabilities{"p": {Files: tc.allow}}}
 			g := p.Allow(m, tc.env)
 			if !reflect.DeepEqual(g.FileRoots, tc.want) {
 				t.Errorf("FileRoots = %v, want %v", g.FileRoots, tc.want)
 			}
-			if g.Has(caps.Files) != (len(tc.want) > 0) {
-				t.Errorf("Has(files) = %v with roots %v", g.Has(caps.Files), g.FileRoots)
+			if g.Has(abi.FamilyFiles) != (len(tc.want) > 0) {
+				t.Errorf("Has(files) = %v with roots %v", g.Has(abi.FamilyFiles), g.FileRoots)
 			}
 		})
 	}
 }
 
 func TestAllowProcess(t *testing.T) {
-	proc := func(cmds []string, cwd []string, shell bool) *caps.ProcessScope {
-		return &caps.ProcessScope{Commands: cmds, Cwd: cwd, Shell: shell}
+	proc := func(cmds []string, cwd []string, shell bool) *abi.ProcessScope {
+		return &abi.ProcessScope{Commands: cmds, Cwd: cwd, Shell: shell}
 	}
 	l := func(s ...string) []string { return s }
 	for _, tc := range []struct {
 		name       string
-		req, allow *caps.ProcessScope
+		req, allow *abi.ProcessScope
 		env        caps.Env
 		cmds, cwd  []string
 		shell      bool
@@ -172,49 +173,49 @@ func TestAllowProcess(t *testing.T) {
 		{"shell allowed only", proc(l("bash"), nil, false), proc(l("bash"), nil, true), adaWS, l("bash"), l("/home/ada/proj"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &caps.Manifest{Name: "p", Capabilities: caps.Capabilities{Process: tc.req}}
-			p := &caps.Policy{Default: &caps.Capabilities{Process: tc.allow}}
+			m := &abi.Manifest{Name: "p", Capabilities: abi.Capabilities{Process: tc.req}}
+			p := &caps.Policy{Default: &abi.Capabilities{Process: tc.allow}}
 			g := p.Allow(m, tc.env)
 			if !slices.Equal(g.Commands, tc.cmds) || !slices.Equal(g.CwdRoots, tc.cwd) || g.Shell != tc.shell {
 				t.Errorf("commands %v cwd %v shell %v, want %v %v %v", g.Commands, g.CwdRoots, g.Shell, tc.cmds, tc.cwd, tc.shell)
 			}
-			if want := len(tc.cmds) > 0 && len(tc.cwd) > 0; g.Has(caps.Process) != want {
-				t.Errorf("Has(process) = %v, want %v", g.Has(caps.Process), want)
+			if want := len(tc.cmds) > 0 && len(tc.cwd) > 0; g.Has(abi.FamilyProcess) != want {
+				t.Errorf("Has(process) = %v, want %v", g.Has(abi.FamilyProcess), want)
 			}
 		})
 	}
 }
 
 func TestAllowFamiliesAndDefault(t *testing.T) {
-	everything := caps.Capabilities{
+	everything := abi.Capabilities{
 		Files:    files("$SANDBOX", "rw"),
-		Process:  &caps.ProcessScope{Commands: []string{"*"}},
-		State:    &caps.StateScope{},
-		CDP:      &caps.CDPScope{Methods: []string{"*"}},
-		Upstream: &caps.UpstreamScope{Servers: []string{"*"}},
+		Process:  &abi.ProcessScope{Commands: []string{"*"}},
+		State:    &abi.StateScope{},
+		CDP:      &abi.CDPScope{Methods: []string{"*"}},
+		Upstream: &abi.UpstreamScope{Servers: []string{"*"}},
 	}
-	all := []caps.Family{caps.Files, caps.Process, caps.State, caps.CDP, caps.Upstream}
+	all := []abi.Family{abi.FamilyFiles, abi.FamilyProcess, abi.FamilyState, abi.FamilyCDP, abi.FamilyUpstream}
 	for _, tc := range []struct {
 		name   string
 		policy *caps.Policy
-		req    caps.Capabilities
-		want   []caps.Family
+		req    abi.Capabilities
+		want   []abi.Family
 	}{
 		{"no policy: deny by default", &caps.Policy{}, everything, nil},
-		{"an entry for another plugin", &caps.Policy{Plugins: map[string]caps.Capabilities{"other": everything}}, everything, nil},
+		{"an entry for another plugin", &caps.Policy{Plugins: map[string]abi.Capabilities{"other": everything}}, everything, nil},
 		{"default", &caps.Policy{Default: &everything}, everything, all},
-		{"entry", &caps.Policy{Plugins: map[string]caps.Capabilities{"p": everything}}, everything, all},
-		{"entry replaces default", &caps.Policy{Plugins: map[string]caps.Capabilities{"p": {State: &caps.StateScope{}}}, Default: &everything},
-			everything, []caps.Family{caps.State}},
-		{"empty entry grants nothing", &caps.Policy{Plugins: map[string]caps.Capabilities{"p": {}}, Default: &everything}, everything, nil},
-		{"nothing requested", &caps.Policy{Default: &everything}, caps.Capabilities{}, nil},
-		{"only what is requested", &caps.Policy{Default: &everything}, caps.Capabilities{State: &caps.StateScope{}, CDP: &caps.CDPScope{Methods: []string{"Page.*"}}},
-			[]caps.Family{caps.State, caps.CDP}},
-		{"files requested, no tree in common", &caps.Policy{Default: &caps.Capabilities{Files: files("/srv", "rw")}},
-			caps.Capabilities{Files: files("/etc", "ro")}, nil},
+		{"entry", &caps.Policy{Plugins: map[string]abi.Capabilities{"p": everything}}, everything, all},
+		{"entry replaces default", &caps.Policy{Plugins: map[string]abi.Capabilities{"p": {State: &abi.StateScope{}}}, Default: &everything},
+			everything, []abi.Family{abi.FamilyState}},
+		{"empty entry grants nothing", &caps.Policy{Plugins: map[string]abi.Capabilities{"p": {}}, Default: &everything}, everything, nil},
+		{"nothing requested", &caps.Policy{Default: &everything}, abi.Capabilities{}, nil},
+		{"only what is requested", &caps.Policy{Default: &everything}, abi.Capabilities{State: &abi.StateScope{}, CDP: &abi.CDPScope{Methods: []string{"Page.*"}}},
+			[]abi.Family{abi.FamilyState, abi.FamilyCDP}},
+		{"files requested, no tree in common", &caps.Policy{Default: &abi.Capabilities{Files: files("/srv", "rw")}},
+			abi.Capabilities{Files: files("/etc", "ro")}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := tc.policy.Allow(&caps.Manifest{Name: "p", Capabilities: tc.req}, ada)
+			g := tc.policy.Allow(&abi.Manifest{Name: "p", Capabilities: tc.req}, ada)
 			if got := g.GrantedFamilies(); !slices.Equal(got, tc.want) {
 				t.Errorf("GrantedFamilies = %v, want %v", got, tc.want)
 			}
@@ -238,10 +239,10 @@ func TestAllowState(t *testing.T) {
 		{100, 200, 100},
 		{300, 200, 200},
 	} {
-		m := &caps.Manifest{Name: "p", Capabilities: caps.Capabilities{State: &caps.StateScope{MaxBytes: tc.req}}}
-		p := &caps.Policy{Default: &caps.Capabilities{State: &caps.StateScope{MaxBytes: tc.allow}}}
-		if g := p.Allow(m, ada); g.StateMaxBytes != tc.want || !g.Has(caps.State) {
-			t.Errorf("request %d, policy %d: StateMaxBytes %d (granted %v), want %d", tc.req, tc.allow, g.StateMaxBytes, g.Has(caps.State), tc.want)
+		m := &abi.Manifest{Name: "p", Capabilities: abi.Capabilities{State: &abi.StateScope{MaxBytes: tc.req}}}
+		p := &caps.Policy{Default: &abi.Capabilities{State: &abi.StateScope{MaxBytes: tc.allow}}}
+		if g := p.Allow(m, ada); g.StateMaxBytes != tc.want || !g.Has(abi.FamilyState) {
+			t.Errorf("request %d, policy %d: StateMaxBytes %d (granted %v), want %d", tc.req, tc.allow, g.StateMaxBytes, g.Has(abi.FamilyState), tc.want)
 		}
 	}
 }
@@ -257,34 +258,34 @@ func TestAllowLimits(t *testing.T) {
 	defaults := limits{30 * time.Second, mib(256), 16 << 20, 16}
 	for _, tc := range []struct {
 		name string
-		ask  caps.Limits
+		ask  abi.Limits
 		op   caps.OperatorLimits
 		want limits
 	}{
-		{"host defaults", caps.Limits{}, caps.OperatorLimits{}, defaults},
-		{"asks within the caps", caps.Limits{TimeoutMs: 5000, MemoryMiB: 64, MaxResultBytes: 1000, MaxInstances: 2}, caps.OperatorLimits{},
+		{"host defaults", abi.Limits{}, caps.OperatorLimits{}, defaults},
+		{"asks within the caps", abi.Limits{TimeoutMs: 5000, MemoryMiB: 64, MaxResultBytes: 1000, MaxInstances: 2}, caps.OperatorLimits{},
 			limits{5 * time.Second, mib(64), 1000, 2}},
-		{"asks above the host caps", caps.Limits{TimeoutMs: 3600_000, MemoryMiB: 4096, MaxResultBytes: 1 << 30, MaxInstances: 100}, caps.OperatorLimits{},
+		{"asks above the host caps", abi.Limits{TimeoutMs: 3600_000, MemoryMiB: 4096, MaxResultBytes: 1 << 30, MaxInstances: 100}, caps.OperatorLimits{},
 			limits{10 * time.Minute, mib(1024), 64 << 20, 16}},
-		{"operator defaults", caps.Limits{}, caps.OperatorLimits{DefaultTimeoutMs: 1000, DefaultMemoryMiB: 32, DefaultMaxResultBytes: 99, MaxInstances: 3},
+		{"operator defaults", abi.Limits{}, caps.OperatorLimits{DefaultTimeoutMs: 1000, DefaultMemoryMiB: 32, DefaultMaxResultBytes: 99, MaxInstances: 3},
 			limits{time.Second, mib(32), 99, 3}},
-		{"operator caps", caps.Limits{TimeoutMs: 5000, MemoryMiB: 512, MaxResultBytes: 5000, MaxInstances: 8},
+		{"operator caps", abi.Limits{TimeoutMs: 5000, MemoryMiB: 512, MaxResultBytes: 5000, MaxInstances: 8},
 			caps.OperatorLimits{MaxTimeoutMs: 2000, MaxMemoryMiB: 128, MaxResultBytes: 4000, MaxInstances: 4},
 			limits{2 * time.Second, mib(128), 4000, 4}},
-		{"operator raises the caps", caps.Limits{TimeoutMs: 3600_000, MemoryMiB: 4096, MaxResultBytes: 1 << 30},
+		{"operator raises the caps", abi.Limits{TimeoutMs: 3600_000, MemoryMiB: 4096, MaxResultBytes: 1 << 30},
 			caps.OperatorLimits{MaxTimeoutMs: 7200_000, MaxMemoryMiB: 4096, MaxResultBytes: 1 << 31},
 			limits{time.Hour, mib(4096), 1 << 30, 16}},
-		{"default above its cap is capped", caps.Limits{}, caps.OperatorLimits{DefaultTimeoutMs: 9000, MaxTimeoutMs: 5000, DefaultMemoryMiB: 512, MaxMemoryMiB: 256},
+		{"default above its cap is capped", abi.Limits{}, caps.OperatorLimits{DefaultTimeoutMs: 9000, MaxTimeoutMs: 5000, DefaultMemoryMiB: 512, MaxMemoryMiB: 256},
 			limits{5 * time.Second, mib(256), 16 << 20, 16}},
-		{"negative operator values count as absent", caps.Limits{}, caps.OperatorLimits{DefaultTimeoutMs: -1, MaxMemoryMiB: -1, MaxInstances: -1}, defaults},
-		{"memory never above 4096 MiB", caps.Limits{}, caps.OperatorLimits{DefaultMemoryMiB: 1 << 28, MaxMemoryMiB: 1 << 30},
+		{"negative operator values count as absent", abi.Limits{}, caps.OperatorLimits{DefaultTimeoutMs: -1, MaxMemoryMiB: -1, MaxInstances: -1}, defaults},
+		{"memory never above 4096 MiB", abi.Limits{}, caps.OperatorLimits{DefaultMemoryMiB: 1 << 28, MaxMemoryMiB: 1 << 30},
 			limits{30 * time.Second, 65536, 16 << 20, 16}},
-		{"huge timeouts do not overflow", caps.Limits{TimeoutMs: math.MaxInt64}, caps.OperatorLimits{MaxTimeoutMs: math.MaxInt64},
+		{"huge timeouts do not overflow", abi.Limits{TimeoutMs: math.MaxInt64}, caps.OperatorLimits{MaxTimeoutMs: math.MaxInt64},
 			limits{time.Duration(math.MaxInt64 / int64(time.Millisecond) * int64(time.Millisecond)), mib(256), 16 << 20, 16}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &caps.Policy{Limits: tc.op}
-			g := p.Allow(&caps.Manifest{Name: "p", Limits: tc.ask}, ada)
+			g := p.Allow(&abi.Manifest{Name: "p", Limits: tc.ask}, ada)
 			got := limits{g.Timeout, g.MemoryPages, g.MaxResultBytes, g.MaxInstances}
 			if got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
@@ -380,14 +381,14 @@ func TestAllowCDPAndUpstream(t *testing.T) {
 		{"new targets requested only", l("Page.*"), l("Page.*"), true, false, l("Page.*"), false, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &caps.Manifest{Name: "p", Capabilities: caps.Capabilities{CDP: &caps.CDPScope{Methods: tc.req, NewTargets: tc.reqNew}}}
-			p := &caps.Policy{Default: &caps.Capabilities{CDP: &caps.CDPScope{Methods: tc.allow, NewTargets: tc.allowNew}}}
+			m := &abi.Manifest{Name: "p", Capabilities: abi.Capabilities{CDP: &abi.CDPScope{Methods: tc.req, NewTargets: tc.reqNew}}}
+			p := &caps.Policy{Default: &abi.Capabilities{CDP: &abi.CDPScope{Methods: tc.allow, NewTargets: tc.allowNew}}}
 			g := p.Allow(m, ada)
 			if !slices.Equal(g.CDPMethods, tc.want) || g.CDPNewTargets != tc.newTargets {
 				t.Errorf("methods %v new targets %v, want %v %v", g.CDPMethods, g.CDPNewTargets, tc.want, tc.newTargets)
 			}
-			if g.Has(caps.CDP) != (len(tc.want) > 0) {
-				t.Errorf("Has(cdp) = %v", g.Has(caps.CDP))
+			if g.Has(abi.FamilyCDP) != (len(tc.want) > 0) {
+				t.Errorf("Has(cdp) = %v", g.Has(abi.FamilyCDP))
 			}
 			for _, mth := range tc.allowed {
 				if !g.MethodAllowed(mth) {
@@ -401,9 +402,9 @@ func TestAllowCDPAndUpstream(t *testing.T) {
 			}
 		})
 	}
-	m := &caps.Manifest{Name: "p", Capabilities: caps.Capabilities{Upstream: &caps.UpstreamScope{Servers: l("docs", "peer")}}}
-	g := (&caps.Policy{Default: &caps.Capabilities{Upstream: &caps.UpstreamScope{Servers: l("peer", "other")}}}).Allow(m, ada)
-	if !g.Has(caps.Upstream) || !g.UpstreamAllowed("peer") || g.UpstreamAllowed("docs") || g.UpstreamAllowed("other") {
+	m := &abi.Manifest{Name: "p", Capabilities: abi.Capabilities{Upstream: &abi.UpstreamScope{Servers: l("docs", "peer")}}}
+	g := (&caps.Policy{Default: &abi.Capabilities{Upstream: &abi.UpstreamScope{Servers: l("peer", "other")}}}).Allow(m, ada)
+	if !g.Has(abi.FamilyUpstream) || !g.UpstreamAllowed("peer") || g.UpstreamAllowed("docs") || g.UpstreamAllowed("other") {
 		t.Errorf("upstream grant %v", g.UpstreamServers)
 	}
 }
@@ -421,7 +422,7 @@ func TestFuelLimit(t *testing.T) {
 		{"cap meters the unmetered", 0, 0, 2000, 2000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &caps.Manifest{Name: "p", Limits: caps.Limits{Fuel: tc.ask}}
+			m := &abi.Manifest{Name: "p", Limits: abi.Limits{Fuel: tc.ask}}
 			g := (&caps.Policy{Limits: caps.OperatorLimits{DefaultFuel: tc.def, MaxFuel: tc.max}}).Allow(m, ada)
 			if g.Fuel != tc.want {
 				t.Errorf("fuel %d, want %d", g.Fuel, tc.want)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/caps/internal/genschema"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // Paths relative to this package's directory (go test runs there).
@@ -83,7 +84,7 @@ func TestSchemaUpToDate(t *testing.T) {
 	}
 }
 
-// TestSchemaMatchesGoTypes walks the Go types from caps.Manifest and checks,
+// TestSchemaMatchesGoTypes walks the Go types from abi.Manifest and checks,
 // for every struct, that its JSON field names are exactly the properties of
 // the schema object it corresponds to, that unknown properties are refused,
 // and that the JSON types agree.
@@ -141,13 +142,13 @@ func TestSchemaMatchesGoTypes(t *testing.T) {
 			t.Errorf("%s (%s): Go JSON fields %v, schema properties %v", path, typ.Name(), goNames, schemaNames)
 		}
 	}
-	walk("manifest", reflect.TypeFor[caps.Manifest](), doc)
+	walk("manifest", reflect.TypeFor[abi.Manifest](), doc)
 	for _, typ := range []reflect.Type{
-		reflect.TypeFor[caps.Tool](), reflect.TypeFor[caps.ToolAnnotations](), reflect.TypeFor[caps.Capabilities](),
-		reflect.TypeFor[caps.FilesScope](), reflect.TypeFor[caps.PathScope](), reflect.TypeFor[caps.ProcessScope](),
-		reflect.TypeFor[caps.StateScope](), reflect.TypeFor[caps.CDPScope](), reflect.TypeFor[caps.UpstreamScope](),
-		reflect.TypeFor[caps.Limits](), reflect.TypeFor[caps.Prompt](), reflect.TypeFor[caps.PromptArgument](),
-		reflect.TypeFor[caps.Resource](), reflect.TypeFor[caps.ResourceTemplate](),
+		reflect.TypeFor[abi.Tool](), reflect.TypeFor[abi.ToolAnnotations](), reflect.TypeFor[abi.Capabilities](),
+		reflect.TypeFor[abi.FilesScope](), reflect.TypeFor[abi.PathScope](), reflect.TypeFor[abi.ProcessScope](),
+		reflect.TypeFor[abi.StateScope](), reflect.TypeFor[abi.CDPScope](), reflect.TypeFor[abi.UpstreamScope](),
+		reflect.TypeFor[abi.Limits](), reflect.TypeFor[abi.Prompt](), reflect.TypeFor[abi.PromptArgument](),
+		reflect.TypeFor[abi.Resource](), reflect.TypeFor[abi.ResourceTemplate](),
 	} {
 		if !seen[typ] {
 			t.Errorf("the walk from Manifest never reached %s in the schema", typ.Name())

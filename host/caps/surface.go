@@ -3,46 +3,11 @@ package caps
 import (
 	"fmt"
 	"strings"
+
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
-// Prompt is an MCP prompt declaration.
-type Prompt struct {
-	Name        string           `json:"name"`
-	Title       string           `json:"title,omitempty"`
-	Description string           `json:"description,omitempty"`
-	Arguments   []PromptArgument `json:"arguments,omitempty"`
-}
-
-// PromptArgument is one argument of a prompt.
-type PromptArgument struct {
-	Name        string `json:"name"`
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description,omitempty"`
-	Required    bool   `json:"required,omitempty"`
-}
-
-// Resource is an MCP resource declaration (a fixed URI).
-type Resource struct {
-	URI         string `json:"uri"`
-	Name        string `json:"name"`
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description,omitempty"`
-	MimeType    string `json:"mimeType,omitempty"`
-	Size        int64  `json:"size,omitempty"`
-}
-
-// ResourceTemplate is an MCP resource template (RFC 6570 URI template;
-// aiod matches simple {var} expressions, each standing for one path
-// segment or more generally a run of characters without '/').
-type ResourceTemplate struct {
-	URITemplate string `json:"uriTemplate"`
-	Name        string `json:"name"`
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description,omitempty"`
-	MimeType    string `json:"mimeType,omitempty"`
-}
-
-func (m *Manifest) validateSurface() error {
+func validateSurface(m *abi.Manifest) error {
 	seen := map[string]bool{}
 	for i, p := range m.Prompts {
 		if !toolNameRE.MatchString(p.Name) {

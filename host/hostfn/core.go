@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -23,7 +22,7 @@ type core struct{}
 // response_read, log and progress.
 func Core() Family { return core{} }
 
-func (core) Name() caps.Family { return "" }
+func (core) Name() abi.Family { return "" }
 
 func (core) Defs() []Def {
 	return []Def{

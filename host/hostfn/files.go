@@ -28,8 +28,8 @@ func Files() Family { return NewFiles(fsroot.Options{}) }
 // NewFiles returns a files family with the given limits.
 func NewFiles(opts fsroot.Options) *FilesFamily { return &FilesFamily{opts: opts} }
 
-// Name is caps.Files.
-func (*FilesFamily) Name() caps.Family { return caps.Files }
+// Name is abi.FamilyFiles.
+func (*FilesFamily) Name() abi.Family { return abi.FamilyFiles }
 
 // Defs are the functions of aiod:files.
 func (f *FilesFamily) Defs() []Def {
@@ -53,7 +53,7 @@ func (f *FilesFamily) Set(g *caps.Grant) (*fsroot.Set, error) {
 }
 
 func (f *FilesFamily) set(g *caps.Grant, op, path string) (*fsroot.Set, error) {
-	if g == nil || !g.Has(caps.Files) || len(g.FileRoots) == 0 {
+	if g == nil || !g.Has(abi.FamilyFiles) || len(g.FileRoots) == 0 {
 		return nil, FileError(fsroot.DeniedError(op, path, "the plugin has no files grant"))
 	}
 	if s, ok := f.sets.Load(g); ok {

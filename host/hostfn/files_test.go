@@ -61,7 +61,7 @@ func newFilesEnv(t *testing.T) *filesEnv {
 	os.WriteFile(e.out+"/secret.txt", []byte("SECRET"), 0o644)
 	os.Symlink("../outside", e.rw+"/dirlink")
 	os.Symlink(e.out+"/secret.txt", e.rw+"/abs")
-	e.grant = grantFiles(caps.PathScope{Path: e.rw, Mode: caps.ReadWrite}, caps.PathScope{Path: e.ro, Mode: caps.ReadOnly})
+	e.grant = grantFiles(abi.PathScope{Path: e.rw, Mode: abi.ReadWrite}, abi.PathScope{Path: e.ro, Mode: abi.ReadOnly})
 	if len(e.grant.FileRoots) != 2 {
 		t.Fatalf("grant: %+v", e.grant.FileRoots)
 	}
@@ -73,9 +73,9 @@ func newFilesEnv(t *testing.T) *filesEnv {
 	return e
 }
 
-func grantFiles(paths ...caps.PathScope) *caps.Grant {
-	p := &caps.Policy{Default: &caps.Capabilities{Files: &caps.FilesScope{Paths: paths}}}
-	m := &caps.Manifest{Name: "t", Capabilities: caps.Capabilities{Files: &caps.FilesScope{Paths: paths}}}
+func grantFiles(paths ...abi.PathScope) *caps.Grant {
+	p := &caps.Policy{Default: &abi.Capabilities{Files: &abi.FilesScope{Paths: paths}}}
+	m := &abi.Manifest{Name: "t", Capabilities: abi.Capabilities{Files: &abi.FilesScope{Paths: paths}}}
 	return p.Allow(m, caps.Env{Tmp: "/tmp"})
 }
 
@@ -133,7 +133,7 @@ func decodeObj(t *testing.T, b []byte) map[string]any {
 
 func TestFilesDefs(t *testing.T) {
 	fam := Files()
-	if fam.Name() != caps.Files {
+	if fam.Name() != abi.FamilyFiles {
 		t.Fatalf("name %q", fam.Name())
 	}
 	var names []string
@@ -427,8 +427,8 @@ func TestFilesGrantRequired(t *testing.T) {
 		why string
 	}{
 		"nil grant":   {nil, "the plugin has no files grant"},
-		"no files":    {(&caps.Policy{}).Allow(&caps.Manifest{Name: "t"}, caps.Env{Tmp: "/tmp"}), "the plugin has no files grant"},
-		"other grant": {grantFiles(caps.PathScope{Path: e.ro, Mode: caps.ReadOnly}), "outside the plugin's granted roots"},
+		"no files":    {(&caps.Policy{}).Allow(&abi.Manifest{Name: "t"}, caps.Env{Tmp: "/tmp"}), "the plugin has no files grant"},
+		"other grant": {grantFiles(abi.PathScope{Path: e.ro, Mode: abi.ReadOnly}), "outside the plugin's granted roots"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := &Call{Grant: tc.g}
@@ -451,7 +451,7 @@ func TestFilesSetCachedPerGrant(t *testing.T) {
 	if s1 != s2 {
 		t.Fatal("not cached")
 	}
-	other := grantFiles(caps.PathScope{Path: e.rw, Mode: caps.ReadWrite})
+	other := grantFiles(abi.PathScope{Path: e.rw, Mode: abi.ReadWrite})
 	if s3, _ := e.fam.Set(other); s3 == s1 {
 		t.Fatal("shared across grants")
 	}

@@ -61,7 +61,7 @@ type Def struct {
 // Family is a group of host functions linked together.
 type Family interface {
 	// Name of the family; "" for the always-linked core.
-	Name() caps.Family
+	Name() abi.Family
 	// Defs are the functions of the family.
 	Defs() []Def
 }

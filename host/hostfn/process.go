@@ -27,8 +27,8 @@ type ProcessFamily struct {
 // and closes it on shutdown.
 func NewProcess(m *proc.Manager) Family { return &ProcessFamily{m: m} }
 
-// Name is caps.Process.
-func (*ProcessFamily) Name() caps.Family { return caps.Process }
+// Name is abi.FamilyProcess.
+func (*ProcessFamily) Name() abi.Family { return abi.FamilyProcess }
 
 // Defs are the functions of aiod:process.
 func (f *ProcessFamily) Defs() []Def {
@@ -41,7 +41,7 @@ func (f *ProcessFamily) Defs() []Def {
 }
 
 func processGrant(c *Call) (*caps.Grant, error) {
-	if c.Grant == nil || !c.Grant.Has(caps.Process) {
+	if c.Grant == nil || !c.Grant.Has(abi.FamilyProcess) {
 		return nil, Errorf(abi.Denied, "the plugin has no process grant")
 	}
 	return c.Grant, nil

@@ -60,9 +60,9 @@ func defsByName(f Family) map[string]Def {
 }
 
 func grantProcess(commands, cwd []string, shell bool) *caps.Grant {
-	scope := &caps.ProcessScope{Commands: commands, Cwd: cwd, Shell: shell}
-	p := &caps.Policy{Default: &caps.Capabilities{Process: scope}}
-	m := &caps.Manifest{Name: "t", Capabilities: caps.Capabilities{Process: scope}}
+	scope := &abi.ProcessScope{Commands: commands, Cwd: cwd, Shell: shell}
+	p := &caps.Policy{Default: &abi.Capabilities{Process: scope}}
+	m := &abi.Manifest{Name: "t", Capabilities: abi.Capabilities{Process: scope}}
 	return p.Allow(m, caps.Env{Tmp: os.TempDir()})
 }
 
@@ -114,7 +114,7 @@ func (e *procEnv) call(t *testing.T, c *Call, name string, req any) (abi.Code, m
 
 func TestProcessDefs(t *testing.T) {
 	f := NewProcess(proc.New(proc.Config{}))
-	if f.Name() != caps.Process {
+	if f.Name() != abi.FamilyProcess {
 		t.Errorf("name %q", f.Name())
 	}
 	var names []string
@@ -133,7 +133,7 @@ func TestProcessSpawn(t *testing.T) {
 	e := newProcEnv(t)
 	shOnly := &Call{Plugin: "p", Owner: "o", Grant: grantProcess([]string{"sh", "no-such-program-aiod"}, []string{e.root}, false)}
 	anyProg := &Call{Plugin: "p", Owner: "o", Grant: grantProcess([]string{"*"}, []string{e.root}, false)}
-	noGrant := &Call{Plugin: "p", Grant: (&caps.Policy{}).Allow(&caps.Manifest{Name: "p"}, caps.Env{})}
+	noGrant := &Call{Plugin: "p", Grant: (&caps.Policy{}).Allow(&abi.Manifest{Name: "p"}, caps.Env{})}
 	str := func(s string) *string { return &s }
 	tests := []struct {
 		name    string

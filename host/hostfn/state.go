@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -172,8 +171,8 @@ type StateFamily struct {
 // NewState returns the state family over s.
 func NewState(s *StateStore) Family { return &StateFamily{s: s} }
 
-// Name is caps.State.
-func (*StateFamily) Name() caps.Family { return caps.State }
+// Name is abi.FamilyState.
+func (*StateFamily) Name() abi.Family { return abi.FamilyState }
 
 // Defs are the functions of aiod:state.
 func (f *StateFamily) Defs() []Def {
@@ -186,7 +185,7 @@ func (f *StateFamily) Defs() []Def {
 }
 
 func stateLimit(c *Call) (int64, error) {
-	if c.Grant == nil || !c.Grant.Has(caps.State) {
+	if c.Grant == nil || !c.Grant.Has(abi.FamilyState) {
 		return 0, Errorf(abi.Denied, "the plugin has no state grant")
 	}
 	if c.Grant.StateMaxBytes > 0 {

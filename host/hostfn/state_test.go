@@ -14,9 +14,9 @@ import (
 )
 
 func grantState(maxBytes int64) *caps.Grant {
-	scope := &caps.StateScope{MaxBytes: maxBytes}
-	p := &caps.Policy{Default: &caps.Capabilities{State: scope}}
-	m := &caps.Manifest{Name: "t", Capabilities: caps.Capabilities{State: scope}}
+	scope := &abi.StateScope{MaxBytes: maxBytes}
+	p := &caps.Policy{Default: &abi.Capabilities{State: scope}}
+	m := &abi.Manifest{Name: "t", Capabilities: abi.Capabilities{State: scope}}
 	return p.Allow(m, caps.Env{})
 }
 
@@ -54,7 +54,7 @@ func TestStateDefs(t *testing.T) {
 			t.Errorf("%s: bad signature", d.Name)
 		}
 	}
-	if f.Name() != caps.State || strings.Join(names, ",") != "get,set,delete,list" {
+	if f.Name() != abi.FamilyState || strings.Join(names, ",") != "get,set,delete,list" {
 		t.Errorf("family %s functions %v", f.Name(), names)
 	}
 }
@@ -65,7 +65,7 @@ func TestState(t *testing.T) {
 	alice := &Call{Plugin: "p", Owner: "alice", Grant: g}
 	bob := &Call{Plugin: "p", Owner: "bob", Grant: g}
 	other := &Call{Plugin: "q", Owner: "alice", Grant: g}
-	none := &Call{Plugin: "p", Owner: "alice", Grant: (&caps.Policy{}).Allow(&caps.Manifest{Name: "p"}, caps.Env{})}
+	none := &Call{Plugin: "p", Owner: "alice", Grant: (&caps.Policy{}).Allow(&abi.Manifest{Name: "p"}, caps.Env{})}
 	steps := []struct {
 		name string
 		c    *Call

@@ -18,7 +18,7 @@ import (
 // function may actually run) and returns the manifest it describes, with
 // module and sha256 filled in. It is how `aiodpack` writes manifest.json
 // from a plugin's Go declarations.
-func Describe(ctx context.Context, eng runtime.Engine, wasm []byte, stubs []hostfn.Family) (*caps.Manifest, []byte, error) {
+func Describe(ctx context.Context, eng runtime.Engine, wasm []byte, stubs []hostfn.Family) (*abi.Manifest, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	c, err := eng.Compile(ctx, wasm, runtime.Config{Name: "describe", Families: []hostfn.Family{hostfn.Core()}, Stubs: stubs})
@@ -39,14 +39,14 @@ func Describe(ctx context.Context, eng runtime.Engine, wasm []byte, stubs []host
 	if err != nil || ret != abi.RetOK {
 		return nil, nil, fmt.Errorf("describe failed (code %d): %v: %s", ret, err, call.Output)
 	}
-	var m caps.Manifest
+	var m abi.Manifest
 	if err := caps.StrictUnmarshal(call.Output, &m); err != nil {
 		return nil, nil, fmt.Errorf("describe output: %w", err)
 	}
 	sum := sha256.Sum256(wasm)
 	m.SHA256 = hex.EncodeToString(sum[:])
 	m.Module = "plugin.wasm"
-	if err := m.Validate(); err != nil {
+	if err := caps.ValidateManifest(&m); err != nil {
 		return nil, nil, err
 	}
 	b, err := json.MarshalIndent(&m, "", "  ")

@@ -16,13 +16,14 @@ import (
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // filesStub lets the importer test plugin be described (its aiod:files
 // import linked to a stub that is never called).
 type filesStub struct{}
 
-func (filesStub) Name() caps.Family { return caps.Files }
+func (filesStub) Name() abi.Family { return abi.FamilyFiles }
 func (filesStub) Defs() []hostfn.Def {
 	return []hostfn.Def{hostfn.ReqResp("aiod:files", "read", nil)}
 }
@@ -244,13 +245,13 @@ func testLoadRefused(t *testing.T, eng runtime.Engine) {
 func TestGrantedImportLinks(t *testing.T) {
 	dir := t.TempDir()
 	testplugins.Package(t, dir, "host/plugin/testdata/importer", []hostfn.Family{filesStub{}}, nil)
-	policy := &caps.Policy{Plugins: map[string]caps.Capabilities{
-		"importer": {Files: &caps.FilesScope{Paths: []caps.PathScope{{Path: "/tmp", Mode: caps.ReadOnly}}}},
+	policy := &caps.Policy{Plugins: map[string]abi.Capabilities{
+		"importer": {Files: &abi.FilesScope{Paths: []abi.PathScope{{Path: "/tmp", Mode: abi.ReadOnly}}}},
 	}}
 	reg, err := plugin.New(context.Background(), plugin.Options{Engine: engine(t), Policy: policy,
 		Env: caps.Env{Tmp: "/tmp"}, Dir: dir, Logger: quiet(),
 		Families: func(g *caps.Grant) []hostfn.Family {
-			if g.Has(caps.Files) {
+			if g.Has(abi.FamilyFiles) {
 				return []hostfn.Family{filesStub{}}
 			}
 			return nil
@@ -346,8 +347,8 @@ func TestReloadInFlight(t *testing.T) {
 func TestGrantedButUnimplementedImport(t *testing.T) {
 	dir := t.TempDir()
 	testplugins.Package(t, dir, "host/plugin/testdata/importer", []hostfn.Family{filesStub{}}, nil)
-	policy := &caps.Policy{Plugins: map[string]caps.Capabilities{
-		"importer": {Files: &caps.FilesScope{Paths: []caps.PathScope{{Path: "/tmp", Mode: caps.ReadOnly}}}},
+	policy := &caps.Policy{Plugins: map[string]abi.Capabilities{
+		"importer": {Files: &abi.FilesScope{Paths: []abi.PathScope{{Path: "/tmp", Mode: abi.ReadOnly}}}},
 	}}
 	reg, err := plugin.New(context.Background(), plugin.Options{Engine: engine(t), Policy: policy,
 		Env: caps.Env{Tmp: "/tmp"}, Dir: dir, Logger: quiet(),

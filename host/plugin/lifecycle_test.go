@@ -16,13 +16,14 @@ import (
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // noCleanup hides the Lifecycle of the files family, to check that the
 // reload test fails without Cleanup.
 type noCleanup struct{ f *hostfn.FilesFamily }
 
-func (n noCleanup) Name() caps.Family  { return n.f.Name() }
+func (n noCleanup) Name() abi.Family   { return n.f.Name() }
 func (n noCleanup) Defs() []hostfn.Def { return n.f.Defs() }
 
 func openFDs(t *testing.T) int {
@@ -65,8 +66,8 @@ func reloadChanged(t *testing.T, n int, cleanup bool) (fdFirst, fdLast, rssFirst
 	// the importer reads /etc/hostname: grant /etc so that each call
 	// opens the plugin's root
 	root := "/etc"
-	policy := &caps.Policy{Plugins: map[string]caps.Capabilities{
-		"importer": {Files: &caps.FilesScope{Paths: []caps.PathScope{{Path: root, Mode: caps.ReadOnly}}}},
+	policy := &caps.Policy{Plugins: map[string]abi.Capabilities{
+		"importer": {Files: &abi.FilesScope{Paths: []abi.PathScope{{Path: root, Mode: abi.ReadOnly}}}},
 	}}
 	files := hostfn.NewFiles(fsroot.Options{})
 	defer files.Close()
@@ -77,7 +78,7 @@ func reloadChanged(t *testing.T, n int, cleanup bool) (fdFirst, fdLast, rssFirst
 	ctx := context.Background()
 	reg, err := plugin.New(ctx, plugin.Options{Engine: engine(t), Policy: policy, Env: caps.Env{Tmp: root}, Dir: dir, Logger: quiet(),
 		Families: func(g *caps.Grant) []hostfn.Family {
-			if g.Has(caps.Files) {
+			if g.Has(abi.FamilyFiles) {
 				return []hostfn.Family{fam}
 			}
 			return nil

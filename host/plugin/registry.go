@@ -83,7 +83,7 @@ type Catalog struct {
 
 // Tool is one tool in a catalogue.
 type Tool struct {
-	Decl   caps.Tool
+	Decl   abi.Tool
 	Plugin *Plugin
 }
 
@@ -96,7 +96,7 @@ func (c *Catalog) ToolsJSON() []byte { return c.listJSON }
 
 // Plugin is a loaded plugin.
 type Plugin struct {
-	Manifest *caps.Manifest
+	Manifest *abi.Manifest
 	Grant    *caps.Grant
 	Digest   string // hex sha256 of the module
 	Builtin  bool
@@ -220,7 +220,7 @@ func (r *Registry) Reload(ctx context.Context) error {
 		abandon()
 		return fmt.Errorf("render prompts and resources: %w", err)
 	}
-	decls := make([]caps.Tool, len(next.Tools))
+	decls := make([]abi.Tool, len(next.Tools))
 	for i, t := range next.Tools {
 		decls[i] = t.Decl
 	}
@@ -354,9 +354,9 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin)
 		// and whether that was granted, is the registry's to say.
 		var ie *runtime.ImportError
 		if errors.As(err, &ie) {
-			if fam, ok := strings.CutPrefix(ie.Module, "aiod:"); ok && slices.Contains(caps.Families, caps.Family(fam)) {
+			if fam, ok := strings.CutPrefix(ie.Module, "aiod:"); ok && slices.Contains(abi.Families, abi.Family(fam)) {
 				ie.Family = fam
-				ie.Unimplemented = grant.Has(caps.Family(fam)) // granted, yet not linked: no such family here
+				ie.Unimplemented = grant.Has(abi.Family(fam)) // granted, yet not linked: no such family here
 			}
 		}
 		return nil, err
@@ -380,7 +380,7 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin)
 
 func grantKey(g *caps.Grant) string {
 	b, _ := json.Marshal(struct {
-		F []caps.Family
+		F []abi.Family
 		G *caps.Grant
 	}{g.GrantedFamilies(), g})
 	return fmt.Sprintf("%x", sha256.Sum256(b))

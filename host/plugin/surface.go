@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -33,15 +32,15 @@ func (e *RPCError) Error() string { return "plugin answered with a JSON-RPC erro
 // surface beyond tools.
 type (
 	Prompt struct {
-		Decl   caps.Prompt
+		Decl   abi.Prompt
 		Plugin *Plugin
 	}
 	Resource struct {
-		Decl   caps.Resource
+		Decl   abi.Resource
 		Plugin *Plugin
 	}
 	Template struct {
-		Decl   caps.ResourceTemplate
+		Decl   abi.ResourceTemplate
 		Plugin *Plugin
 		re     *regexp.Regexp
 		vars   []string
@@ -65,9 +64,6 @@ type surface struct {
 func (c *Catalog) PromptsJSON() []byte   { return orEmpty(c.promptsJSON) }
 func (c *Catalog) ResourcesJSON() []byte { return orEmpty(c.resourcesJSON) }
 func (c *Catalog) TemplatesJSON() []byte { return orEmpty(c.templatesJSON) }
-
-// LookupPrompt finds a prompt by name.
-func (c *Catalog) LookupPrompt(name string) *Prompt { return c.promptByName[name] }
 
 func orEmpty(b []byte) []byte {
 	if b == nil {

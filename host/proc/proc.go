@@ -506,9 +506,6 @@ func (m *Manager) start(cmd *exec.Cmd) (*unit, error) {
 	return u, nil
 }
 
-// Namespaced reports whether units run in their own PID namespace.
-func (m *Manager) Namespaced() bool { return m.iso != isoNone }
-
 // clampTimeout applies the default and the maximum.
 func (m *Manager) clampTimeout(d time.Duration) time.Duration {
 	if d <= 0 {

@@ -151,6 +151,3 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	return s.app.ShutdownWithContext(ctx)
 }
-
-// App returns the Fiber app (for tests).
-func (s *Server) App() *fiber.App { return s.app }

@@ -46,7 +46,7 @@ type Host struct {
 	handlers map[string]func(req []byte) ([]byte, uint32)
 	defs     map[string]hostfn.Def
 	call     *hostfn.Call
-	caps     caps.Capabilities // granted by the With* options
+	caps     abi.Capabilities // granted by the With* options
 }
 
 // Log is one message a handler logged.
@@ -80,15 +80,15 @@ type FilePath struct {
 // WithFiles serves aiod:files with the host's real implementation, scoped
 // to paths exactly as a policy granting them would scope a plugin.
 func WithFiles(paths ...FilePath) Option {
-	scopes := make([]caps.PathScope, len(paths))
+	scopes := make([]abi.PathScope, len(paths))
 	for i, p := range paths {
-		scopes[i] = caps.PathScope{Path: p.Path, Mode: caps.ReadWrite}
+		scopes[i] = abi.PathScope{Path: p.Path, Mode: abi.ReadWrite}
 		if p.ReadOnly {
-			scopes[i].Mode = caps.ReadOnly
+			scopes[i].Mode = abi.ReadOnly
 		}
 	}
 	return func(h *Host) {
-		h.grant(caps.Capabilities{Files: &caps.FilesScope{Paths: scopes}})
+		h.grant(abi.Capabilities{Files: &abi.FilesScope{Paths: scopes}})
 		fam := hostfn.NewFiles(fsroot.Options{})
 		h.t.Cleanup(func() { fam.Close() })
 		h.link(fam)
@@ -108,7 +108,7 @@ type Process struct {
 // (real processes, real shell sessions) under the given grant.
 func WithProcess(p Process) Option {
 	return func(h *Host) {
-		h.grant(caps.Capabilities{Process: &caps.ProcessScope{Commands: p.Commands, Cwd: p.Cwd, Shell: p.Shell}})
+		h.grant(abi.Capabilities{Process: &abi.ProcessScope{Commands: p.Commands, Cwd: p.Cwd, Shell: p.Shell}})
 		m := proc.New(proc.Config{})
 		h.t.Cleanup(func() { m.Close() })
 		h.link(hostfn.NewProcess(m))
@@ -119,14 +119,14 @@ func WithProcess(p Process) Option {
 // maxBytes per plugin.
 func WithState(maxBytes int64) Option {
 	return func(h *Host) {
-		h.grant(caps.Capabilities{State: &caps.StateScope{MaxBytes: maxBytes}})
+		h.grant(abi.Capabilities{State: &abi.StateScope{MaxBytes: maxBytes}})
 		h.link(hostfn.NewState(hostfn.NewStateStore(0)))
 	}
 }
 
 // grant adds c to what the fake host grants, as an operator policy
 // granting exactly what the plugin asks would.
-func (h *Host) grant(c caps.Capabilities) {
+func (h *Host) grant(c abi.Capabilities) {
 	if c.Files != nil {
 		h.caps.Files = c.Files
 	}
@@ -138,7 +138,7 @@ func (h *Host) grant(c caps.Capabilities) {
 	}
 	want := h.caps
 	p := &caps.Policy{Default: &want}
-	h.call.Grant = p.Allow(&caps.Manifest{Name: "sdktest", Capabilities: want}, caps.Env{Tmp: os.TempDir()})
+	h.call.Grant = p.Allow(&abi.Manifest{Name: "sdktest", Capabilities: want}, caps.Env{Tmp: os.TempDir()})
 }
 
 func (h *Host) link(fams ...hostfn.Family) {
@@ -297,11 +297,11 @@ func (h *Host) Describe() *Manifest {
 	if ret != abi.RetOK {
 		h.t.Fatalf("sdktest: describe returned %d: %s", ret, out)
 	}
-	var m caps.Manifest
+	var m abi.Manifest
 	if err := caps.StrictUnmarshal(out, &m); err != nil {
 		h.t.Fatalf("sdktest: describe: %v", err)
 	}
-	if err := m.Validate(); err != nil {
+	if err := caps.ValidateManifest(&m); err != nil {
 		h.t.Fatalf("sdktest: describe: %v", err)
 	}
 	r := &Manifest{Name: m.Name, Version: m.Version, Description: m.Description, JSON: out}

@@ -10,16 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // filesStub stands in for the files family: linking is what is tested.
 type filesStub struct{}
 
-func (filesStub) Name() caps.Family { return caps.Files }
+func (filesStub) Name() abi.Family { return abi.FamilyFiles }
 func (filesStub) Defs() []hostfn.Def {
 	return []hostfn.Def{hostfn.ReqResp("aiod:files", "read", func(context.Context, *hostfn.Call, []byte) ([]byte, error) {
 		return []byte("stub"), nil

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aiodhq/aiod/sdk"
+	"github.com/aiodhq/aiod/sdk/abi"
 	"github.com/aiodhq/aiod/sdk/process"
 )
 
@@ -61,8 +62,8 @@ func init() {
 		Name:         Name,
 		Version:      "1.0.0",
 		Description:  "aiod built-in: shell commands in a persistent bash session.",
-		Capabilities: `{"process":{"commands":["bash"],"cwd":["$SANDBOX"],"shell":true}}`,
-		Limits:       `{"timeout_ms":600000,"memory_mib":512,"max_result_bytes":67108864}`,
+		Capabilities: abi.Capabilities{Process: &abi.ProcessScope{Commands: []string{"bash"}, Cwd: []string{"$SANDBOX"}, Shell: true}},
+		Limits:       abi.Limits{TimeoutMs: 600000, MemoryMiB: 512, MaxResultBytes: 67108864},
 	})
 	sdk.AddTool(sdk.Tool{Name: Name, Description: Description, InputSchema: InputSchema}, Run)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/sdk"
+	"github.com/aiodhq/aiod/sdk/abi"
 	"github.com/aiodhq/aiod/sdk/process"
 )
 
@@ -65,8 +66,8 @@ func init() {
 		Name:         Name,
 		Version:      "1.0.0",
 		Description:  "aiod built-in: run Python (python3) or JavaScript (node) code.",
-		Capabilities: `{"process":{"commands":["python3","node"],"cwd":["$SANDBOX"]}}`,
-		Limits:       `{"timeout_ms":330000,"memory_mib":256,"max_result_bytes":67108864}`,
+		Capabilities: abi.Capabilities{Process: &abi.ProcessScope{Commands: []string{"python3", "node"}, Cwd: []string{"$SANDBOX"}}},
+		Limits:       abi.Limits{TimeoutMs: 330000, MemoryMiB: 256, MaxResultBytes: 67108864},
 	})
 	sdk.AddTool(sdk.Tool{Name: Name, Description: "Execute code in Python or JavaScript runtime.", InputSchema: InputSchema}, Run)
 }

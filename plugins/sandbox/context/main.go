@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/aiodhq/aiod/sdk"
+	"github.com/aiodhq/aiod/sdk/abi"
 	"github.com/aiodhq/aiod/sdk/process"
 )
 
@@ -28,7 +29,7 @@ func init() {
 		Name:         Name,
 		Version:      "1.0.0",
 		Description:  "aiod built-in: sandbox version and home directory.",
-		Capabilities: `{"process":{"commands":["printenv"],"cwd":["$SANDBOX"]}}`,
+		Capabilities: abi.Capabilities{Process: &abi.ProcessScope{Commands: []string{"printenv"}, Cwd: []string{"$SANDBOX"}}},
 	})
 	sdk.AddRawTool(sdk.Tool{
 		Name:        Name,

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aiodhq/aiod/sdk"
+	"github.com/aiodhq/aiod/sdk/abi"
 	"github.com/aiodhq/aiod/sdk/files"
 )
 
@@ -60,9 +61,9 @@ func init() {
 		Name:         Name,
 		Version:      "1.0.0",
 		Description:  "aiod built-in: the str_replace text editor with multi-level undo.",
-		Capabilities: `{"files":{"paths":[{"path":"$SANDBOX","mode":"rw"}]},"state":{"max_bytes":67108864}}`,
+		Capabilities: abi.Capabilities{Files: &abi.FilesScope{Paths: []abi.PathScope{{Path: "$SANDBOX", Mode: abi.ReadWrite}}}, State: &abi.StateScope{MaxBytes: 67108864}},
 		// An edit of a 10 MB file returns its old and new content.
-		Limits: `{"memory_mib":512,"max_result_bytes":67108864}`,
+		Limits: abi.Limits{MemoryMiB: 512, MaxResultBytes: 67108864},
 	})
 	sdk.AddTool(sdk.Tool{Name: Name, Description: Description, InputSchema: InputSchema}, Run)
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 
 	"github.com/aiodhq/aiod/sdk"
+	"github.com/aiodhq/aiod/sdk/abi"
 	"github.com/aiodhq/aiod/sdk/files"
 )
 
@@ -78,9 +79,9 @@ func init() {
 		Name:         "sandbox_file_operations",
 		Version:      "1.0.0",
 		Description:  "aiod built-in: file operations (read, write, replace, search, find, list, grep, glob).",
-		Capabilities: `{"files":{"paths":[{"path":"$SANDBOX","mode":"rw"}]}}`,
+		Capabilities: abi.Capabilities{Files: &abi.FilesScope{Paths: []abi.PathScope{{Path: "$SANDBOX", Mode: abi.ReadWrite}}}},
 		// A 16 MiB read is returned twice (text and structuredContent).
-		Limits: `{"memory_mib":512,"max_result_bytes":67108864}`,
+		Limits: abi.Limits{MemoryMiB: 512, MaxResultBytes: 67108864},
 	})
 	sdk.AddTool(sdk.Tool{
 		Name:        "sandbox_file_operations",

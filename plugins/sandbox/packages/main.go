@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/sdk"
+	"github.com/aiodhq/aiod/sdk/abi"
 	"github.com/aiodhq/aiod/sdk/process"
 )
 
@@ -68,8 +69,8 @@ func init() {
 		Name:         Name,
 		Version:      "1.0.0",
 		Description:  "aiod built-in: installed Python and Node.js packages.",
-		Capabilities: `{"process":{"commands":["python3","node"],"cwd":["$SANDBOX"]}}`,
-		Limits:       `{"timeout_ms":70000}`,
+		Capabilities: abi.Capabilities{Process: &abi.ProcessScope{Commands: []string{"python3", "node"}, Cwd: []string{"$SANDBOX"}}},
+		Limits:       abi.Limits{TimeoutMs: 70000},
 	})
 	sdk.AddTool(sdk.Tool{
 		Name:        Name,

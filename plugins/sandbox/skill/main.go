@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/aiodhq/aiod/sdk"
+	"github.com/aiodhq/aiod/sdk/abi"
 	"github.com/aiodhq/aiod/sdk/files"
 	"github.com/aiodhq/aiod/sdk/process"
 )
@@ -39,7 +40,7 @@ func init() {
 		Name:         Name,
 		Version:      "1.0.0",
 		Description:  "aiod built-in: list and load skills from AIO_SKILLS_PATH.",
-		Capabilities: `{"files":{"paths":[{"path":"$SANDBOX","mode":"ro"}]},"process":{"commands":["printenv"],"cwd":["$SANDBOX"]}}`,
+		Capabilities: abi.Capabilities{Files: &abi.FilesScope{Paths: []abi.PathScope{{Path: "$SANDBOX", Mode: abi.ReadOnly}}}, Process: &abi.ProcessScope{Commands: []string{"printenv"}, Cwd: []string{"$SANDBOX"}}},
 	})
 	sdk.AddTool(sdk.Tool{
 		Name:        Name,

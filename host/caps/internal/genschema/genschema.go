@@ -1,9 +1,9 @@
 // Package genschema generates the JSON Schema (draft 2020-12) of the plugin
-// manifest, spec/manifest/v1/schema.json, from the Go types of package caps.
+// manifest, spec/manifest/v1/schema.json, from the Go types of package sdk/abi.
 //
 // Property names, JSON types and nesting come from the types by reflection.
 // What reflection cannot see — descriptions, which fields are required, and
-// the constraints caps.Manifest.Validate enforces (patterns, enums, ranges)
+// the constraints caps.ValidateManifest enforces (patterns, enums, ranges)
 // — comes from the table in this file, keyed by "Type.jsonName". Generate
 // fails when a field has no entry or an entry names no field, so the table
 // cannot drift from the types. host/caps tests compare the committed file
@@ -23,7 +23,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -201,7 +200,7 @@ var fields = map[string]field{
 	"FilesScope.paths": {desc: "Directory trees the plugin asks for. Absent or empty: none (the family is not granted)."},
 	"PathScope.path":   {desc: "The tree's root.", required: true, schema: ref("scopePath"), replace: true},
 	"PathScope.mode": {desc: "\"ro\": read only; \"rw\": read and write.",
-		required: true, schema: object{{"enum", []any{string(caps.ReadOnly), string(caps.ReadWrite)}}}},
+		required: true, schema: object{{"enum", []any{string(abi.ReadOnly), string(abi.ReadWrite)}}}},
 
 	"ProcessScope.commands": {desc: "Programs the plugin may run: bare names (looked up on the host's PATH) or absolute paths; \"*\" means any program. At least one.",
 		required: true, schema: object{{"minItems", 1}, {"items", object{{"type", "string"}, {"pattern", CommandPattern}}}}},
@@ -261,7 +260,7 @@ type generator struct {
 // Schema returns the manifest schema as an ordered JSON object.
 func Schema() (object, error) {
 	g := &generator{seen: map[reflect.Type]bool{}, used: map[string]bool{}}
-	root, err := g.structSchema(reflect.TypeFor[caps.Manifest]())
+	root, err := g.structSchema(reflect.TypeFor[abi.Manifest]())
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +273,7 @@ func Schema() (object, error) {
 	}
 	root = append(object{
 		{"$schema", "https://json-schema.org/draft/2020-12/schema"},
-		{"title", fmt.Sprintf("aiod plugin manifest, version %d", caps.ManifestVersion)},
+		{"title", fmt.Sprintf("aiod plugin manifest, version %d", abi.ManifestVersion)},
 	}, root...)
 	root = root.set("anyOf", anyOf)
 	var ds object
@@ -302,7 +301,7 @@ func Schema() (object, error) {
 	}
 	if len(unused) > 0 {
 		sort.Strings(unused)
-		return nil, fmt.Errorf("genschema: table entries name no field or type of caps.Manifest: %s", strings.Join(unused, ", "))
+		return nil, fmt.Errorf("genschema: table entries name no field or type of abi.Manifest: %s", strings.Join(unused, ", "))
 	}
 	return root, nil
 }

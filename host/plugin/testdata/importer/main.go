@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/aiodhq/aiod/sdk"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 //go:wasmimport aiod:files read
@@ -14,7 +15,7 @@ func filesRead(ptr unsafe.Pointer, n uint32) uint64
 type none struct{}
 
 func init() {
-	sdk.Plugin(sdk.Info{Name: "importer", Version: "1.0.0", Capabilities: `{"files":{"paths":[{"path":"$TMP","mode":"ro"}]}}`})
+	sdk.Plugin(sdk.Info{Name: "importer", Version: "1.0.0", Capabilities: abi.Capabilities{Files: &abi.FilesScope{Paths: []abi.PathScope{{Path: "$TMP", Mode: abi.ReadOnly}}}}})
 	sdk.AddTool(sdk.Tool{Name: "peek", Description: "reads a file through aiod:files"}, func(c *sdk.Ctx, _ none) (*sdk.Result, error) {
 		req := []byte(`{"path":"/etc/hostname"}`)
 		ret := filesRead(unsafe.Pointer(&req[0]), uint32(len(req)))

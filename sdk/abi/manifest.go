@@ -1,0 +1,216 @@
+package abi
+
+import "encoding/json"
+
+// The plugin manifest (spec/manifest/v1): what a plugin provides and what
+// it asks for. These are the data types only; the host validates a
+// manifest (host/caps.ParseManifest) and computes its grant from the
+// operator's policy. Adding a family adds its scope type here, a field in
+// Capabilities and a case in Has.
+
+// ManifestVersion is the version of the manifest format (spec/manifest/v1).
+const ManifestVersion = 1
+
+// Family names a group of host functions. Each family is its own wasm import
+// module "aiod:<family>". log and progress are part of "aiod:core" and are
+// always linked; every other family is linked only when granted.
+type Family string
+
+// The gated host function families, named as in a manifest's
+// capabilities.
+const (
+	FamilyFiles    Family = "files"
+	FamilyProcess  Family = "process"
+	FamilyState    Family = "state"
+	FamilyCDP      Family = "cdp"
+	FamilyUpstream Family = "upstream"
+)
+
+// Families lists every gated family, in a stable order.
+var Families = []Family{FamilyFiles, FamilyProcess, FamilyState, FamilyCDP, FamilyUpstream}
+
+// ImportModule is the wasm import module name of a family.
+func (f Family) ImportModule() string { return "aiod:" + string(f) }
+
+// Manifest describes a plugin package: what it provides, what it needs.
+type Manifest struct {
+	// Name of the plugin: lowercase letters, digits, '-' and '_'.
+	Name string `json:"name"`
+	// Version of the plugin, free text (semver recommended).
+	Version string `json:"version"`
+	// ABI is the plugin ABI version the module implements; must be 1.
+	ABI int `json:"abi"`
+	// Form is "reactor" (default: a pooled module exporting aiod_call) or
+	// "command" (a WASI command run once per call, JSON on stdin/stdout).
+	Form string `json:"form,omitempty"`
+	// Module is the wasm file name inside the plugin directory; default
+	// "plugin.wasm".
+	Module string `json:"module,omitempty"`
+	// SHA256 optionally pins the module's digest (hex).
+	SHA256 string `json:"sha256,omitempty"`
+	// Description of the plugin for humans.
+	Description string `json:"description,omitempty"`
+	// Tools the plugin provides, in the order they are listed.
+	Tools []Tool `json:"tools"`
+	// Prompts, Resources and ResourceTemplates the plugin provides
+	// (below), in the order they are listed.
+	Prompts           []Prompt           `json:"prompts,omitempty"`
+	Resources         []Resource         `json:"resources,omitempty"`
+	ResourceTemplates []ResourceTemplate `json:"resourceTemplates,omitempty"`
+	// Capabilities requested by the plugin.
+	Capabilities Capabilities `json:"capabilities"`
+	// Limits the plugin asks for; the operator caps them.
+	Limits Limits `json:"limits"`
+}
+
+// Tool is an MCP tool declaration.
+type Tool struct {
+	Name         string           `json:"name"`
+	Title        string           `json:"title,omitempty"`
+	Description  string           `json:"description,omitempty"`
+	InputSchema  json.RawMessage  `json:"inputSchema"`
+	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
+	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
+}
+
+// ToolAnnotations are MCP's behaviour hints.
+type ToolAnnotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// Capabilities requested by a plugin (in a manifest) or granted to it (in a
+// policy). A nil family means "not requested" / "not granted".
+type Capabilities struct {
+	Files    *FilesScope    `json:"files,omitempty"`
+	Process  *ProcessScope  `json:"process,omitempty"`
+	State    *StateScope    `json:"state,omitempty"`
+	CDP      *CDPScope      `json:"cdp,omitempty"`
+	Upstream *UpstreamScope `json:"upstream,omitempty"`
+}
+
+// Has reports whether family f is present.
+func (c Capabilities) Has(f Family) bool {
+	switch f {
+	case FamilyFiles:
+		return c.Files != nil
+	case FamilyProcess:
+		return c.Process != nil
+	case FamilyState:
+		return c.State != nil
+	case FamilyCDP:
+		return c.CDP != nil
+	case FamilyUpstream:
+		return c.Upstream != nil
+	}
+	return false
+}
+
+// Mode of a path grant.
+type Mode string
+
+// Path modes.
+const (
+	ReadOnly  Mode = "ro"
+	ReadWrite Mode = "rw"
+)
+
+// PathScope is one directory tree. Path is absolute or one of the variables
+// $SANDBOX (the default roots, or the workspace when one is set), $HOME,
+// $TMP and $WORKSPACE, optionally followed by /sub/dirs.
+type PathScope struct {
+	Path string `json:"path"`
+	Mode Mode   `json:"mode"`
+}
+
+// FilesScope scopes the files family.
+type FilesScope struct {
+	Paths []PathScope `json:"paths"`
+}
+
+// ProcessScope scopes the process family.
+type ProcessScope struct {
+	// Commands are program names (looked up on PATH) or absolute paths the
+	// plugin may run; "*" means any.
+	Commands []string `json:"commands"`
+	// Cwd lists directory trees a process may start in (same syntax as
+	// PathScope.Path).
+	Cwd []string `json:"cwd,omitempty"`
+	// Shell allows persistent shell sessions owned by the host.
+	Shell bool `json:"shell,omitempty"`
+}
+
+// StateScope scopes the state family.
+type StateScope struct {
+	// MaxBytes bounds the total size of keys and values per owner.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+}
+
+// CDPScope scopes the Chrome DevTools Protocol family.
+type CDPScope struct {
+	// Methods are the CDP methods the plugin may call: exact names
+	// ("Page.navigate") or patterns where '*' matches any run of
+	// characters ("Page.*", "Input.dispatch*"). Deny by default: a method
+	// no pattern matches is denied.
+	Methods []string `json:"methods"`
+	// NewTargets allows opening and closing targets (tabs).
+	NewTargets bool `json:"new_targets,omitempty"`
+}
+
+// UpstreamScope scopes forwarding to upstream MCP servers.
+type UpstreamScope struct {
+	// Servers are the names of upstream servers (as registered with
+	// --mcp-servers) the plugin may list and call.
+	Servers []string `json:"servers"`
+}
+
+// Limits a plugin asks for. Zero means the host default.
+type Limits struct {
+	MemoryMiB      int   `json:"memory_mib,omitempty"`
+	TimeoutMs      int64 `json:"timeout_ms,omitempty"`
+	MaxResultBytes int64 `json:"max_result_bytes,omitempty"`
+	MaxInstances   int   `json:"max_instances,omitempty"`
+	// Fuel bounds the instructions one call may execute, on engines that
+	// meter fuel (wasmtime); 0 means unmetered.
+	Fuel int64 `json:"fuel,omitempty"`
+}
+
+// Prompt is an MCP prompt declaration.
+type Prompt struct {
+	Name        string           `json:"name"`
+	Title       string           `json:"title,omitempty"`
+	Description string           `json:"description,omitempty"`
+	Arguments   []PromptArgument `json:"arguments,omitempty"`
+}
+
+// PromptArgument is one argument of a prompt.
+type PromptArgument struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+}
+
+// Resource is an MCP resource declaration (a fixed URI).
+type Resource struct {
+	URI         string `json:"uri"`
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	MimeType    string `json:"mimeType,omitempty"`
+	Size        int64  `json:"size,omitempty"`
+}
+
+// ResourceTemplate is an MCP resource template (RFC 6570 URI template;
+// aiod matches simple {var} expressions, each standing for one path
+// segment or more generally a run of characters without '/').
+type ResourceTemplate struct {
+	URITemplate string `json:"uriTemplate"`
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	MimeType    string `json:"mimeType,omitempty"`
+}
