@@ -363,27 +363,32 @@ func (g *Grant) UpstreamAllowed(server string) bool {
 }
 
 // matchPattern reports whether s matches pattern p, where '*' matches any
-// run of characters (including none) and every other character itself.
+// run of characters (including none) and every other character itself. It
+// backtracks only to the last star, so it takes O(len(p)*len(s)) time
+// whatever the pattern (a naive recursive match is exponential in the
+// number of stars, and both the pattern and the method come from plugins).
 func matchPattern(p, s string) bool {
-	for {
-		star := strings.IndexByte(p, '*')
-		if star < 0 {
-			return p == s
-		}
-		if !strings.HasPrefix(s, p[:star]) {
+	pi, si := 0, 0
+	star, mark := -1, 0
+	for si < len(s) {
+		switch {
+		case pi < len(p) && p[pi] == '*':
+			star, mark = pi, si
+			pi++
+		case pi < len(p) && p[pi] == s[si]:
+			pi++
+			si++
+		case star >= 0:
+			mark++
+			pi, si = star+1, mark
+		default:
 			return false
 		}
-		s, p = s[star:], p[star+1:]
-		if p == "" {
-			return true
-		}
-		for i := 0; i <= len(s); i++ {
-			if matchPattern(p, s[i:]) {
-				return true
-			}
-		}
-		return false
 	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
 }
 
 // intersectPatterns keeps each requested pattern an allowed pattern

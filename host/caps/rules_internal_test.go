@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aiodhq/aiod/sdk/abi"
 )
@@ -36,5 +37,74 @@ func TestGrantRulesCoverFamilies(t *testing.T) {
 		if !c.Has(fam) {
 			t.Errorf("Has(%s) false with %s set", fam, f.Name)
 		}
+	}
+}
+
+func TestMatchPattern(t *testing.T) {
+	for _, tc := range []struct {
+		p, s string
+		want bool
+	}{
+		{"Page.navigate", "Page.navigate", true},
+		{"Page.navigate", "Page.navigateX", false},
+		{"Page.*", "Page.navigate", true},
+		{"Page.*", "Page.", true},
+		{"Page.*", "Runtime.evaluate", false},
+		{"Input.dispatch*", "Input.dispatchKeyEvent", true},
+		{"Input.dispatch*", "Input.insertText", false},
+		{"*", "", true},
+		{"*", "Anything.at_all", true},
+		{"*.enable", "Page.enable", true},
+		{"*.enable", "Page.enabled", false},
+		{"P*e.n*e", "Page.navigate", true},
+		{"a*b*c", "abbbc", true},
+		{"a*b*c", "acb", false},
+		{"", "", true},
+		{"", "x", false},
+	} {
+		if got := matchPattern(tc.p, tc.s); got != tc.want {
+			t.Errorf("matchPattern(%q, %q) = %v, want %v", tc.p, tc.s, got, tc.want)
+		}
+	}
+}
+
+// FuzzMatchPattern: matchPattern agrees with a plain recursive matcher on
+// short inputs, and stays fast on a many-star pattern against a long
+// method name (both come from plugins).
+func FuzzMatchPattern(f *testing.F) {
+	f.Add("a*b*c", "abbbc")
+	f.Add("*.*", "Page.navigate")
+	f.Fuzz(func(t *testing.T, p, s string) {
+		if len(p) > 12 || len(s) > 24 {
+			return
+		}
+		var ref func(p, s string) bool
+		ref = func(p, s string) bool {
+			if p == "" {
+				return s == ""
+			}
+			if p[0] == '*' {
+				return ref(p[1:], s) || s != "" && ref(p, s[1:])
+			}
+			return s != "" && p[0] == s[0] && ref(p[1:], s[1:])
+		}
+		if got, want := matchPattern(p, s), ref(p, s); got != want {
+			t.Fatalf("matchPattern(%q, %q) = %v, want %v", p, s, got, want)
+		}
+	})
+}
+
+func TestMatchPatternIsNotExponential(t *testing.T) {
+	p := strings.Repeat("a*", 40) + "b"
+	s := strings.Repeat("a", 1<<14)
+	done := make(chan bool, 1)
+	go func() { done <- matchPattern(p, s) }()
+	select {
+	case got := <-done:
+		if got {
+			t.Fatal("matched a string without b")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("matchPattern took over 5 s on 40 stars")
 	}
 }
