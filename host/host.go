@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,6 +60,14 @@ type Config struct {
 	// AllowedHosts and AllowedOrigins extend the DNS-rebinding checks.
 	AllowedHosts   []string
 	AllowedOrigins []string
+	// Watch reloads when the plugins directory, a package in it or the
+	// policy file changes (debounced by WatchDebounce, default
+	// DefaultWatchDebounce). cmd/aiod turns it on by default.
+	Watch         bool
+	WatchDebounce time.Duration
+	// AdminKey, when not empty, opens the admin API (POST /admin/reload,
+	// GET /admin/plugins) to requests that carry it; the API key does not.
+	AdminKey string
 	// Builtins are the embedded built-in plugins; nil for none.
 	Builtins fs.FS
 	Logger   *slog.Logger
@@ -73,7 +82,12 @@ type Host struct {
 	fams   *families
 	mcp    *mcp.Server
 	srv    *server.Server
+	watch  *watcher
 	closed atomic.Bool
+	// reloadMu serializes reloads (SIGHUP, the watcher, the admin API);
+	// policyErr is why the policy file was last refused ("" if it was not).
+	reloadMu  sync.Mutex
+	policyErr atomic.Pointer[string]
 }
 
 // ErrUnauthenticatedExposure is returned when binding beyond loopback
@@ -102,16 +116,15 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if !isLoopback(cfg.Host) && cfg.APIKey == "" && !cfg.AllowUnauthenticated {
 		return nil, fmt.Errorf("%w: %s is reachable from other machines; set --api-key (AIO_API_KEY) or pass --allow-unauthenticated", ErrUnauthenticatedExposure, cfg.Host)
 	}
+	if cfg.AdminKey != "" && cfg.AdminKey == cfg.APIKey {
+		return nil, errors.New("the admin key must differ from the API key: every client holding the API key would be an operator")
+	}
 	log := cfg.Logger
 	policy := &caps.Policy{}
 	if cfg.PolicyFile != "" {
-		b, err := os.ReadFile(cfg.PolicyFile)
+		p, err := readPolicy(cfg.PolicyFile)
 		if err != nil {
-			return nil, fmt.Errorf("policy: %w", err)
-		}
-		p, err := caps.ParsePolicy(b)
-		if err != nil {
-			return nil, fmt.Errorf("policy %s: %w", cfg.PolicyFile, err)
+			return nil, err
 		}
 		policy = p
 	}
@@ -169,7 +182,16 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	h.mcp = mcp.NewServer(reg, mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
 		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout})
 	h.srv = server.New(server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: isLoopback(cfg.Host),
-		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Capabilities: h.capabilities})
+		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Capabilities: h.capabilities,
+		Admin: &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins}})
+	if cfg.Watch && cfg.PluginsDir != "" {
+		w, err := startWatcher(cfg.PluginsDir, cfg.PolicyFile, cfg.WatchDebounce, h.reload, log)
+		if err != nil {
+			h.Close(ctx)
+			return nil, err
+		}
+		h.watch = w
+	}
 	return h, nil
 }
 
@@ -204,6 +226,9 @@ func (h *Host) Close(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
+	if h.watch != nil {
+		errs = append(errs, h.watch.Close())
+	}
 	h.mcp.Close()
 	if h.reg != nil {
 		errs = append(errs, h.reg.Close(ctx))

@@ -64,19 +64,6 @@ func (h *Host) Run(ctx context.Context) error {
 	return h.Serve(ctx, ln)
 }
 
-// Reload rebuilds the plugin catalogue from the built-ins and the plugins
-// directory (what SIGHUP does): the new catalogue is swapped in atomically,
-// plugins that fail to load are left out and their errors returned joined.
-func (h *Host) Reload(ctx context.Context) error {
-	err := h.reg.Reload(ctx)
-	if err != nil {
-		h.log.Warn("reload finished with errors", "err", err)
-	} else {
-		h.log.Info("reload done", "tools", len(h.reg.Catalog().Tools))
-	}
-	return err
-}
-
 // servePprof serves Go's profiler on addr (loopback, checked by New) on a
 // mux of its own, and returns the function that stops it.
 func (h *Host) servePprof(addr string) (func(), error) {

@@ -68,6 +68,9 @@ var settings = []setting{
 	{"AIO_ALLOWED_HOSTS", "a.test,b.test", []string{"a.test", "b.test"}, "c.test", []string{"c.test"}, "", func(s *startFlags) any { return s.cfg.AllowedHosts }, []string(nil)},
 	{"AIO_ENGINE", "wazero", "wazero", "other", "other", "", func(s *startFlags) any { return s.cfg.Engine }, host.DefaultEngine},
 	{"AIO_PPROF_ADDR", "127.0.0.1:6060", "127.0.0.1:6060", "localhost:6061", "localhost:6061", "", func(s *startFlags) any { return s.cfg.PprofAddr }, ""},
+	{"AIO_WATCH", "false", false, "true", true, "sometimes", func(s *startFlags) any { return s.cfg.Watch }, true},
+	{"AIO_WATCH_DEBOUNCE", "250ms", 250 * time.Millisecond, "1s", time.Second, "soon", func(s *startFlags) any { return s.cfg.WatchDebounce }, host.DefaultWatchDebounce},
+	{"AIO_ADMIN_KEY", "env-admin", "env-admin", "flag-admin", "flag-admin", "", func(s *startFlags) any { return s.cfg.AdminKey }, ""},
 }
 
 // parseWith parses args against a fake environment.

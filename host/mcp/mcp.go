@@ -107,9 +107,19 @@ func NewServer(cat Catalog, opts Options) *Server {
 	s.base, s.stop = context.WithCancel(context.Background())
 	s.metaJSON, _ = json.Marshal(map[string]any{metaServerInfo: opts.Info})
 	if cat != nil {
-		cat.OnSwap(func(*plugin.Catalog) {
-			for _, k := range []string{"tools", "prompts", "resources"} {
-				s.broadcastListChanged(k)
+		// Tell listening clients about each list a swap changed, once;
+		// a swap that changed nothing they can see says nothing.
+		var last atomic.Pointer[plugin.Catalog]
+		last.Store(cat.Catalog())
+		cat.OnSwap(func(next *plugin.Catalog) {
+			tools, prompts, resources := next.Changed(last.Swap(next))
+			for _, k := range []struct {
+				kind    string
+				changed bool
+			}{{"tools", tools}, {"prompts", prompts}, {"resources", resources}} {
+				if k.changed {
+					s.broadcastListChanged(k.kind)
+				}
 			}
 		})
 	}

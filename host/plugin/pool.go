@@ -116,6 +116,13 @@ func (p *pool) evict(cutoff time.Time, keep int) int {
 	return len(drop)
 }
 
+// live returns the instances in use plus the idle ones.
+func (p *pool) live() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sem) + len(p.idle)
+}
+
 // size returns the idle count.
 func (p *pool) size() int {
 	p.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -22,6 +23,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	goruntime "runtime"
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
@@ -79,7 +82,18 @@ type Catalog struct {
 	byName     map[string]*Tool
 	listJSON   []byte
 	surface    // prompts, resources, resource templates (surface.go)
+	// loadErrors holds, by plugin name, why a package was refused when
+	// this generation was built.
+	loadErrors map[string]string
 }
+
+// LoadError is why the package of plugin name was refused when this
+// generation was built ("" if it was not).
+func (c *Catalog) LoadError(name string) string { return c.loadErrors[name] }
+
+// LoadErrors are the refusals of this generation's build, by plugin name
+// (the package directory's name when its manifest did not parse).
+func (c *Catalog) LoadErrors() map[string]string { return maps.Clone(c.loadErrors) }
 
 // Tool is one tool in a catalogue.
 type Tool struct {
@@ -142,57 +156,112 @@ func (r *Registry) OnSwap(f func(*Catalog)) {
 	r.mu.Unlock()
 }
 
+// SetPolicy replaces the operator's policy (and the built-ins' policy; nil
+// means policy) for the next Reload; plugins whose grant it changes are
+// reloaded then, the others carried over.
+func (r *Registry) SetPolicy(policy, builtin *caps.Policy) {
+	if policy == nil {
+		policy = &caps.Policy{}
+	}
+	r.mu.Lock()
+	r.opts.Policy, r.opts.BuiltinPolicy = policy, builtin
+	r.mu.Unlock()
+}
+
 // Catalog returns the current generation.
 func (r *Registry) Catalog() *Catalog { return r.cat.Load() }
 
 type source struct {
-	name     string
+	name     string // the manifest's name, or the directory's when it did not parse
 	manifest []byte
 	wasm     []byte
 	builtin  bool
 	where    string
+	err      error // the package could not be read or parsed
+}
+
+// Report says what one Reload did.
+type Report struct {
+	Generation uint64 `json:"generation"`
+	// Added, Removed and Changed name plugins whose version in the new
+	// generation is new, gone or different (module, manifest or grant).
+	Added     []string `json:"added"`
+	Removed   []string `json:"removed"`
+	Changed   []string `json:"changed"`
+	Unchanged int      `json:"unchanged"`
+	// Kept names plugins whose new version was refused: the version that
+	// was serving goes on serving.
+	Kept []string `json:"kept"`
+	// Errors are the load errors, one a refused package.
+	Errors     []string `json:"errors"`
+	DurationMs float64  `json:"duration_ms"`
 }
 
 // Reload re-reads the built-ins and the plugins directory and swaps in a
 // new catalogue. Unchanged plugins are carried over warm. A plugin that
-// fails to load is skipped with a logged error; the rest still load. The
+// fails to load is skipped with a logged error, and if a version of it was
+// serving (the same package directory), that version keeps serving. The
 // returned error joins the individual load errors.
 func (r *Registry) Reload(ctx context.Context) error {
+	_, err := r.ReloadReport(ctx)
+	return err
+}
+
+// ReloadReport is Reload, and says what changed.
+func (r *Registry) ReloadReport(ctx context.Context) (*Report, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed.Load() {
-		return errors.New("registry closed")
+		return nil, errors.New("registry closed")
 	}
+	began := time.Now()
 	old := r.cat.Load()
 	reuse := map[string]*Plugin{}
+	oldBySource := map[string]*Plugin{}
+	oldByName := map[string]*Plugin{}
 	for _, p := range old.Plugins {
 		reuse[p.key] = p
+		oldBySource[p.Source] = p
+		oldByName[p.Manifest.Name] = p
 	}
 	var srcs []source
-	var errs []error
 	if r.opts.Builtins != nil {
-		s, err := readPackages(r.opts.Builtins, ".", true, "builtin")
-		errs = append(errs, err...)
-		srcs = append(srcs, s...)
+		srcs = append(srcs, readPackages(r.opts.Builtins, ".", true, "builtin")...)
 	}
 	if r.opts.Dir != "" {
-		s, err := readPackages(os.DirFS(r.opts.Dir), ".", false, r.opts.Dir)
-		errs = append(errs, err...)
-		srcs = append(srcs, s...)
+		srcs = append(srcs, readPackages(os.DirFS(r.opts.Dir), ".", false, r.opts.Dir)...)
 	}
+	rep := &Report{Generation: old.Generation + 1}
+	var errs []error
 	next := &Catalog{Generation: old.Generation + 1, byName: map[string]*Tool{}}
 	seenPlugin := map[string]bool{}
+	lastErr := map[string]string{}
 	for _, s := range srcs {
-		p, err := r.load(ctx, s, reuse)
+		var p *Plugin
+		err := s.err
+		if err == nil {
+			p, err = r.load(ctx, s, reuse, oldByName[s.name])
+		}
 		if err != nil {
 			r.log.Error("plugin refused", "plugin", s.name, "source", s.where, "err", err)
 			errs = append(errs, err)
-			continue
+			rep.Errors = append(rep.Errors, err.Error())
+			lastErr[s.name] = err.Error()
+			// the version loaded from the same package keeps serving
+			prev := oldBySource[s.where]
+			if prev == nil || prev.closed.Load() || seenPlugin[prev.Manifest.Name] {
+				continue
+			}
+			r.log.Warn("new version refused; the previous one keeps serving", "plugin", prev.Manifest.Name, "version", prev.Manifest.Version)
+			prev.refs.Add(1)
+			p = prev
+			rep.Kept = append(rep.Kept, prev.Manifest.Name)
 		}
 		if seenPlugin[p.Manifest.Name] {
 			err := fmt.Errorf("plugin %s from %s: a plugin with that name is already loaded", p.Manifest.Name, s.where)
 			r.log.Warn("plugin refused", "err", err)
 			errs = append(errs, err)
+			rep.Errors = append(rep.Errors, err.Error())
 			r.releasePlugin(p)
 			continue
 		}
@@ -218,7 +287,7 @@ func (r *Registry) Reload(ctx context.Context) error {
 	}
 	if err := next.renderSurface(); err != nil {
 		abandon()
-		return fmt.Errorf("render prompts and resources: %w", err)
+		return nil, fmt.Errorf("render prompts and resources: %w", err)
 	}
 	decls := make([]abi.Tool, len(next.Tools))
 	for i, t := range next.Tools {
@@ -227,9 +296,25 @@ func (r *Registry) Reload(ctx context.Context) error {
 	lj, err := json.Marshal(decls)
 	if err != nil {
 		abandon()
-		return fmt.Errorf("render tools: %w", err)
+		return nil, fmt.Errorf("render tools: %w", err)
 	}
 	next.listJSON = lj
+	next.loadErrors = lastErr
+	for _, p := range next.Plugins {
+		switch prev := oldByName[p.Manifest.Name]; {
+		case prev == nil:
+			rep.Added = append(rep.Added, p.Manifest.Name)
+		case prev != p:
+			rep.Changed = append(rep.Changed, p.Manifest.Name)
+		default:
+			rep.Unchanged++
+		}
+	}
+	for _, p := range old.Plugins {
+		if !seenPlugin[p.Manifest.Name] {
+			rep.Removed = append(rep.Removed, p.Manifest.Name)
+		}
+	}
 	r.cat.Store(next)
 	// drop the old generation's references
 	for _, p := range old.Plugins {
@@ -238,19 +323,22 @@ func (r *Registry) Reload(ctx context.Context) error {
 	for _, f := range r.onSwap {
 		f(next)
 	}
-	r.log.Info("catalogue loaded", "generation", next.Generation, "plugins", len(next.Plugins), "tools", len(next.Tools))
-	return errors.Join(errs...)
+	rep.DurationMs = float64(time.Since(began).Microseconds()) / 1000
+	r.log.Info("catalogue loaded", "generation", next.Generation, "plugins", len(next.Plugins), "tools", len(next.Tools),
+		"added", rep.Added, "removed", rep.Removed, "changed", rep.Changed, "kept", rep.Kept, "ms", rep.DurationMs)
+	return rep, errors.Join(errs...)
 }
 
-// readPackages lists plugin packages: each subdirectory holding a
-// manifest.json.
-func readPackages(fsys fs.FS, dir string, builtin bool, where string) ([]source, []error) {
+// readPackages lists plugin packages: each subdirectory (or symbolic link
+// to one) holding a manifest.json, in name order (built-ins in the order
+// of their "order" file). A package that cannot be read or parsed is
+// returned with its error, in its place.
+func readPackages(fsys fs.FS, dir string, builtin bool, where string) []source {
 	ents, err := fs.ReadDir(fsys, dir)
 	if err != nil {
-		return nil, []error{fmt.Errorf("read plugins %s: %w", where, err)}
+		return []source{{name: where, where: where, err: fmt.Errorf("read plugins %s: %w", where, err)}}
 	}
 	var out []source
-	var errs []error
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 	if builtin {
 		// built-ins keep the order given by their "order" file
@@ -272,21 +360,34 @@ func readPackages(fsys fs.FS, dir string, builtin bool, where string) ([]source,
 		}
 	}
 	for _, e := range ents {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		isDir := e.IsDir()
+		if e.Type()&fs.ModeSymlink != 0 {
+			// deploy tools swap a link (echo -> versions/2) atomically
+			st, err := fs.Stat(fsys, path.Join(dir, e.Name()))
+			isDir = err == nil && st.IsDir()
+		}
+		if !isDir {
 			continue
 		}
 		pdir := path.Join(dir, e.Name())
+		pwhere := filepath.Join(where, e.Name())
+		fail := func(name string, err error) {
+			out = append(out, source{name: name, builtin: builtin, where: pwhere, err: err})
+		}
 		mb, err := fs.ReadFile(fsys, path.Join(pdir, "manifest.json"))
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			errs = append(errs, fmt.Errorf("plugin %s: %w", e.Name(), err))
+			fail(e.Name(), fmt.Errorf("plugin %s: %w", e.Name(), err))
 			continue
 		}
 		m, err := caps.ParseManifest(mb)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("plugin %s (%s): %w", e.Name(), filepath.Join(where, e.Name()), err))
+			fail(e.Name(), fmt.Errorf("plugin %s (%s): %w", e.Name(), pwhere, err))
 			continue
 		}
 		modName := m.Module
@@ -295,12 +396,12 @@ func readPackages(fsys fs.FS, dir string, builtin bool, where string) ([]source,
 		}
 		wasm, err := readLimited(fsys, path.Join(pdir, modName), 256<<20)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("plugin %s: module: %w", m.Name, err))
+			fail(m.Name, fmt.Errorf("plugin %s: module: %w", m.Name, err))
 			continue
 		}
-		out = append(out, source{name: m.Name, manifest: mb, wasm: wasm, builtin: builtin, where: filepath.Join(where, e.Name())})
+		out = append(out, source{name: m.Name, manifest: mb, wasm: wasm, builtin: builtin, where: pwhere})
 	}
-	return out, errs
+	return out
 }
 
 func readLimited(fsys fs.FS, name string, max int64) ([]byte, error) {
@@ -314,7 +415,7 @@ func readLimited(fsys fs.FS, name string, max int64) ([]byte, error) {
 	return fs.ReadFile(fsys, name)
 }
 
-func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin) (*Plugin, error) {
+func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin, prev *Plugin) (*Plugin, error) {
 	m, err := caps.ParseManifest(s.manifest)
 	if err != nil {
 		return nil, err
@@ -372,6 +473,9 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin)
 		if err := r.checkReactor(ctx, p); err != nil {
 			p.close()
 			return nil, err
+		}
+		if prev != nil {
+			p.prewarm(ctx, prev)
 		}
 	}
 	log.Info("plugin loaded", "version", m.Version, "digest", digest[:12], "tools", len(m.Tools), "families", grant.GrantedFamilies())
@@ -452,6 +556,64 @@ func (p *Plugin) pool(owner string) *pool {
 		np.close()
 	}
 	return v.(*pool)
+}
+
+// prewarmMax bounds the instances prewarm makes per owner.
+const prewarmMax = 16
+
+// prewarm gives p, a new version of prev, as many warm instances per owner
+// as prev has live (idle or in a call, at most prewarmMax), before p is
+// swapped in: otherwise every call that finds the new pool empty right
+// after a swap under load pays an instantiation. Instances are made on
+// GOMAXPROCS goroutines; a failure stops warming (calls instantiate as
+// usual then).
+func (p *Plugin) prewarm(ctx context.Context, prev *Plugin) {
+	type job struct {
+		owner string
+		pool  *pool
+	}
+	var jobs []job
+	prev.pools.Range(func(k, v any) bool {
+		owner := k.(string)
+		n := min(v.(*pool).live(), prewarmMax, p.Grant.MaxInstances)
+		np := p.pool(owner)
+		for i := np.size(); i < n; i++ {
+			jobs = append(jobs, job{owner, np})
+		}
+		return true
+	})
+	if len(jobs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.Grant.Timeout)
+	defer cancel()
+	work := make(chan job)
+	var wg sync.WaitGroup
+	var failed atomic.Bool
+	for range min(len(jobs), goruntime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				if failed.Load() {
+					continue
+				}
+				inst, err := p.compiled.Instantiate(ctx)
+				if err != nil {
+					failed.Store(true)
+					p.log.Warn("prewarm stopped", "owner", j.owner, "err", err)
+					continue
+				}
+				j.pool.add(inst)
+			}
+		}()
+	}
+	for _, j := range jobs {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	p.log.Debug("prewarmed", "instances", len(jobs))
 }
 
 // IdleInstances reports the idle instances of owner's pool (for tests and

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,6 +107,18 @@ func (c *Catalog) addSurface(p *Plugin, warn func(msg string, args ...any)) {
 		}
 		c.Templates = append(c.Templates, &Template{Decl: d, Plugin: p, re: re, vars: vars})
 	}
+}
+
+// Changed reports which client-visible lists differ between prev and c:
+// the tools, the prompts, and the resources or templates. A nil prev
+// differs in every list.
+func (c *Catalog) Changed(prev *Catalog) (tools, prompts, resources bool) {
+	if prev == nil {
+		return true, true, true
+	}
+	return !bytes.Equal(c.listJSON, prev.listJSON),
+		!bytes.Equal(c.promptsJSON, prev.promptsJSON),
+		!bytes.Equal(c.resourcesJSON, prev.resourcesJSON) || !bytes.Equal(c.templatesJSON, prev.templatesJSON)
 }
 
 func (c *Catalog) renderSurface() error {

@@ -15,6 +15,7 @@ import (
 // and never logged.
 type guard struct {
 	keySum   *[32]byte
+	adminSum *[32]byte // the admin key's, for /admin/ routes only
 	loopback bool
 	hosts    map[string]bool
 	origins  map[string]bool
@@ -26,6 +27,10 @@ func newGuard(o Options) *guard {
 	if o.APIKey != "" {
 		sum := sha256.Sum256([]byte(o.APIKey))
 		g.keySum = &sum
+	}
+	if o.Admin != nil && o.Admin.Key != "" {
+		sum := sha256.Sum256([]byte(o.Admin.Key))
+		g.adminSum = &sum
 	}
 	for _, h := range o.AllowedHosts {
 		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
@@ -54,6 +59,17 @@ func (g *guard) check(c *fiber.Ctx) error {
 	if origin := string(c.Request().Header.Peek(fiber.HeaderOrigin)); origin != "" && !g.originOK(origin, host) {
 		return deny(c, fiber.StatusForbidden, "Forbidden: invalid Origin header")
 	}
+	if strings.HasPrefix(c.Path(), adminPrefix) {
+		// the admin key, and only it, opens /admin/ (the API key does not)
+		if g.adminSum == nil {
+			return deny(c, fiber.StatusNotFound, "Not Found: the admin API is off (set --admin-key)")
+		}
+		if !keyMatches(c, g.adminSum) {
+			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="aiod-admin"`)
+			return deny(c, fiber.StatusUnauthorized, "Unauthorized: send the admin key as 'Authorization: Bearer <admin key>'")
+		}
+		return c.Next()
+	}
 	if g.keySum != nil && !g.keyOK(c) {
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="aiod"`)
 		return deny(c, fiber.StatusUnauthorized, "Unauthorized: send the API key as 'Authorization: Bearer <key>' or 'x-api-key: <key>'")
@@ -67,7 +83,11 @@ func deny(c *fiber.Ctx, status int, msg string) error {
 	return c.SendString(rpcErrorBody(-32600, msg))
 }
 
-func (g *guard) keyOK(c *fiber.Ctx) bool {
+func (g *guard) keyOK(c *fiber.Ctx) bool { return keyMatches(c, g.keySum) }
+
+// keyMatches reports whether the request carries the key whose SHA-256 is
+// sum, as a Bearer token or x-api-key.
+func keyMatches(c *fiber.Ctx, sum *[32]byte) bool {
 	got := ""
 	if a := string(c.Request().Header.Peek(fiber.HeaderAuthorization)); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 		got = strings.TrimSpace(a[7:])
@@ -77,8 +97,8 @@ func (g *guard) keyOK(c *fiber.Ctx) bool {
 	if got == "" {
 		return false
 	}
-	sum := sha256.Sum256([]byte(got))
-	return subtle.ConstantTimeCompare(sum[:], g.keySum[:]) == 1
+	gs := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(gs[:], sum[:]) == 1
 }
 
 // hostOK: behind loopback, the Host header must name a loopback host (or

@@ -39,6 +39,9 @@ type Options struct {
 	// Capabilities reports what the host can do for GET /v1/capabilities;
 	// nil answers an empty report.
 	Capabilities func() any
+	// Admin is the operator's API under /admin/ (admin.go); nil or an
+	// empty key leaves it off.
+	Admin *Admin
 }
 
 // Server serves /mcp and the operational routes.
@@ -70,6 +73,9 @@ func New(opts Options) *Server {
 	})
 	s.app.Get("/v1/capabilities", s.capabilities)
 	s.app.All("/mcp", s.handleMCP)
+	if opts.Admin != nil && opts.Admin.Key != "" {
+		s.routeAdmin(opts.Admin)
+	}
 	return s
 }
 

@@ -1,0 +1,206 @@
+package plugin_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aiodhq/aiod/host/internal/testplugins"
+	"github.com/aiodhq/aiod/host/plugin"
+)
+
+// swapVersions builds both versions of the swap test plugin once, as
+// packages under dir/v1/swap and dir/v2/swap.
+func swapVersions(t *testing.T, dir string) (v1, v2 string) {
+	t.Helper()
+	v1 = testplugins.Package(t, filepath.Join(dir, "v1"), "host/plugin/testdata/swapv1", nil, nil)
+	v2 = testplugins.Package(t, filepath.Join(dir, "v2"), "host/plugin/testdata/swapv2", nil, nil)
+	return v1, v2
+}
+
+// relink points the link at target atomically, as deploy tools do: a new
+// link renamed over the old one.
+func relink(t *testing.T, target, link string) {
+	t.Helper()
+	tmp := link + ".new"
+	os.Remove(tmp)
+	if err := os.Symlink(target, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyPackage(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"manifest.json", "plugin.wasm"} {
+		b, err := os.ReadFile(filepath.Join(from, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestReloadSymlinkedPackage(t *testing.T) {
+	work := t.TempDir()
+	v1, v2 := swapVersions(t, work)
+	dir := filepath.Join(work, "plugins")
+	os.MkdirAll(dir, 0o755)
+	link := filepath.Join(dir, "swap")
+	relink(t, v1, link)
+	reg := newRegistry(t, dir)
+	if got := text(call(t, reg, "which", `{"text":"a"}`)); got != "v1:a" {
+		t.Fatalf("a linked package: got %q, want v1:a", got)
+	}
+	relink(t, v2, link)
+	rep, err := reg.ReloadReport(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(call(t, reg, "which", `{"text":"b"}`)); got != "v2:b" {
+		t.Fatalf("after relinking: got %q, want v2:b", got)
+	}
+	if !slices.Equal(rep.Changed, []string{"swap"}) || len(rep.Added)+len(rep.Removed)+len(rep.Kept) != 0 {
+		t.Errorf("report %+v, want swap changed", rep)
+	}
+	// unchanged: nothing to tell clients
+	prev := reg.Catalog()
+	rep, err = reg.ReloadReport(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Unchanged != 1 || len(rep.Changed) != 0 {
+		t.Errorf("second reload %+v, want 1 unchanged", rep)
+	}
+	if tl, pr, rs := reg.Catalog().Changed(prev); tl || pr || rs {
+		t.Errorf("an unchanged reload changed the lists: %v %v %v", tl, pr, rs)
+	}
+	if prev.Lookup("which").Plugin != reg.Catalog().Lookup("which").Plugin {
+		t.Error("an unchanged plugin was not carried over")
+	}
+}
+
+// TestReloadRefusedVersionKeepsServing: a new version that does not load
+// never replaces the one serving; a fixed one then does.
+func TestReloadRefusedVersionKeepsServing(t *testing.T) {
+	work := t.TempDir()
+	v1, v2 := swapVersions(t, work)
+	wasm2, _ := os.ReadFile(filepath.Join(v2, "plugin.wasm"))
+	man2, _ := os.ReadFile(filepath.Join(v2, "manifest.json"))
+	for _, tc := range []struct {
+		name    string
+		breakIt func(pkg string)
+		err     string
+	}{
+		{"not wasm", func(pkg string) {
+			os.WriteFile(filepath.Join(pkg, "manifest.json"), editManifest(func(m map[string]any) { delete(m, "sha256") })(man2), 0o644)
+			os.WriteFile(filepath.Join(pkg, "plugin.wasm"), []byte("#!/bin/sh\n"), 0o644)
+		}, "not a wasm module"},
+		{"half-written module", func(pkg string) { os.WriteFile(filepath.Join(pkg, "plugin.wasm"), wasm2[:len(wasm2)/2], 0o644) }, "swap"},
+		{"manifest does not parse", func(pkg string) { os.WriteFile(filepath.Join(pkg, "manifest.json"), man2[:len(man2)/2], 0o644) }, "invalid manifest"},
+		{"digest mismatch", func(pkg string) {
+			os.WriteFile(filepath.Join(pkg, "manifest.json"), editManifest(func(m map[string]any) { m["sha256"] = strings.Repeat("0", 64) })(man2), 0o644)
+		}, "does not match"},
+		{"module gone", func(pkg string) { os.Remove(filepath.Join(pkg, "plugin.wasm")) }, "module"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			pkg := filepath.Join(dir, "swap")
+			copyPackage(t, v1, pkg)
+			reg := newRegistry(t, dir)
+			copyPackage(t, v2, pkg)
+			tc.breakIt(pkg)
+			rep, err := reg.ReloadReport(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("reload error %v, want one containing %q", err, tc.err)
+			}
+			if !slices.Equal(rep.Kept, []string{"swap"}) {
+				t.Errorf("report %+v, want swap kept", rep)
+			}
+			if got := text(call(t, reg, "which", `{"text":"x"}`)); got != "v1:x" {
+				t.Fatalf("after a refused version: got %q, want the old v1:x", got)
+			}
+			if reg.Catalog().LoadError("swap") == "" {
+				t.Error("no load error recorded")
+			}
+			copyPackage(t, v2, pkg)
+			if err := reg.Reload(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := text(call(t, reg, "which", `{"text":"y"}`)); got != "v2:y" {
+				t.Fatalf("after the fix: got %q, want v2:y", got)
+			}
+			if reg.Catalog().LoadError("swap") != "" {
+				t.Error("load error kept after a good reload")
+			}
+		})
+	}
+}
+
+func TestReloadRemovedPackage(t *testing.T) {
+	work := t.TempDir()
+	v1, _ := swapVersions(t, work)
+	dir := filepath.Join(work, "plugins")
+	copyPackage(t, v1, filepath.Join(dir, "swap"))
+	reg := newRegistry(t, dir)
+	call(t, reg, "which", `{"text":"a"}`)
+	os.RemoveAll(filepath.Join(dir, "swap"))
+	rep, err := reg.ReloadReport(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Removed, []string{"swap"}) || reg.Catalog().Lookup("which") != nil {
+		t.Errorf("report %+v; the tool is still listed: %v", rep, reg.Catalog().Lookup("which") != nil)
+	}
+	if tl, _, _ := reg.Catalog().Changed(nil); !tl {
+		t.Error("Changed(nil) must report every list")
+	}
+}
+
+// TestReloadPrewarms: a changed plugin's new version starts with as many
+// warm instances as the old one had live.
+func TestReloadPrewarms(t *testing.T) {
+	work := t.TempDir()
+	v1, v2 := swapVersions(t, work)
+	dir := filepath.Join(work, "plugins")
+	link := filepath.Join(dir, "swap")
+	os.MkdirAll(dir, 0o755)
+	relink(t, v1, link)
+	reg := newRegistry(t, dir)
+	// four calls at once leave four instances
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-release
+			call(t, reg, "which", `{"text":"z","sleep_ms":300}`)
+		}()
+	}
+	close(release)
+	wg.Wait()
+	before := reg.Catalog().Lookup("which").Plugin.IdleInstances(plugin.DefaultOwner)
+	if before != 4 {
+		t.Fatalf("four overlapping calls left %d idle instances, want 4", before)
+	}
+	relink(t, v2, link)
+	if err := reg.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after := reg.Catalog().Lookup("which").Plugin.IdleInstances(plugin.DefaultOwner)
+	if after != before {
+		t.Errorf("new version has %d warm instances, the old one had %d", after, before)
+	}
+}

@@ -1,0 +1,264 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/plugin"
+)
+
+// DefaultWatchDebounce is Config.WatchDebounce when zero: how long the
+// plugins directory must be quiet after a change before it is reloaded.
+const DefaultWatchDebounce = 100 * time.Millisecond
+
+// ReloadResult is what one reload did: the registry's report, and whether
+// the policy file was read anew or kept because it did not parse.
+type ReloadResult struct {
+	*plugin.Report
+	// PolicyError is why the policy file was not taken (the previous
+	// policy keeps applying); empty when it was, or there is none.
+	PolicyError string `json:"policy_error"`
+}
+
+// Reload rebuilds the plugin catalogue from the built-ins and the plugins
+// directory (what SIGHUP, the watcher and POST /admin/reload do), after
+// reading the policy file again. The new catalogue is swapped in
+// atomically; a plugin whose new version fails to load keeps its previous
+// version serving, and the load errors are returned joined. A policy file
+// that no longer reads or parses is logged and the previous policy kept.
+func (h *Host) Reload(ctx context.Context) error {
+	_, err := h.reload(ctx)
+	return err
+}
+
+func (h *Host) reload(ctx context.Context) (*ReloadResult, error) {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	res := &ReloadResult{}
+	if h.cfg.PolicyFile != "" {
+		p, err := readPolicy(h.cfg.PolicyFile)
+		if err != nil {
+			h.log.Error("policy file refused; the previous policy keeps applying", "err", err)
+			res.PolicyError = err.Error()
+		} else {
+			h.reg.SetPolicy(p, builtinPolicy(p))
+		}
+		h.policyErr.Store(&res.PolicyError)
+	}
+	rep, err := h.reg.ReloadReport(ctx)
+	res.Report = rep
+	if err != nil {
+		h.log.Warn("reload finished with errors", "err", err)
+	} else {
+		h.log.Info("reload done", "tools", len(h.reg.Catalog().Tools))
+	}
+	return res, err
+}
+
+// readPolicy reads and parses the operator's policy file.
+func readPolicy(path string) (*caps.Policy, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	p, err := caps.ParsePolicy(b)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// adminReload is POST /admin/reload: the reload's report, with its load
+// errors inside it; an error only when no new generation was made.
+func (h *Host) adminReload(ctx context.Context) (any, error) {
+	res, err := h.reload(ctx)
+	if res.Report == nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// adminPlugins is GET /admin/plugins.
+func (h *Host) adminPlugins() any {
+	cat := h.reg.Catalog()
+	type entry struct {
+		Name       string   `json:"name"`
+		Version    string   `json:"version"`
+		SHA256     string   `json:"sha256"`
+		Builtin    bool     `json:"builtin"`
+		Source     string   `json:"source"`
+		Tools      []string `json:"tools"`
+		Instances  int      `json:"idle_instances"`
+		Families   []string `json:"families"`
+		LoadError  string   `json:"last_load_error"`
+		Generation uint64   `json:"generation"`
+	}
+	out := []entry{}
+	for _, p := range cat.Plugins {
+		e := entry{Name: p.Manifest.Name, Version: p.Manifest.Version, SHA256: p.Digest, Builtin: p.Builtin,
+			Source: p.Source, Tools: []string{}, Families: []string{}, Instances: p.IdleInstances(plugin.DefaultOwner),
+			LoadError: cat.LoadError(p.Manifest.Name), Generation: cat.Generation}
+		for _, t := range p.Manifest.Tools {
+			e.Tools = append(e.Tools, t.Name)
+		}
+		for _, f := range p.Grant.GrantedFamilies() {
+			e.Families = append(e.Families, string(f))
+		}
+		out = append(out, e)
+	}
+	policyErr := ""
+	if p := h.policyErr.Load(); p != nil {
+		policyErr = *p
+	}
+	return map[string]any{"generation": cat.Generation, "plugins": out, "refused": cat.LoadErrors(), "policy_error": policyErr}
+}
+
+// watcher reloads the host when the plugins directory (or a package in
+// it, or the policy file) changes. Events are debounced: the directory
+// must be quiet for the debounce interval, so a package being copied in is
+// read once it is complete. A reload that refused a package is retried a
+// few times, as a copy may still be settling; a refused new version never
+// replaces a working one (plugin.Registry.Reload).
+type watcher struct {
+	w        *fsnotify.Watcher
+	dir      string
+	policy   string
+	debounce time.Duration
+	reload   func(context.Context) (*ReloadResult, error)
+	log      *slog.Logger
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
+}
+
+// watchRetries and watchRetryDelay bound the retries of a reload that
+// refused a package.
+const (
+	watchRetries    = 5
+	watchRetryDelay = 500 * time.Millisecond
+)
+
+func startWatcher(dir, policy string, debounce time.Duration, reload func(context.Context) (*ReloadResult, error), log *slog.Logger) (*watcher, error) {
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", dir, err)
+	}
+	if debounce <= 0 {
+		debounce = DefaultWatchDebounce
+	}
+	w := &watcher{w: fw, dir: dir, debounce: debounce, reload: reload, log: log,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if err := fw.Add(dir); err != nil {
+		fw.Close()
+		return nil, fmt.Errorf("watch %s: %w", dir, err)
+	}
+	if policy != "" {
+		// the policy file's directory: editors and deploy tools replace
+		// the file by renaming a new one over it
+		if abs, err := filepath.Abs(policy); err == nil {
+			w.policy = abs
+			if err := fw.Add(filepath.Dir(abs)); err != nil {
+				log.Warn("policy file not watched", "err", err)
+			}
+		}
+	}
+	w.sync()
+	go w.loop()
+	log.Info("watching the plugins directory", "dir", dir, "debounce", debounce)
+	return w, nil
+}
+
+// sync watches every package directory (a link is watched at its
+// target); removed ones drop out of the watch list by themselves.
+func (w *watcher) sync() {
+	ents, err := os.ReadDir(w.dir)
+	if err != nil {
+		w.log.Warn("watch: read plugins directory", "err", err)
+		return
+	}
+	for _, e := range ents {
+		p := filepath.Join(w.dir, e.Name())
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			if err := w.w.Add(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				w.log.Debug("watch: add", "dir", p, "err", err)
+			}
+		}
+	}
+}
+
+// relevant reports whether an event can change what the registry loads:
+// anything under the plugins directory (package directories are watched
+// by their path there, links included) but a mode change, and the policy
+// file.
+func (w *watcher) relevant(ev fsnotify.Event) bool {
+	if ev.Op == fsnotify.Chmod {
+		return false
+	}
+	return ev.Name == w.policy || isUnder(ev.Name, w.dir)
+}
+
+func isUnder(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+func (w *watcher) loop() {
+	defer close(w.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	retries := 0
+	for {
+		select {
+		case <-w.stop:
+			timer.Stop()
+			return
+		case err, ok := <-w.w.Errors:
+			if !ok {
+				return
+			}
+			w.log.Warn("watch error", "err", err)
+		case ev, ok := <-w.w.Events:
+			if !ok {
+				return
+			}
+			if !w.relevant(ev) {
+				continue
+			}
+			w.log.Debug("watch event", "event", ev.String())
+			retries = 0
+			timer.Reset(w.debounce)
+		case <-timer.C:
+			w.sync()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			res, err := w.reload(ctx)
+			cancel()
+			if err != nil && res != nil && res.Report != nil && retries < watchRetries {
+				// a refused package may still be being written: try again
+				retries++
+				timer.Reset(watchRetryDelay)
+			}
+		}
+	}
+}
+
+// Close stops watching. Idempotent.
+func (w *watcher) Close() error {
+	var err error
+	w.once.Do(func() {
+		close(w.stop)
+		err = w.w.Close()
+		<-w.done
+	})
+	return err
+}
