@@ -140,6 +140,7 @@ type watcher struct {
 	stop     chan struct{}
 	done     chan struct{}
 	once     sync.Once
+	targets  map[string]string // watched package path -> the directory it resolved to
 }
 
 // watchRetries and watchRetryDelay bound the retries of a reload that
@@ -158,7 +159,7 @@ func startWatcher(dir, policy string, debounce time.Duration, reload func(contex
 		debounce = DefaultWatchDebounce
 	}
 	w := &watcher{w: fw, dir: dir, debounce: debounce, reload: reload, log: log,
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), targets: map[string]string{}}
 	if err := fw.Add(dir); err != nil {
 		fw.Close()
 		return nil, fmt.Errorf("watch %s: %w", dir, err)
@@ -179,20 +180,42 @@ func startWatcher(dir, policy string, debounce time.Duration, reload func(contex
 	return w, nil
 }
 
-// sync watches every package directory (a link is watched at its
-// target); removed ones drop out of the watch list by themselves.
+// sync watches every package directory; a link is watched at its target,
+// and when it is pointed elsewhere the old target's watch is dropped
+// (else each deployed version would keep an inotify watch). Removed
+// directories drop out of the watch list by themselves.
 func (w *watcher) sync() {
 	ents, err := os.ReadDir(w.dir)
 	if err != nil {
 		w.log.Warn("watch: read plugins directory", "err", err)
 		return
 	}
+	seen := map[string]bool{}
 	for _, e := range ents {
 		p := filepath.Join(w.dir, e.Name())
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			if err := w.w.Add(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				w.log.Debug("watch: add", "dir", p, "err", err)
-			}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue
+		}
+		if st, err := os.Stat(real); err != nil || !st.IsDir() {
+			continue
+		}
+		seen[p] = true
+		if prev, ok := w.targets[p]; ok && prev == real {
+			continue
+		} else if ok {
+			w.w.Remove(p)
+		}
+		if err := w.w.Add(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			w.log.Debug("watch: add", "dir", p, "err", err)
+			continue
+		}
+		w.targets[p] = real
+	}
+	for p := range w.targets {
+		if !seen[p] {
+			w.w.Remove(p)
+			delete(w.targets, p)
 		}
 	}
 }

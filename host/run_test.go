@@ -40,15 +40,18 @@ func toolsList(url string) string {
 	return string(b)
 }
 
-// waitFor polls cond until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+// waitFor polls cond until it holds or d passes, and returns how long
+// that took.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	start := time.Now()
+	for end := start.Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 		if cond() {
-			return
+			return time.Since(start)
 		}
 	}
 	t.Fatalf("timed out waiting for %s", what)
+	return 0
 }
 
 // TestRun runs the daemon on a real port: it serves, SIGHUP reloads the

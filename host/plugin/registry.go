@@ -444,6 +444,7 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin,
 		fams = append(fams, r.opts.Families(grant)...)
 	}
 	log := r.log.With("plugin", m.Name)
+	t0 := time.Now()
 	compiled, err := r.opts.Engine.Compile(ctx, s.wasm, runtime.Config{
 		Name:        m.Name,
 		Families:    fams,
@@ -465,6 +466,7 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin,
 	p := &Plugin{Manifest: m, Grant: grant, Digest: digest, Builtin: s.builtin, Source: s.where,
 		key: key, compiled: compiled, command: m.Form == "command", log: log}
 	p.refs.Add(1)
+	t1 := time.Now()
 	if err := p.provision(ctx, fams); err != nil {
 		p.close()
 		return nil, fmt.Errorf("plugin %s: %w", m.Name, err)
@@ -474,11 +476,14 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin,
 			p.close()
 			return nil, err
 		}
-		if prev != nil {
-			p.prewarm(ctx, prev)
-		}
 	}
-	log.Info("plugin loaded", "version", m.Version, "digest", digest[:12], "tools", len(m.Tools), "families", grant.GrantedFamilies())
+	t2 := time.Now()
+	if !p.command && prev != nil {
+		p.prewarm(ctx, prev)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	log.Info("plugin loaded", "version", m.Version, "digest", digest[:12], "tools", len(m.Tools), "families", grant.GrantedFamilies(),
+		"compile_ms", ms(t1.Sub(t0)), "check_ms", ms(t2.Sub(t1)), "prewarm_ms", ms(time.Since(t2)))
 	return p, nil
 }
 
