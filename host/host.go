@@ -172,6 +172,8 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		Dir:           cfg.PluginsDir,
 		IdleTimeout:   cfg.IdleTimeout,
 		Logger:        log,
+		// list at once from the manifests, compile in the background
+		Background: true,
 	})
 	if err != nil && reg == nil {
 		eng.Close(ctx)
@@ -300,7 +302,7 @@ func (h *Host) capabilities() any {
 	return map[string]any{
 		"mcp": map[string]any{"status": "ready", "protocolVersions": mcp.SupportedVersions,
 			"tools": len(cat.Tools), "prompts": len(cat.Prompts), "resources": len(cat.Resources), "resourceTemplates": len(cat.Templates),
-			"sessions": h.mcp.SessionCount()},
+			"sessions": h.mcp.SessionCount(), "loading": h.reg.Loading()},
 		"families": fams,
 		"plugins":  len(cat.Plugins),
 	}

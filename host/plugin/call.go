@@ -56,6 +56,16 @@ func (r *Registry) invoke(ctx context.Context, p *Plugin, op uint64, req CallReq
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Grant.Timeout)
 	defer cancel()
+	if err := p.await(ctx); err != nil {
+		// listed at start-up, and still compiling or refused since
+		if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) {
+			return nil, ctx.Err()
+		}
+		if op != abi.OpToolCall {
+			return nil, fmt.Errorf("plugin %s is not available: %w", p.Manifest.Name, err)
+		}
+		return toolError("tool %s: plugin %s is not available: %v", req.Name, p.Manifest.Name, err), nil
+	}
 
 	c := r.calls.Get().(*hostfn.Call)
 	defer func() { c.Reset(); r.calls.Put(c) }()

@@ -58,7 +58,13 @@ type Options struct {
 	Dir string
 	// IdleTimeout evicts instances idle that long (default 5 minutes).
 	IdleTimeout time.Duration
-	Logger      *slog.Logger
+	// Background makes New list the plugins from their manifests at once
+	// and compile them in the background, GOMAXPROCS at a time: a call to
+	// a plugin still compiling waits for it (within its deadline), and a
+	// plugin that fails to load is dropped from the catalogue then. Later
+	// reloads load before they swap.
+	Background bool
+	Logger     *slog.Logger
 }
 
 // Registry is the set of loaded plugins. Safe for concurrent use.
@@ -72,6 +78,11 @@ type Registry struct {
 	closed  atomic.Bool
 	calls   sync.Pool
 	onSwap  []func(*Catalog)
+	// start-up loading in the background (Options.Background)
+	background atomic.Bool
+	loading    sync.WaitGroup
+	loadSem    chan struct{}
+	jobs       []loadJob
 }
 
 // Catalog is one immutable generation of the tool catalogue.
@@ -124,6 +135,15 @@ type Plugin struct {
 	refs     atomic.Int64 // catalogues holding it + calls in flight
 	log      *slog.Logger
 	closed   atomic.Bool
+	// ready is closed once a plugin listed at start-up is compiled and
+	// checked (nil: loaded before it was listed); loadErr then says why
+	// it could not be.
+	ready   chan struct{}
+	loadErr error
+	// want is closed when a call waits for the plugin: its load starts
+	// at once instead of waiting for a free loader.
+	want     chan struct{}
+	wantOnce sync.Once
 }
 
 // New loads the built-ins and the plugins directory. It returns a usable
@@ -138,12 +158,20 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
-	r := &Registry{opts: opts, log: opts.Logger, stop: make(chan struct{})}
+	r := &Registry{opts: opts, log: opts.Logger, stop: make(chan struct{}), loadSem: make(chan struct{}, goruntime.GOMAXPROCS(0))}
 	r.calls.New = func() any { return &hostfn.Call{} }
 	r.cat.Store(&Catalog{byName: map[string]*Tool{}, listJSON: []byte("[]")})
 	// Plugins that fail to load are skipped: the registry serves the rest
 	// and the joined load errors are returned beside it.
+	r.background.Store(opts.Background)
 	loadErr := r.Reload(ctx)
+	r.background.Store(false)
+	// the loaders start once the catalogue is listed, so that listing
+	// does not share the CPU with compiling
+	for _, j := range r.jobs {
+		go r.loader(j)
+	}
+	r.jobs = nil
 	r.stopped.Add(1)
 	go r.janitor()
 	return r, loadErr
@@ -174,10 +202,34 @@ func (r *Registry) Catalog() *Catalog { return r.cat.Load() }
 type source struct {
 	name     string // the manifest's name, or the directory's when it did not parse
 	manifest []byte
-	wasm     []byte
+	wasm     []byte // nil until read (a built-in pinned by its manifest is read when compiled)
+	fsys     fs.FS
+	module   string // the module's path in fsys
+	pinned   string // the manifest's sha256, checked when the module is read late
 	builtin  bool
 	where    string
 	err      error // the package could not be read or parsed
+}
+
+// maxModuleBytes bounds a plugin module.
+const maxModuleBytes = 256 << 20
+
+// read returns the module's bytes, reading them if not yet read; a
+// module read late must match the digest its manifest pinned.
+func (s *source) read() ([]byte, error) {
+	if s.wasm == nil {
+		b, err := readLimited(s.fsys, s.module, maxModuleBytes)
+		if err != nil {
+			return nil, fmt.Errorf("plugin %s: module: %w", s.name, err)
+		}
+		if s.pinned != "" {
+			if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != s.pinned {
+				return nil, fmt.Errorf("plugin %s: module digest %x does not match the manifest's sha256 %s", s.name, sum, s.pinned)
+			}
+		}
+		s.wasm = b
+	}
+	return s.wasm, nil
 }
 
 // Report says what one Reload did.
@@ -226,14 +278,14 @@ func (r *Registry) ReloadReport(ctx context.Context) (*Report, error) {
 	}
 	var srcs []source
 	if r.opts.Builtins != nil {
-		srcs = append(srcs, readPackages(r.opts.Builtins, ".", true, "builtin")...)
+		srcs = append(srcs, readPackages(r.opts.Builtins, ".", true, "builtin", true)...)
 	}
 	if r.opts.Dir != "" {
-		srcs = append(srcs, readPackages(os.DirFS(r.opts.Dir), ".", false, r.opts.Dir)...)
+		srcs = append(srcs, readPackages(os.DirFS(r.opts.Dir), ".", false, r.opts.Dir, r.background.Load())...)
 	}
 	rep := &Report{Generation: old.Generation + 1}
 	var errs []error
-	next := &Catalog{Generation: old.Generation + 1, byName: map[string]*Tool{}}
+	var plugins []*Plugin
 	seenPlugin := map[string]bool{}
 	lastErr := map[string]string{}
 	for _, s := range srcs {
@@ -266,39 +318,17 @@ func (r *Registry) ReloadReport(ctx context.Context) (*Report, error) {
 			continue
 		}
 		seenPlugin[p.Manifest.Name] = true
-		next.Plugins = append(next.Plugins, p)
-		for _, t := range p.Manifest.Tools {
-			if prev, clash := next.byName[t.Name]; clash {
-				r.log.Warn("tool refused: name already taken", "tool", t.Name, "plugin", p.Manifest.Name, "kept", prev.Plugin.Manifest.Name)
-				continue
-			}
-			tl := &Tool{Decl: t, Plugin: p}
-			next.byName[t.Name] = tl
-			next.Tools = append(next.Tools, tl)
-		}
-		next.addSurface(p, r.log.Warn)
+		plugins = append(plugins, p)
 	}
-	// on failure, the half-built generation gives back its references
-	// (plugins carried over from old keep the old generation's)
-	abandon := func() {
-		for _, p := range next.Plugins {
+	next, err := r.build(old.Generation+1, plugins)
+	if err != nil {
+		// the half-built generation gives back its references (plugins
+		// carried over from old keep the old generation's)
+		for _, p := range plugins {
 			r.releasePlugin(p)
 		}
+		return nil, err
 	}
-	if err := next.renderSurface(); err != nil {
-		abandon()
-		return nil, fmt.Errorf("render prompts and resources: %w", err)
-	}
-	decls := make([]abi.Tool, len(next.Tools))
-	for i, t := range next.Tools {
-		decls[i] = t.Decl
-	}
-	lj, err := json.Marshal(decls)
-	if err != nil {
-		abandon()
-		return nil, fmt.Errorf("render tools: %w", err)
-	}
-	next.listJSON = lj
 	next.loadErrors = lastErr
 	for _, p := range next.Plugins {
 		switch prev := oldByName[p.Manifest.Name]; {
@@ -315,25 +345,67 @@ func (r *Registry) ReloadReport(ctx context.Context) (*Report, error) {
 			rep.Removed = append(rep.Removed, p.Manifest.Name)
 		}
 	}
-	r.cat.Store(next)
-	// drop the old generation's references
-	for _, p := range old.Plugins {
-		r.releasePlugin(p)
-	}
-	for _, f := range r.onSwap {
-		f(next)
-	}
+	r.swap(old, next)
 	rep.DurationMs = float64(time.Since(began).Microseconds()) / 1000
 	r.log.Info("catalogue loaded", "generation", next.Generation, "plugins", len(next.Plugins), "tools", len(next.Tools),
 		"added", rep.Added, "removed", rep.Removed, "changed", rep.Changed, "kept", rep.Kept, "ms", rep.DurationMs)
 	return rep, errors.Join(errs...)
 }
 
+// build makes generation gen of the catalogue from plugins, in order
+// (each holding a reference the catalogue takes over): their tools (the
+// first plugin to name a tool keeps it), prompts and resources, rendered.
+func (r *Registry) build(gen uint64, plugins []*Plugin) (*Catalog, error) {
+	next := &Catalog{Generation: gen, Plugins: plugins, byName: map[string]*Tool{}}
+	for _, p := range plugins {
+		for _, t := range p.Manifest.Tools {
+			if prev, clash := next.byName[t.Name]; clash {
+				r.log.Warn("tool refused: name already taken", "tool", t.Name, "plugin", p.Manifest.Name, "kept", prev.Plugin.Manifest.Name)
+				continue
+			}
+			tl := &Tool{Decl: t, Plugin: p}
+			next.byName[t.Name] = tl
+			next.Tools = append(next.Tools, tl)
+		}
+		next.addSurface(p, r.log.Warn)
+	}
+	if err := next.renderSurface(); err != nil {
+		return nil, fmt.Errorf("render prompts and resources: %w", err)
+	}
+	decls := make([]abi.Tool, len(next.Tools))
+	for i, t := range next.Tools {
+		decls[i] = t.Decl
+	}
+	lj, err := json.Marshal(decls)
+	if err != nil {
+		return nil, fmt.Errorf("render tools: %w", err)
+	}
+	next.listJSON = lj
+	return next, nil
+}
+
+// swap makes next current, drops old's references and tells the OnSwap
+// listeners. r.mu is held.
+func (r *Registry) swap(old, next *Catalog) {
+	r.cat.Store(next)
+	for _, p := range old.Plugins {
+		r.releasePlugin(p)
+	}
+	for _, f := range r.onSwap {
+		f(next)
+	}
+}
+
 // readPackages lists plugin packages: each subdirectory (or symbolic link
 // to one) holding a manifest.json, in name order (built-ins in the order
 // of their "order" file). A package that cannot be read or parsed is
 // returned with its error, in its place.
-func readPackages(fsys fs.FS, dir string, builtin bool, where string) []source {
+//
+// A module whose manifest pins its sha256 is read (and checked) only when
+// compiled if late is set (built-ins, and every plugin at a background
+// start-up); otherwise it is read and hashed here, as a reload needs its
+// digest to tell a changed module from an unchanged one.
+func readPackages(fsys fs.FS, dir string, builtin bool, where string, late bool) []source {
 	ents, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return []source{{name: where, where: where, err: fmt.Errorf("read plugins %s: %w", where, err)}}
@@ -394,12 +466,19 @@ func readPackages(fsys fs.FS, dir string, builtin bool, where string) []source {
 		if modName == "" {
 			modName = "plugin.wasm"
 		}
-		wasm, err := readLimited(fsys, path.Join(pdir, modName), 256<<20)
-		if err != nil {
-			fail(m.Name, fmt.Errorf("plugin %s: module: %w", m.Name, err))
+		src := source{name: m.Name, manifest: mb, fsys: fsys, module: path.Join(pdir, modName), builtin: builtin, where: pwhere, pinned: m.SHA256}
+		if late && m.SHA256 != "" {
+			// pinned by its manifest: its digest is known without reading
+			// it, and it is read and checked when compiled
+			if st, err := fs.Stat(fsys, src.module); err != nil || st.Size() > maxModuleBytes {
+				fail(m.Name, fmt.Errorf("plugin %s: module %s: missing or over %d bytes", m.Name, modName, maxModuleBytes))
+				continue
+			}
+		} else if _, err := src.read(); err != nil {
+			fail(m.Name, err)
 			continue
 		}
-		out = append(out, source{name: m.Name, manifest: mb, wasm: wasm, builtin: builtin, where: pwhere})
+		out = append(out, src)
 	}
 	return out
 }
@@ -416,14 +495,43 @@ func readLimited(fsys fs.FS, name string, max int64) ([]byte, error) {
 }
 
 func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin, prev *Plugin) (*Plugin, error) {
-	m, err := caps.ParseManifest(s.manifest)
+	p, fams, err := r.prepare(s, reuse)
+	if err != nil || fams == nil { // refused, or carried over
+		return p, err
+	}
+	if r.background.Load() {
+		// start-up: list it now, compile it on a loader; calls wait for it
+		p.ready, p.want = make(chan struct{}), make(chan struct{})
+		r.loading.Add(1)
+		r.jobs = append(r.jobs, loadJob{p: p, src: s, fams: fams}) // started once listed
+		return p, nil
+	}
+	wasm, err := s.read()
+	if err == nil {
+		err = r.finish(ctx, p, wasm, fams, prev)
+	}
 	if err != nil {
+		p.close()
 		return nil, err
 	}
-	sum := sha256.Sum256(s.wasm)
-	digest := hex.EncodeToString(sum[:])
+	return p, nil
+}
+
+// prepare does the checks that need no compilation (manifest, digest, wasm
+// magic, grant) and makes the Plugin. A plugin carried over from reuse is
+// returned with nil fams.
+func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostfn.Family, error) {
+	m, err := caps.ParseManifest(s.manifest)
+	if err != nil {
+		return nil, nil, err
+	}
+	digest := m.SHA256 // a pinned built-in (readPackages)
+	if s.wasm != nil {
+		sum := sha256.Sum256(s.wasm)
+		digest = hex.EncodeToString(sum[:])
+	}
 	if m.SHA256 != "" && m.SHA256 != digest {
-		return nil, fmt.Errorf("plugin %s: module digest %s does not match the manifest's sha256 %s", m.Name, digest, m.SHA256)
+		return nil, nil, fmt.Errorf("plugin %s: module digest %s does not match the manifest's sha256 %s", m.Name, digest, m.SHA256)
 	}
 	policy := r.opts.Policy
 	if s.builtin && r.opts.BuiltinPolicy != nil {
@@ -434,18 +542,31 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin,
 	key := fmt.Sprintf("%s/%x/%v/%v", digest, msum[:8], s.builtin, grantKey(grant))
 	if p, ok := reuse[key]; ok && !p.closed.Load() {
 		p.refs.Add(1)
-		return p, nil
+		return p, nil, nil
 	}
-	if len(s.wasm) < 8 || string(s.wasm[:4]) != "\x00asm" {
-		return nil, fmt.Errorf("plugin %s: %s is not a wasm module", m.Name, s.where)
+	if s.wasm != nil && !isWasm(s.wasm) {
+		return nil, nil, fmt.Errorf("plugin %s: %s is not a wasm module", m.Name, s.where)
 	}
 	fams := []hostfn.Family{hostfn.Core()}
 	if r.opts.Families != nil {
 		fams = append(fams, r.opts.Families(grant)...)
 	}
-	log := r.log.With("plugin", m.Name)
+	p := &Plugin{Manifest: m, Grant: grant, Digest: digest, Builtin: s.builtin, Source: s.where,
+		key: key, command: m.Form == "command", log: r.log.With("plugin", m.Name)}
+	p.refs.Add(1)
+	return p, fams, nil
+}
+
+// finish compiles p, provisions its families and checks the reactor
+// (keeping its first instance warm); prev, a version p replaces, sets how
+// many instances to prewarm. On failure p holds no resources.
+func (r *Registry) finish(ctx context.Context, p *Plugin, wasm []byte, fams []hostfn.Family, prev *Plugin) error {
+	m, grant, log := p.Manifest, p.Grant, p.log
+	if !isWasm(wasm) {
+		return fmt.Errorf("plugin %s: %s is not a wasm module", m.Name, p.Source)
+	}
 	t0 := time.Now()
-	compiled, err := r.opts.Engine.Compile(ctx, s.wasm, runtime.Config{
+	compiled, err := r.opts.Engine.Compile(ctx, wasm, runtime.Config{
 		Name:        m.Name,
 		Families:    fams,
 		MemoryPages: grant.MemoryPages,
@@ -461,20 +582,18 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin,
 				ie.Unimplemented = grant.Has(abi.Family(fam)) // granted, yet not linked: no such family here
 			}
 		}
-		return nil, err
+		return err
 	}
-	p := &Plugin{Manifest: m, Grant: grant, Digest: digest, Builtin: s.builtin, Source: s.where,
-		key: key, compiled: compiled, command: m.Form == "command", log: log}
-	p.refs.Add(1)
+	p.compiled = compiled
 	t1 := time.Now()
 	if err := p.provision(ctx, fams); err != nil {
 		p.close()
-		return nil, fmt.Errorf("plugin %s: %w", m.Name, err)
+		return fmt.Errorf("plugin %s: %w", m.Name, err)
 	}
 	if !p.command {
 		if err := r.checkReactor(ctx, p); err != nil {
 			p.close()
-			return nil, err
+			return err
 		}
 	}
 	t2 := time.Now()
@@ -482,9 +601,158 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin,
 		p.prewarm(ctx, prev)
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	log.Info("plugin loaded", "version", m.Version, "digest", digest[:12], "tools", len(m.Tools), "families", grant.GrantedFamilies(),
+	log.Info("plugin loaded", "version", m.Version, "digest", p.Digest[:12], "tools", len(m.Tools), "families", grant.GrantedFamilies(),
 		"compile_ms", ms(t1.Sub(t0)), "check_ms", ms(t2.Sub(t1)), "prewarm_ms", ms(time.Since(t2)))
-	return p, nil
+	return nil
+}
+
+func isWasm(b []byte) bool { return len(b) >= 8 && string(b[:4]) == "\x00asm" }
+
+// loadJob is one plugin for the start-up loaders to finish.
+type loadJob struct {
+	p    *Plugin
+	src  source
+	fams []hostfn.Family
+}
+
+// loader finishes a plugin listed at start-up, GOMAXPROCS at a time. A
+// plugin that fails is marked (its calls answer why) and dropped from the
+// catalogue.
+func (r *Registry) loader(j loadJob) {
+	defer r.loading.Done()
+	// a plugin a call waits for goes first, without waiting for a loader
+	held := false
+	select {
+	case r.loadSem <- struct{}{}:
+		held = true
+	case <-j.p.want:
+	case <-r.stop:
+		j.p.loadErr = errors.New("registry closed")
+		close(j.p.ready)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	go func() {
+		select {
+		case <-r.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	wasm, err := j.src.read()
+	if err == nil {
+		err = r.finish(ctx, j.p, wasm, j.fams, nil)
+	}
+	if err != nil {
+		j.p.close()
+	}
+	cancel()
+	if held {
+		<-r.loadSem
+	}
+	if err != nil {
+		j.p.loadErr = err
+		r.log.Error("plugin refused", "plugin", j.p.Manifest.Name, "source", j.p.Source, "err", err)
+	}
+	close(j.p.ready)
+	if err != nil {
+		r.dropFailed()
+	}
+}
+
+// dropFailed swaps in a catalogue without the plugins whose start-up load
+// failed.
+func (r *Registry) dropFailed() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed.Load() {
+		return
+	}
+	old := r.cat.Load()
+	var keep []*Plugin
+	errs := maps.Clone(old.loadErrors)
+	if errs == nil {
+		errs = map[string]string{}
+	}
+	for _, p := range old.Plugins {
+		if p.failed() {
+			errs[p.Manifest.Name] = p.loadErr.Error()
+			continue
+		}
+		p.refs.Add(1)
+		keep = append(keep, p)
+	}
+	next, err := r.build(old.Generation+1, keep)
+	if err != nil {
+		for _, p := range keep {
+			r.releasePlugin(p)
+		}
+		r.log.Error("drop failed plugins", "err", err)
+		return
+	}
+	next.loadErrors = errs
+	r.swap(old, next)
+}
+
+// failed reports whether p's start-up load has ended in failure.
+func (p *Plugin) failed() bool {
+	if p.ready == nil {
+		return false
+	}
+	select {
+	case <-p.ready:
+		return p.loadErr != nil
+	default:
+		return false
+	}
+}
+
+// await waits until p is loaded (at start-up plugins are listed before
+// they are compiled) and returns why it could not be.
+func (p *Plugin) await(ctx context.Context) error {
+	if p.ready == nil {
+		return nil
+	}
+	select {
+	case <-p.ready:
+		return p.loadErr
+	default:
+	}
+	p.wantOnce.Do(func() { close(p.want) })
+	select {
+	case <-p.ready:
+		return p.loadErr
+	case <-ctx.Done():
+		return fmt.Errorf("plugin %s is still loading: %w", p.Manifest.Name, ctx.Err())
+	}
+}
+
+// WaitLoaded waits until every plugin listed at start-up is loaded or
+// refused.
+func (r *Registry) WaitLoaded(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { r.loading.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Loading names the plugins still being compiled.
+func (r *Registry) Loading() []string {
+	out := []string{}
+	for _, p := range r.cat.Load().Plugins {
+		if p.ready != nil {
+			select {
+			case <-p.ready:
+			default:
+				out = append(out, p.Manifest.Name)
+			}
+		}
+	}
+	return out
 }
 
 func grantKey(g *caps.Grant) string {
@@ -632,6 +900,9 @@ func (p *Plugin) IdleInstances(owner string) int {
 
 func (r *Registry) releasePlugin(p *Plugin) {
 	if p.refs.Add(-1) == 0 {
+		if p.ready != nil {
+			<-p.ready // a loader is still working on it
+		}
 		p.close()
 	}
 }
@@ -658,7 +929,9 @@ func (p *Plugin) close() {
 		return
 	}
 	p.pools.Range(func(_, v any) bool { v.(*pool).close(); return true })
-	p.compiled.Close(context.Background())
+	if p.compiled != nil {
+		p.compiled.Close(context.Background())
+	}
 	for i := len(p.families) - 1; i >= 0; i-- {
 		if lc, ok := p.families[i].(hostfn.Lifecycle); ok {
 			lc.Cleanup(p.Grant)
@@ -701,6 +974,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	}
 	close(r.stop)
 	r.stopped.Wait()
+	r.loading.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cat := r.cat.Load()

@@ -1,0 +1,90 @@
+package plugin_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/internal/testplugins"
+	"github.com/aiodhq/aiod/host/plugin"
+)
+
+// TestBackgroundLoad: with Options.Background the catalogue comes from the
+// manifests before any module is compiled; calls wait for their plugin; a
+// plugin refused while loading answers why and is then dropped.
+func TestBackgroundLoad(t *testing.T) {
+	dir := t.TempDir()
+	testplugins.Package(t, dir, "plugins/examples/echo", nil, nil)
+	testplugins.Package(t, dir, "host/plugin/testdata/swapv1", nil, nil)
+	// the importer imports aiod:files, which the (empty) policy does not
+	// grant: refused at link time, after it was listed
+	testplugins.Package(t, dir, "host/plugin/testdata/importer", []hostfn.Family{filesStub{}}, nil)
+	ctx := context.Background()
+	reg, err := plugin.New(ctx, plugin.Options{Engine: engine(t), Policy: &caps.Policy{}, Dir: filepath.Clean(dir), Logger: quiet(), Background: true})
+	if err != nil {
+		t.Fatalf("New: %v (link-time refusals come later in the background)", err)
+	}
+	defer reg.Close(ctx)
+	var listed []string
+	for _, tl := range reg.Catalog().Tools {
+		listed = append(listed, tl.Decl.Name)
+	}
+	if !slices.Equal(listed, []string{"echo", "peek", "which"}) {
+		t.Fatalf("listed at once: %v", listed)
+	}
+	// a call waits for its plugin
+	if got := text(call(t, reg, "echo", `{"text":"hi"}`)); got != "hi" {
+		t.Errorf("echo while loading: %q", got)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := reg.WaitLoaded(wctx); err != nil {
+		t.Fatal(err)
+	}
+	if l := reg.Loading(); len(l) != 0 {
+		t.Errorf("still loading after WaitLoaded: %v", l)
+	}
+	// the refused one is gone, and says why
+	deadline := time.Now().Add(10 * time.Second)
+	for reg.Catalog().Lookup("peek") != nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if reg.Catalog().Lookup("peek") != nil {
+		t.Fatal("a plugin refused in the background is still listed")
+	}
+	if e := reg.Catalog().LoadError("importer"); !strings.Contains(e, "not granted") {
+		t.Errorf("load error %q", e)
+	}
+	if got := text(call(t, reg, "which", `{"text":"w"}`)); got != "v1:w" {
+		t.Errorf("which after the drop: %q", got)
+	}
+}
+
+// TestBackgroundCallOfRefusedPlugin: a call that reached a plugin before
+// its background load failed answers isError naming the failure.
+func TestBackgroundCallOfRefusedPlugin(t *testing.T) {
+	dir := t.TempDir()
+	testplugins.Package(t, dir, "host/plugin/testdata/importer", []hostfn.Family{filesStub{}}, nil)
+	ctx := context.Background()
+	reg, err := plugin.New(ctx, plugin.Options{Engine: engine(t), Policy: &caps.Policy{}, Dir: dir, Logger: quiet(), Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close(ctx)
+	tl := reg.Catalog().Lookup("peek")
+	if tl == nil {
+		t.Fatal("not listed at once")
+	}
+	out, err := reg.CallTool(ctx, plugin.CallRequest{Name: "peek"})
+	if err != nil && err != plugin.ErrUnknownTool {
+		t.Fatal(err)
+	}
+	if err == nil && (!strings.Contains(string(out), "not available") || !strings.Contains(string(out), "not granted")) {
+		t.Errorf("call of a plugin refused while loading: %s", out)
+	}
+}
