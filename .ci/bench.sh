@@ -45,7 +45,9 @@ rm -rf "$WORK/peers" && cp -r "$PEERS" "$WORK/peers" && chmod -R u+w "$WORK/peer
 echo "gosdk-echo (stateless :$GOSDK_PORT, sessions :$GOSDK_SESSION_PORT), fiber-ceiling :$CEIL_PORT"
 
 LIST='{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
-start_aiod() { # cache-dir; sets AIOD_PID and STARTUP_MS (ms to the first tools/list answered)
+ECHO='{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}'
+start_aiod() { # cache-dir; sets AIOD_PID, STARTUP_MS (ms to the first tools/list answered),
+  # ECHO_MS (to the first echo call answered) and READY_MS (until nothing is loading)
   local t0 t1
   t0=$(date +%s%N)
   bin/aiod start --port "$AIOD_PORT" --plugins-dir build/plugins --cache-dir "$1" --log-level warn 2>"$WORK/aiod.log" &
@@ -53,17 +55,22 @@ start_aiod() { # cache-dir; sets AIOD_PID and STARTUP_MS (ms to the first tools/
   wait_http "http://127.0.0.1:$AIOD_PORT/mcp" "$LIST"
   t1=$(date +%s%N)
   STARTUP_MS=$(((t1 - t0) / 1000000))
+  curl -sf -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d "$ECHO" "http://127.0.0.1:$AIOD_PORT/mcp"
+  ECHO_MS=$((($(date +%s%N) - t0) / 1000000))
+  until curl -sf "http://127.0.0.1:$AIOD_PORT/v1/capabilities" | grep -q '"loading":\[\]'; do sleep 0.02; done
+  READY_MS=$((($(date +%s%N) - t0) / 1000000))
 }
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 
 section "Start-up: process start to first tools/list answered"
 rm -rf "$WORK/cache"
-start_aiod "$WORK/cache"; cold=$STARTUP_MS
+start_aiod "$WORK/cache"; cold=$STARTUP_MS cold_echo=$ECHO_MS cold_ready=$READY_MS
 kill "$AIOD_PID"; wait "$AIOD_PID" 2>/dev/null || true
-start_aiod "$WORK/cache"; warm=$STARTUP_MS
+start_aiod "$WORK/cache"; warm=$STARTUP_MS warm_echo=$ECHO_MS warm_ready=$READY_MS
 pids+=("$AIOD_PID")
-printf '%-28s %8s\n' "cold compile cache" "${cold} ms"
-printf '%-28s %8s\n' "warm compile cache" "${warm} ms"
+printf '%-28s %8s %14s %14s\n' "" "tools/list" "first echo" "all compiled"
+printf '%-28s %8s %14s %14s\n' "cold compile cache" "${cold} ms" "${cold_echo} ms" "${cold_ready} ms"
+printf '%-28s %8s %14s %14s\n' "warm compile cache" "${warm} ms" "${warm_echo} ms" "${warm_ready} ms"
 idle_rss=$(rss_kb $AIOD_PID)
 
 section "Go micro-benchmarks (in-process call path)"
@@ -90,7 +97,9 @@ if [[ ${BENCH_WASMTIME:-1} == 1 ]] && { bin/aiod start --engine list 2>&1 || tru
   bin/aiod start --engine wasmtime --port "$WT_PORT" --plugins-dir build/plugins --cache-dir "$WORK/cache" --log-level warn 2>"$WORK/aiod-wasmtime.log" &
   WT_PID=$!; pids+=("$WT_PID")
   wait_http "http://127.0.0.1:$WT_PORT/mcp" "$LIST"
-  printf '%-28s %8s\n' "wasmtime start (cold cache)" "$((($(date +%s%N) - t0) / 1000000)) ms"
+  wt_list=$((($(date +%s%N) - t0) / 1000000))
+  until curl -sf "http://127.0.0.1:$WT_PORT/v1/capabilities" | grep -q '"loading":\[\]'; do sleep 0.02; done
+  printf '%-28s %8s %14s %14s\n' "wasmtime, cold cache" "${wt_list} ms" "" "$((($(date +%s%N) - t0) / 1000000)) ms"
   wt_idle_rss=$(rss_kb $WT_PID)
   "$PEERS/compare.sh" -d "$DURATION" -r "$ROUNDS" -c "$CONNS" "$BODY" \
     aiod-wazero=$URL aiod-wasmtime=http://127.0.0.1:$WT_PORT/mcp ceiling=http://127.0.0.1:$CEIL_PORT/mcp
