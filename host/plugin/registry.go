@@ -347,6 +347,7 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin)
 		Name:        m.Name,
 		Families:    fams,
 		MemoryPages: grant.MemoryPages,
+		Fuel:        uint64(max(grant.Fuel, 0)),
 		Stderr:      &logWriter{log: log, left: 64 << 10},
 	})
 	if err != nil {
@@ -373,6 +374,9 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin)
 			p.close()
 			return nil, err
 		}
+	}
+	if grant.Fuel > 0 && !runtime.MetersFuel(r.opts.Engine) {
+		log.Info("fuel not metered: this engine applies the deadline only", "fuel", grant.Fuel, "timeout", grant.Timeout)
 	}
 	log.Info("plugin loaded", "version", m.Version, "digest", digest[:12], "tools", len(m.Tools), "families", grant.GrantedFamilies())
 	return p, nil

@@ -63,6 +63,20 @@ func TestDiskCache(t *testing.T) {
 		{"flipped header byte", func(_ string, b []byte) []byte { b[len(magic)+3] ^= 1; return b }, emptyModule, false},
 		{"truncated", func(_ string, b []byte) []byte { return b[:len(b)/2] }, emptyModule, false},
 		{"empty", func(string, []byte) []byte { return nil }, emptyModule, false},
+		{"a file of the metered flavor", func(string, []byte) []byte {
+			o, err := newDiskCache(t.TempDir(), Version()+"+fuel")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := o.store(m, emptyModule); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(o.path(sha256.Sum256(emptyModule)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}, emptyModule, false},
 		{"raw serialization without our header", func(string, []byte) []byte {
 			raw, err := m.Serialize()
 			if err != nil {
@@ -73,7 +87,7 @@ func TestDiskCache(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := newDiskCache(t.TempDir())
+			c, err := newDiskCache(t.TempDir(), Version())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,12 +129,12 @@ func TestCorruptCacheFileIsRecompiled(t *testing.T) {
 	}
 	defer e.Close(context.Background())
 	en := e.(*engine)
-	m, err := en.module(emptyModule)
+	m, err := en.plain.module(emptyModule)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Close()
-	p := en.cache.path(sha256.Sum256(emptyModule))
+	p := en.plain.cache.path(sha256.Sum256(emptyModule))
 	good, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +142,7 @@ func TestCorruptCacheFileIsRecompiled(t *testing.T) {
 	if err := os.WriteFile(p, append(good[:len(good)-8:len(good)-8], "garbage!"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if m, err = en.module(emptyModule); err != nil {
+	if m, err = en.plain.module(emptyModule); err != nil {
 		t.Fatal(err)
 	}
 	m.Close()
