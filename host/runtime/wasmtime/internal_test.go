@@ -18,11 +18,16 @@ import (
 // TestRawPointers checks the layout rawptr relies on: the C pointer is the
 // first field of the wasmtime-go objects it is used on.
 func TestRawPointers(t *testing.T) {
-	for _, typ := range []reflect.Type{reflect.TypeFor[wasmtime.Store](), reflect.TypeFor[wasmtime.WasiConfig]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[wasmtime.Store](), reflect.TypeFor[wasmtime.WasiConfig](), reflect.TypeFor[wasmtime.Linker](), reflect.TypeFor[wasmtime.Module](), reflect.TypeFor[wasmtime.Config]()} {
 		f := typ.Field(0)
 		if f.Name != "_ptr" || f.Offset != 0 || f.Type.Kind() != reflect.Pointer {
 			t.Errorf("%s: first field %s %s at %d, want _ptr pointer at 0", typ, f.Name, f.Type, f.Offset)
 		}
+	}
+	// instancePre.instantiate writes a C wasmtime_instance_t (uint64
+	// store id, size_t) over a wasmtime.Instance.
+	if typ := reflect.TypeFor[wasmtime.Instance](); typ.NumField() != 1 || typ.Size() != 16 || typ.Field(0).Name != "val" {
+		t.Errorf("wasmtime.Instance: %d fields, %d bytes, want one 16-byte val", typ.NumField(), typ.Size())
 	}
 }
 

@@ -28,6 +28,18 @@ type Options struct {
 	// CacheDir persists compiled modules keyed by module digest and engine
 	// version. Empty keeps them in memory only (per Compile).
 	CacheDir string
+
+	// tune holds the instantiation variants BenchmarkInstantiate compares
+	// (BENCHMARKS.md); the zero value is what the engine uses.
+	tune tuning
+}
+
+// tuning: measured alternatives to the defaults, not used in production
+// (RATIONALE.md, "wasmtime: fuel, and where an instantiation goes").
+type tuning struct {
+	pooling *pooling // the pooling allocator instead of on-demand
+	noCOW   bool     // copy data segments in, not map a copy-on-write image
+	linker  bool     // Linker.Instantiate each time instead of an InstancePre
 }
 
 // flavor is one wasmtime engine configuration and its disk cache. The
@@ -69,6 +81,12 @@ func (e *engine) newFlavor(metered bool) (*flavor, error) {
 	cfg := wasmtime.NewConfig()
 	cfg.SetEpochInterruption(true)
 	cfg.SetConsumeFuel(metered)
+	if e.opts.tune.pooling != nil {
+		setPooling(cfg, *e.opts.tune.pooling)
+	}
+	if e.opts.tune.noCOW {
+		cfg.SetMemoryInitCOWSet(false)
+	}
 	f := &flavor{eng: wasmtime.NewEngineWithConfig(cfg)}
 	if e.opts.CacheDir != "" {
 		key := Version()
@@ -254,8 +272,12 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 		ie := &runtime.ImportError{Plugin: cfg.Name, Module: mod, Name: name}
 		return nil, ie
 	}
+	pre, err := newInstancePre(l, m)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: link: %w", cfg.Name, err)
+	}
 	ok = true
-	c := &compiled{eng: fl.eng, m: m, l: l, name: cfg.Name, stderr: cfg.Stderr, pages: cfg.MemoryPages, fuel: cfg.Fuel}
+	c := &compiled{eng: fl.eng, m: m, l: l, pre: pre, linker: e.opts.tune.linker, name: cfg.Name, stderr: cfg.Stderr, pages: cfg.MemoryPages, fuel: cfg.Fuel}
 	for _, x := range m.Exports() {
 		if x.Type().FuncType() != nil {
 			c.exports = append(c.exports, x.Name())
@@ -354,6 +376,8 @@ type compiled struct {
 	eng     *wasmtime.Engine // of the module's flavor
 	m       *wasmtime.Module
 	l       *wasmtime.Linker
+	pre     *instancePre // l's imports resolved for m once
+	linker  bool         // tuning.linker
 	name    string
 	stderr  io.Writer
 	pages   uint32
@@ -451,7 +475,7 @@ func (c *compiled) instantiate(inst *instance) (err error) {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	wi, err := c.l.Instantiate(inst.s, c.m)
+	wi, err := c.newInstance(inst.s)
 	if err != nil {
 		return err
 	}
@@ -486,7 +510,7 @@ func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []by
 		if err := inst.refuel(); err != nil {
 			return err
 		}
-		wi, err := c.l.Instantiate(s, c.m)
+		wi, err := c.newInstance(s)
 		if err != nil {
 			return err
 		}
@@ -518,8 +542,17 @@ func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []by
 	return out.Bytes(), 0, nil
 }
 
+// newInstance instantiates the module into s without running anything.
+func (c *compiled) newInstance(s *wasmtime.Store) (*wasmtime.Instance, error) {
+	if c.linker {
+		return c.l.Instantiate(s, c.m)
+	}
+	return c.pre.instantiate(s)
+}
+
 func (c *compiled) Close(ctx context.Context) error {
 	c.once.Do(func() {
+		c.pre.close()
 		c.l.Close()
 		c.m.Close()
 	})
