@@ -35,7 +35,7 @@ type Options struct {
 }
 
 // tuning: measured alternatives to the defaults, not used in production
-// (RATIONALE.md, "wasmtime: fuel, and where an instantiation goes").
+// (RATIONALE.md, "wasmtime: fuel on a second engine; instantiation measured").
 type tuning struct {
 	pooling *pooling // the pooling allocator instead of on-demand
 	noCOW   bool     // copy data segments in, not map a copy-on-write image
@@ -381,7 +381,7 @@ type compiled struct {
 	name    string
 	stderr  io.Writer
 	pages   uint32
-	fuel    uint64 // per guest entry; 0: unmetered flavor
+	fuel    uint64 // per call; 0: the unmetered flavor
 	exports []string
 	once    sync.Once
 }
@@ -565,7 +565,7 @@ type instance struct {
 	wi     *wasmtime.Instance
 	flag   *stopFlag
 	pages  uint32
-	fuel   uint64 // per guest entry; 0: unmetered
+	fuel   uint64 // per call; 0: unmetered
 	fns    map[string]*wasmtime.Func
 	closed atomic.Bool
 }
