@@ -181,6 +181,9 @@ func (r *Registry) failure(p *Plugin, tool string, err error) []byte {
 	case errors.Is(err, runtime.ErrTimeout):
 		p.log.Warn("call timed out", "tool", tool, "timeout", p.Grant.Timeout)
 		return toolError("tool %s exceeded its time limit (timeout %s) and was stopped", tool, p.Grant.Timeout)
+	case errors.Is(err, runtime.ErrFuel):
+		p.log.Warn("fuel limit", "tool", tool, "fuel", p.Grant.Fuel)
+		return toolError("tool %s exceeded its fuel limit (fuel=%d) and was stopped", tool, p.Grant.Fuel)
 	case errors.Is(err, runtime.ErrMemory):
 		p.log.Warn("memory limit", "tool", tool, "err", err)
 		return toolError("tool %s exceeded its memory limit (memory_mib=%d) and was stopped", tool, p.Grant.MemoryPages/16)

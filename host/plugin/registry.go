@@ -570,6 +570,7 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, wasm []byte, fams []ho
 		Name:        m.Name,
 		Families:    fams,
 		MemoryPages: grant.MemoryPages,
+		Fuel:        uint64(max(grant.Fuel, 0)),
 		Stderr:      &logWriter{log: log, left: 64 << 10},
 	})
 	if err != nil {
@@ -599,6 +600,9 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, wasm []byte, fams []ho
 	t2 := time.Now()
 	if !p.command && prev != nil {
 		p.prewarm(ctx, prev)
+	}
+	if grant.Fuel > 0 && !runtime.MetersFuel(r.opts.Engine) {
+		log.Info("fuel not metered: this engine applies the deadline only", "fuel", grant.Fuel, "timeout", grant.Timeout)
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	log.Info("plugin loaded", "version", m.Version, "digest", p.Digest[:12], "tools", len(m.Tools), "families", grant.GrantedFamilies(),

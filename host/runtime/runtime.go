@@ -44,9 +44,27 @@ type Config struct {
 	Stubs []hostfn.Family
 	// MemoryPages caps linear memory (64 KiB pages).
 	MemoryPages uint32
+	// Fuel bounds the instructions each call (Instance.Call, or a whole
+	// RunCommand, runtime start included) may execute, on an engine that
+	// meters fuel (a FuelMeter); running out ends the call with ErrFuel.
+	// Instantiation is bounded by its deadline only. 0 is unmetered. An
+	// engine that does not meter ignores it: the deadline alone applies.
+	Fuel uint64
 	// Stderr receives the guest's WASI stdout and stderr (capped by the
 	// caller's writer). Nil discards.
 	Stderr io.Writer
+}
+
+// FuelMeter is an Engine that meters Config.Fuel. Optional: an engine that
+// does not implement it (wazero) ignores Fuel.
+type FuelMeter interface {
+	MetersFuel() bool
+}
+
+// MetersFuel reports whether e meters Config.Fuel.
+func MetersFuel(e Engine) bool {
+	m, ok := e.(FuelMeter)
+	return ok && m.MetersFuel()
 }
 
 // Compiled is a compiled module, safe for concurrent use.
@@ -92,10 +110,11 @@ func (e *ImportError) Error() string {
 	return fmt.Sprintf("plugin %s imports %s.%s, which this host does not provide", e.Plugin, e.Module, e.Name)
 }
 
-// ErrTimeout, ErrMemory and ErrTrap classify call failures.
+// ErrTimeout, ErrMemory, ErrFuel and ErrTrap classify call failures.
 var (
 	ErrTimeout = errors.New("deadline exceeded")
 	ErrMemory  = errors.New("memory limit exceeded")
+	ErrFuel    = errors.New("fuel limit exceeded")
 	ErrTrap    = errors.New("plugin trapped")
 )
 

@@ -31,6 +31,10 @@ func core() []hostfn.Family { return []hostfn.Family{hostfn.Core()} }
 type env struct {
 	t   *testing.T
 	eng runtime.Engine
+	// meters: the engine meters Config.Fuel (runtime.FuelMeter). Cases
+	// about fuel check the fuel error where it does, and elsewhere that
+	// Fuel is ignored and the deadline alone applies.
+	meters bool
 }
 
 func (e env) compile(pkg string, cfg runtime.Config) runtime.Compiled {
@@ -228,6 +232,80 @@ func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine) {
 				}
 			}
 		}},
+		{"fuel stops a loop well before its deadline, and the next call works (engines that meter; elsewhere the deadline does)", func(e env) {
+			const fuel = 50_000_000
+			c := e.compile("host/plugin/testdata/hostile", runtime.Config{Fuel: fuel})
+			deadline := 300 * time.Millisecond
+			if e.meters {
+				deadline = 30 * time.Second
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			start := time.Now()
+			_, _, err := toolCall(ctx, e.instance(c), "loop", "{}", 1<<20)
+			took := time.Since(start)
+			switch {
+			case e.meters && (!errors.Is(err, runtime.ErrFuel) || errors.Is(err, runtime.ErrTimeout) || !strings.Contains(err.Error(), fmt.Sprintf("fuel=%d", fuel)) || took > deadline/6):
+				e.t.Fatalf("metered loop: err %v after %s (deadline %s)", err, took, deadline)
+			case !e.meters && (!errors.Is(err, runtime.ErrTimeout) || took < deadline):
+				e.t.Fatalf("loop on an engine that does not meter: err %v after %s (deadline %s)", err, took, deadline)
+			}
+			// The host discards the stopped instance; a fresh one serves.
+			for i := 0; i < 3; i++ {
+				if ret, out, err := toolCall(context.Background(), e.instance(c), "ok", "{}", 1<<20); err != nil || ret != 0 || !strings.Contains(out, `"fine"`) {
+					e.t.Fatalf("call after the fuel error: ret %d out %s err %v", ret, out, err)
+				}
+			}
+		}},
+		{"a metered plugin does small jobs: fuel is per call, not per instance", func(e env) {
+			// An echo call takes a few tens of thousands of instructions:
+			// 100 calls on one instance exceed the fuel, each one does not.
+			c := e.compile("plugins/examples/echo", runtime.Config{Fuel: 1_000_000})
+			inst := e.instance(c)
+			for i := 0; i < 100; i++ {
+				text := fmt.Sprint(i)
+				if ret, out, err := toolCall(context.Background(), inst, "echo", `{"text":"`+text+`"}`, 1<<20); err != nil || ret != 0 || !strings.Contains(out, `"`+text+`"`) {
+					e.t.Fatalf("call %d: ret %d out %s err %v", i, ret, out, err)
+				}
+			}
+		}},
+		{"an unmetered plugin is unaffected by a metered one on the same engine", func(e env) {
+			metered := e.compile("host/plugin/testdata/hostile", runtime.Config{Fuel: 50_000_000})
+			if _, _, err := toolCall(context.Background(), e.instance(metered), "ok", "{}", 1<<20); err != nil {
+				e.t.Fatal(err)
+			}
+			c := e.compile("host/plugin/testdata/hostile", runtime.Config{})
+			const deadline = 700 * time.Millisecond
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			start := time.Now()
+			_, _, err := toolCall(ctx, e.instance(c), "loop", "{}", 1<<20)
+			if !errors.Is(err, runtime.ErrTimeout) || errors.Is(err, runtime.ErrFuel) || time.Since(start) < deadline {
+				e.t.Fatalf("unmetered loop: err %v after %s, want the deadline (%s)", err, time.Since(start), deadline)
+			}
+		}},
+		{"fuel bounds a WASI command's whole run (engines that meter; elsewhere it is ignored)", func(e env) {
+			wasm := testplugins.Command(e.t, "host/plugin/testdata/cmdecho")
+			testplugins.Warm(e.t, wasm)
+			stdin := []byte(`{"op":"tools/call","name":"x","arguments":{"text":"y"}}`)
+			for _, fuel := range []uint64{1000, 1 << 40} {
+				c, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "cmd", Families: core(), Fuel: fuel})
+				if err != nil {
+					e.t.Fatal(err)
+				}
+				out, code, err := c.RunCommand(context.Background(), &hostfn.Call{}, stdin, 1<<20)
+				c.Close(context.Background())
+				if e.meters && fuel == 1000 {
+					if !errors.Is(err, runtime.ErrFuel) {
+						e.t.Fatalf("fuel %d: out %s code %d err %v, want the fuel error", fuel, out, code, err)
+					}
+					continue
+				}
+				if err != nil || code != 0 || !strings.Contains(string(out), `"text":"tools/call x: y"`) {
+					e.t.Fatalf("fuel %d: out %s code %d err %v", fuel, out, code, err)
+				}
+			}
+		}},
 		{"memory is capped", func(e env) {
 			c := e.compile("host/plugin/testdata/hostile", runtime.Config{MemoryPages: 32 * 16})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -291,7 +369,7 @@ func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine) {
 				}
 				eng.Close(context.Background()) // idempotent
 			}()
-			tc.run(env{t: t, eng: eng})
+			tc.run(env{t: t, eng: eng, meters: runtime.MetersFuel(eng)})
 		})
 	}
 }

@@ -17,17 +17,22 @@ import (
 // The engines side by side (BENCHMARKS.md, "Two engines"):
 //
 //	go test -run '^$' -bench . -benchtime 20x ./host/runtime/wasmtime/
+//
+// "wasmtime+fuel" is wasmtime with the modules metered (Config.Fuel, a
+// budget no call reaches): the cost of metering.
 var benchEngines = []struct {
 	name string
 	new  func(cacheDir string) (runtime.Engine, error)
+	fuel uint64
 }{
-	{"wazero", func(d string) (runtime.Engine, error) { return wazero.New(wazero.Options{CacheDir: d}) }},
-	{"wasmtime", func(d string) (runtime.Engine, error) { return wasmtime.New(wasmtime.Options{CacheDir: d}) }},
+	{"wazero", func(d string) (runtime.Engine, error) { return wazero.New(wazero.Options{CacheDir: d}) }, 0},
+	{"wasmtime", func(d string) (runtime.Engine, error) { return wasmtime.New(wasmtime.Options{CacheDir: d}) }, 0},
+	{"wasmtime+fuel", func(d string) (runtime.Engine, error) { return wasmtime.New(wasmtime.Options{CacheDir: d}) }, 1 << 50},
 }
 
-func compileOn(b *testing.B, eng runtime.Engine, wasm []byte) runtime.Compiled {
+func compileOn(b *testing.B, eng runtime.Engine, wasm []byte, fuel uint64) runtime.Compiled {
 	b.Helper()
-	c, err := eng.Compile(context.Background(), wasm, runtime.Config{Name: "b", Families: []hostfn.Family{hostfn.Core()}, MemoryPages: 16 * 1024})
+	c, err := eng.Compile(context.Background(), wasm, runtime.Config{Name: "b", Families: []hostfn.Family{hostfn.Core()}, MemoryPages: 16 * 1024, Fuel: fuel})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,7 +54,7 @@ func BenchmarkCompile(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				compileOn(b, eng, wasm).Close(context.Background())
+				compileOn(b, eng, wasm, be.fuel).Close(context.Background())
 				b.StopTimer()
 				eng.Close(context.Background())
 				os.RemoveAll(dir)
@@ -62,7 +67,7 @@ func BenchmarkCompile(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			compileOn(b, eng, wasm).Close(context.Background())
+			compileOn(b, eng, wasm, be.fuel).Close(context.Background())
 			eng.Close(context.Background())
 			for b.Loop() {
 				b.StopTimer()
@@ -71,7 +76,7 @@ func BenchmarkCompile(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				compileOn(b, eng, wasm).Close(context.Background())
+				compileOn(b, eng, wasm, be.fuel).Close(context.Background())
 				b.StopTimer()
 				eng.Close(context.Background())
 				b.StartTimer()
@@ -95,9 +100,9 @@ func BenchmarkRun(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer eng.Close(ctx)
-		ce := compileOn(b, eng, echo)
+		ce := compileOn(b, eng, echo, be.fuel)
 		defer ce.Close(ctx)
-		ch := compileOn(b, eng, hash)
+		ch := compileOn(b, eng, hash, be.fuel)
 		defer ch.Close(ctx)
 		b.Run(be.name+"/instantiate", func(b *testing.B) {
 			for b.Loop() {

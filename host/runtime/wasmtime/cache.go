@@ -25,32 +25,32 @@ func Version() string { return version }
 // magic starts every cache file this engine writes.
 const magic = "aiod-wasmtime-cache-1\n"
 
-// diskCache keeps serialized modules in dir/<Version>/<digest>.cwasm. A
-// file is
+// diskCache keeps serialized modules in dir/<key>/<digest>.cwasm, key
+// being Version(), or Version()+"+fuel" for the metered flavor. A file is
 //
-//	magic | sha256(wasm) | len(version) byte | version | sha256(blob) | blob
+//	magic | sha256(wasm) | len(key) byte | key | sha256(blob) | blob
 //
 // and is deserialized only if every field matches: a file this engine did
 // not write, or a torn or corrupted one, is recompiled and rewritten, never
 // handed to wasmtime's deserializer (which trusts its input).
 type diskCache struct {
-	dir string
+	dir, key string
 }
 
-func newDiskCache(root string) (*diskCache, error) {
-	dir := filepath.Join(root, Version())
+func newDiskCache(root, key string) (*diskCache, error) {
+	dir := filepath.Join(root, key)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return &diskCache{dir: dir}, nil
+	return &diskCache{dir: dir, key: key}, nil
 }
 
 func (c *diskCache) path(digest [32]byte) string {
 	return filepath.Join(c.dir, hex.EncodeToString(digest[:])+".cwasm")
 }
 
-func header(digest [32]byte, blobSum [32]byte) []byte {
-	v := Version()
+func (c *diskCache) header(digest [32]byte, blobSum [32]byte) []byte {
+	v := c.key
 	h := make([]byte, 0, len(magic)+32+1+len(v)+32)
 	h = append(h, magic...)
 	h = append(h, digest[:]...)
@@ -66,7 +66,7 @@ func (c *diskCache) load(eng *wasmtime.Engine, wasm []byte) *wasmtime.Module {
 	if err != nil {
 		return nil
 	}
-	blob, ok := verify(b, digest)
+	blob, ok := c.verify(b, digest)
 	if !ok {
 		return nil
 	}
@@ -79,13 +79,13 @@ func (c *diskCache) load(eng *wasmtime.Engine, wasm []byte) *wasmtime.Module {
 
 // verify checks a cache file's header against digest and its blob's
 // checksum, returning the blob.
-func verify(b []byte, digest [32]byte) ([]byte, bool) {
-	n := len(magic) + 32 + 1 + len(Version()) + 32
+func (c *diskCache) verify(b []byte, digest [32]byte) ([]byte, bool) {
+	n := len(magic) + 32 + 1 + len(c.key) + 32
 	if len(b) < n {
 		return nil, false
 	}
 	blob := b[n:]
-	if !bytes.Equal(b[:n], header(digest, sha256.Sum256(blob))) {
+	if !bytes.Equal(b[:n], c.header(digest, sha256.Sum256(blob))) {
 		return nil, false
 	}
 	return blob, true
@@ -103,7 +103,7 @@ func (c *diskCache) store(m *wasmtime.Module, wasm []byte) error {
 		return err
 	}
 	defer os.Remove(f.Name())
-	_, err = f.Write(append(header(digest, sha256.Sum256(blob)), blob...))
+	_, err = f.Write(append(c.header(digest, sha256.Sum256(blob)), blob...))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -8,5 +8,8 @@
 // the call's context is done), memory caps by store limits, link-time
 // gating with runtime.ImportError, WASI with no preopens and captured
 // stdout/stderr, and compiled modules cached on disk keyed by module digest
-// and engine version.
+// and engine version. Beyond wazero: fuel metering (runtime.Config.Fuel),
+// on a second engine configured with consume_fuel that only metered
+// modules are compiled by, and instantiation through an InstancePre made
+// once per compiled module.
 package wasmtime

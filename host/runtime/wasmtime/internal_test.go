@@ -18,11 +18,16 @@ import (
 // TestRawPointers checks the layout rawptr relies on: the C pointer is the
 // first field of the wasmtime-go objects it is used on.
 func TestRawPointers(t *testing.T) {
-	for _, typ := range []reflect.Type{reflect.TypeFor[wasmtime.Store](), reflect.TypeFor[wasmtime.WasiConfig]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[wasmtime.Store](), reflect.TypeFor[wasmtime.WasiConfig](), reflect.TypeFor[wasmtime.Linker](), reflect.TypeFor[wasmtime.Module](), reflect.TypeFor[wasmtime.Config]()} {
 		f := typ.Field(0)
 		if f.Name != "_ptr" || f.Offset != 0 || f.Type.Kind() != reflect.Pointer {
 			t.Errorf("%s: first field %s %s at %d, want _ptr pointer at 0", typ, f.Name, f.Type, f.Offset)
 		}
+	}
+	// instancePre.instantiate writes a C wasmtime_instance_t (uint64
+	// store id, size_t) over a wasmtime.Instance.
+	if typ := reflect.TypeFor[wasmtime.Instance](); typ.NumField() != 1 || typ.Size() != 16 || typ.Field(0).Name != "val" {
+		t.Errorf("wasmtime.Instance: %d fields, %d bytes, want one 16-byte val", typ.NumField(), typ.Size())
 	}
 }
 
@@ -63,6 +68,20 @@ func TestDiskCache(t *testing.T) {
 		{"flipped header byte", func(_ string, b []byte) []byte { b[len(magic)+3] ^= 1; return b }, emptyModule, false},
 		{"truncated", func(_ string, b []byte) []byte { return b[:len(b)/2] }, emptyModule, false},
 		{"empty", func(string, []byte) []byte { return nil }, emptyModule, false},
+		{"a file of the metered flavor", func(string, []byte) []byte {
+			o, err := newDiskCache(t.TempDir(), Version()+"+fuel")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := o.store(m, emptyModule); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(o.path(sha256.Sum256(emptyModule)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}, emptyModule, false},
 		{"raw serialization without our header", func(string, []byte) []byte {
 			raw, err := m.Serialize()
 			if err != nil {
@@ -73,7 +92,7 @@ func TestDiskCache(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := newDiskCache(t.TempDir())
+			c, err := newDiskCache(t.TempDir(), Version())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,12 +134,12 @@ func TestCorruptCacheFileIsRecompiled(t *testing.T) {
 	}
 	defer e.Close(context.Background())
 	en := e.(*engine)
-	m, err := en.module(emptyModule)
+	m, err := en.plain.module(emptyModule)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Close()
-	p := en.cache.path(sha256.Sum256(emptyModule))
+	p := en.plain.cache.path(sha256.Sum256(emptyModule))
 	good, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +147,7 @@ func TestCorruptCacheFileIsRecompiled(t *testing.T) {
 	if err := os.WriteFile(p, append(good[:len(good)-8:len(good)-8], "garbage!"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if m, err = en.module(emptyModule); err != nil {
+	if m, err = en.plain.module(emptyModule); err != nil {
 		t.Fatal(err)
 	}
 	m.Close()

@@ -28,33 +28,104 @@ type Options struct {
 	// CacheDir persists compiled modules keyed by module digest and engine
 	// version. Empty keeps them in memory only (per Compile).
 	CacheDir string
+
+	// tune holds the instantiation variants BenchmarkInstantiate compares
+	// (BENCHMARKS.md); the zero value is what the engine uses.
+	tune tuning
+}
+
+// tuning: measured alternatives to the defaults, not used in production
+// (RATIONALE.md, "wasmtime: fuel on a second engine; instantiation measured").
+type tuning struct {
+	pooling *pooling // the pooling allocator instead of on-demand
+	noCOW   bool     // copy data segments in, not map a copy-on-write image
+	linker  bool     // Linker.Instantiate each time instead of an InstancePre
+}
+
+// flavor is one wasmtime engine configuration and its disk cache. The
+// default flavor is unmetered; the metered one (consume_fuel, which slows
+// all code compiled under it) is made on the first Compile with Fuel, so a
+// host whose plugins ask for none pays nothing for it.
+type flavor struct {
+	eng   *wasmtime.Engine
+	cache *diskCache
 }
 
 type engine struct {
-	opts   Options
-	eng    *wasmtime.Engine
-	cache  *diskCache
-	stop   chan struct{}
-	done   chan struct{}
-	closed atomic.Bool
+	opts    Options
+	plain   *flavor
+	mu      sync.Mutex // makes metered
+	metered atomic.Pointer[flavor]
+	stop    chan struct{}
+	done    chan struct{}
+	closed  atomic.Bool
 }
 
 // New returns a wasmtime engine. It starts one goroutine, the epoch ticker,
 // stopped by Close.
 func New(opts Options) (runtime.Engine, error) {
-	cfg := wasmtime.NewConfig()
-	cfg.SetEpochInterruption(true)
-	e := &engine{opts: opts, eng: wasmtime.NewEngineWithConfig(cfg), stop: make(chan struct{}), done: make(chan struct{})}
-	if opts.CacheDir != "" {
-		c, err := newDiskCache(opts.CacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("compilation cache %s: %w", opts.CacheDir, err)
-		}
-		e.cache = c
+	e := &engine{opts: opts, stop: make(chan struct{}), done: make(chan struct{})}
+	f, err := e.newFlavor(false)
+	if err != nil {
+		return nil, err
 	}
+	e.plain = f
 	go e.tick()
 	return e, nil
 }
+
+// newFlavor makes an engine configuration: epoch interruption always, fuel
+// if metered. Metered modules are cached apart (their own key), as code
+// compiled with fuel checks is not interchangeable with code without.
+func (e *engine) newFlavor(metered bool) (*flavor, error) {
+	cfg := wasmtime.NewConfig()
+	cfg.SetEpochInterruption(true)
+	cfg.SetConsumeFuel(metered)
+	if e.opts.tune.pooling != nil {
+		setPooling(cfg, *e.opts.tune.pooling)
+	}
+	if e.opts.tune.noCOW {
+		cfg.SetMemoryInitCOWSet(false)
+	}
+	f := &flavor{eng: wasmtime.NewEngineWithConfig(cfg)}
+	if e.opts.CacheDir != "" {
+		key := Version()
+		if metered {
+			key += "+fuel"
+		}
+		c, err := newDiskCache(e.opts.CacheDir, key)
+		if err != nil {
+			return nil, fmt.Errorf("compilation cache %s: %w", e.opts.CacheDir, err)
+		}
+		f.cache = c
+	}
+	return f, nil
+}
+
+// flavorFor returns the flavor that compiles a module with fuel (metered
+// or not), making the metered one on first use.
+func (e *engine) flavorFor(fuel uint64) (*flavor, error) {
+	if fuel == 0 {
+		return e.plain, nil
+	}
+	if f := e.metered.Load(); f != nil {
+		return f, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if f := e.metered.Load(); f != nil {
+		return f, nil
+	}
+	f, err := e.newFlavor(true)
+	if err != nil {
+		return nil, err
+	}
+	e.metered.Store(f)
+	return f, nil
+}
+
+// MetersFuel: runtime.FuelMeter.
+func (e *engine) MetersFuel() bool { return true }
 
 func (e *engine) tick() {
 	defer close(e.done)
@@ -65,7 +136,10 @@ func (e *engine) tick() {
 		case <-e.stop:
 			return
 		case <-t.C:
-			e.eng.IncrementEpoch()
+			e.plain.eng.IncrementEpoch()
+			if f := e.metered.Load(); f != nil {
+				f.eng.IncrementEpoch()
+			}
 		}
 	}
 }
@@ -79,14 +153,14 @@ func (e *engine) Close(ctx context.Context) error {
 	return nil
 }
 
-// Precompile compiles wasm into e's disk cache without linking or checking
-// imports (to warm a cache directory).
+// Precompile compiles wasm into e's disk cache (the unmetered flavor)
+// without linking or checking imports (to warm a cache directory).
 func Precompile(ctx context.Context, e runtime.Engine, wasm []byte) error {
 	en, ok := e.(*engine)
 	if !ok {
 		return errors.New("not a wasmtime engine")
 	}
-	m, err := en.module(wasm)
+	m, err := en.plain.module(wasm)
 	if err != nil {
 		return err
 	}
@@ -95,18 +169,18 @@ func Precompile(ctx context.Context, e runtime.Engine, wasm []byte) error {
 }
 
 // module compiles wasm or loads it from the disk cache.
-func (e *engine) module(wasm []byte) (*wasmtime.Module, error) {
-	if e.cache != nil {
-		if m := e.cache.load(e.eng, wasm); m != nil {
+func (f *flavor) module(wasm []byte) (*wasmtime.Module, error) {
+	if f.cache != nil {
+		if m := f.cache.load(f.eng, wasm); m != nil {
 			return m, nil
 		}
 	}
-	m, err := wasmtime.NewModule(e.eng, wasm)
+	m, err := wasmtime.NewModule(f.eng, wasm)
 	if err != nil {
 		return nil, err
 	}
-	if e.cache != nil {
-		e.cache.store(m, wasm) // best effort: a failed write only costs a recompile
+	if f.cache != nil {
+		f.cache.store(m, wasm) // best effort: a failed write only costs a recompile
 	}
 	return m, nil
 }
@@ -134,7 +208,11 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 	if e.closed.Load() {
 		return nil, errors.New("engine closed")
 	}
-	m, err := e.module(wasm)
+	fl, err := e.flavorFor(cfg.Fuel)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: %w", cfg.Name, err)
+	}
+	m, err := fl.module(wasm)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: not a valid wasm module: %w", cfg.Name, err)
 	}
@@ -144,7 +222,7 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 			m.Close()
 		}
 	}()
-	l := wasmtime.NewLinker(e.eng)
+	l := wasmtime.NewLinker(fl.eng)
 	if err := l.DefineWasi(); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("plugin %s: wasi: %w", cfg.Name, err)
@@ -194,8 +272,12 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 		ie := &runtime.ImportError{Plugin: cfg.Name, Module: mod, Name: name}
 		return nil, ie
 	}
+	pre, err := newInstancePre(l, m)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: link: %w", cfg.Name, err)
+	}
 	ok = true
-	c := &compiled{e: e, m: m, l: l, name: cfg.Name, stderr: cfg.Stderr, pages: cfg.MemoryPages}
+	c := &compiled{eng: fl.eng, m: m, l: l, pre: pre, linker: e.opts.tune.linker, name: cfg.Name, stderr: cfg.Stderr, pages: cfg.MemoryPages, fuel: cfg.Fuel}
 	for _, x := range m.Exports() {
 		if x.Type().FuncType() != nil {
 			c.exports = append(c.exports, x.Name())
@@ -291,12 +373,15 @@ func (m memory) Write(offset uint32, b []byte) bool {
 }
 
 type compiled struct {
-	e       *engine
+	eng     *wasmtime.Engine // of the module's flavor
 	m       *wasmtime.Module
 	l       *wasmtime.Linker
+	pre     *instancePre // l's imports resolved for m once
+	linker  bool         // tuning.linker
 	name    string
 	stderr  io.Writer
 	pages   uint32
+	fuel    uint64 // per call; 0: the unmetered flavor
 	exports []string
 	once    sync.Once
 }
@@ -315,7 +400,7 @@ type state struct {
 // epoch callback.
 func (c *compiled) newStore(stdin []byte, stdout io.Writer) (*wasmtime.Store, *state, *stopFlag, error) {
 	st := &state{}
-	s := wasmtime.NewStoreWithData(c.e.eng, st)
+	s := wasmtime.NewStoreWithData(c.eng, st)
 	w := wasmtime.NewWasiConfig()
 	w.SetArgv([]string{c.name})
 	setStdin(w, stdin)
@@ -361,11 +446,18 @@ func (c *compiled) Instantiate(ctx context.Context) (runtime.Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: instantiate: %w", c.name, err)
 	}
-	inst := &instance{s: s, st: st, flag: flag, pages: c.pages, fns: map[string]*wasmtime.Func{}}
+	inst := &instance{s: s, st: st, flag: flag, pages: c.pages, fuel: c.fuel, fns: map[string]*wasmtime.Func{}}
 	// _initialize may call host functions (logging); give it a Call.
 	st.ctx, st.call = ctx, &hostfn.Call{Plugin: c.name}
 	disarm := watch(ctx, s, flag)
-	err = c.instantiate(inst)
+	if c.fuel > 0 {
+		// Instantiation is not a call: a Go guest's runtime start (a few
+		// million instructions) is bounded by the deadline alone.
+		err = s.SetFuel(math.MaxUint64)
+	}
+	if err == nil {
+		err = c.instantiate(inst)
+	}
 	disarm()
 	st.ctx, st.call = nil, nil
 	if err != nil {
@@ -383,7 +475,7 @@ func (c *compiled) instantiate(inst *instance) (err error) {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	wi, err := c.l.Instantiate(inst.s, c.m)
+	wi, err := c.newInstance(inst.s)
 	if err != nil {
 		return err
 	}
@@ -405,7 +497,7 @@ func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []by
 	if err != nil {
 		return nil, 0, fmt.Errorf("plugin %s: %w", c.name, err)
 	}
-	inst := &instance{s: s, st: st, flag: flag, pages: c.pages}
+	inst := &instance{s: s, st: st, flag: flag, pages: c.pages, fuel: c.fuel}
 	defer inst.Close(ctx)
 	st.ctx, st.call = ctx, call
 	disarm := watch(ctx, s, flag)
@@ -415,7 +507,10 @@ func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []by
 				err = fmt.Errorf("%v", r)
 			}
 		}()
-		wi, err := c.l.Instantiate(s, c.m)
+		if err := inst.refuel(); err != nil {
+			return err
+		}
+		wi, err := c.newInstance(s)
 		if err != nil {
 			return err
 		}
@@ -447,8 +542,17 @@ func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []by
 	return out.Bytes(), 0, nil
 }
 
+// newInstance instantiates the module into s without running anything.
+func (c *compiled) newInstance(s *wasmtime.Store) (*wasmtime.Instance, error) {
+	if c.linker {
+		return c.l.Instantiate(s, c.m)
+	}
+	return c.pre.instantiate(s)
+}
+
 func (c *compiled) Close(ctx context.Context) error {
 	c.once.Do(func() {
+		c.pre.close()
 		c.l.Close()
 		c.m.Close()
 	})
@@ -461,8 +565,18 @@ type instance struct {
 	wi     *wasmtime.Instance
 	flag   *stopFlag
 	pages  uint32
+	fuel   uint64 // per call; 0: unmetered
 	fns    map[string]*wasmtime.Func
 	closed atomic.Bool
+}
+
+// refuel gives a metered store its fuel for the next call (each call gets
+// the whole budget, as each call gets the whole deadline).
+func (i *instance) refuel() error {
+	if i.fuel == 0 {
+		return nil
+	}
+	return i.s.SetFuel(i.fuel)
 }
 
 func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params ...uint64) (int32, error) {
@@ -509,6 +623,9 @@ func (i *instance) invoke(fn *wasmtime.Func, args []any) (res any, err error) {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
+	if err := i.refuel(); err != nil {
+		return nil, err
+	}
 	return fn.Call(i.s, args...)
 }
 
@@ -523,6 +640,9 @@ func (i *instance) Close(ctx context.Context) error {
 
 // classify maps an engine error to runtime's error classes.
 func classify(ctx context.Context, err error, i *instance) error {
+	if i.fuel > 0 && outOfFuel(err) {
+		return fmt.Errorf("%w (fuel=%d): %w", runtime.ErrFuel, i.fuel, err)
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w: %w", runtime.ErrTimeout, ctx.Err())
 	}
@@ -538,4 +658,20 @@ func classify(ctx context.Context, err error, i *instance) error {
 		return fmt.Errorf("%w: %w", runtime.ErrMemory, err)
 	}
 	return fmt.Errorf("%w: %w", runtime.ErrTrap, err)
+}
+
+// trapOutOfFuel is WASMTIME_TRAP_CODE_OUT_OF_FUEL of the C API wasmtime-go
+// v39 links. wasmtime-go's own wasmtime.OutOfFuel (11) is stale: the C
+// enum gained ALWAYS_TRAP_ADAPTER before it. The engine table's fuel cases
+// fail if this drifts.
+const trapOutOfFuel wasmtime.TrapCode = 12
+
+// outOfFuel reports whether err is wasmtime's out-of-fuel trap.
+func outOfFuel(err error) bool {
+	var t *wasmtime.Trap
+	if !errors.As(err, &t) {
+		return false
+	}
+	code := t.Code()
+	return code != nil && *code == trapOutOfFuel
 }
