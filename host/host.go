@@ -28,6 +28,7 @@ import (
 	"github.com/aiodhq/aiod/host/proc"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/server"
+	"github.com/aiodhq/aiod/host/upstream"
 )
 
 // Config is everything `aiod start` can set. The zero value is usable: a
@@ -58,6 +59,12 @@ type Config struct {
 	// AllowedHosts and AllowedOrigins extend the DNS-rebinding checks.
 	AllowedHosts   []string
 	AllowedOrigins []string
+	// Upstreams are other MCP servers whose tools are published after the
+	// plugins' (upstream.ParseServers parses the EXTRA_MCP_SERVERS value);
+	// UpstreamListTimeout bounds one upstream's tools/list (zero:
+	// upstream.DefaultListTimeout).
+	Upstreams           []upstream.Server
+	UpstreamListTimeout time.Duration
 	// Builtins are the embedded built-in plugins; nil for none.
 	Builtins fs.FS
 	Logger   *slog.Logger
@@ -69,6 +76,7 @@ type Host struct {
 	log    *slog.Logger
 	engine runtime.Engine
 	reg    *plugin.Registry
+	ups    *upstream.Set // nil without upstreams
 	fams   *families
 	mcp    *mcp.Server
 	srv    *server.Server
@@ -89,6 +97,9 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	if cfg.Port == 0 {
 		cfg.Port = DefaultPort
+	}
+	if cfg.UpstreamListTimeout < 0 {
+		return nil, fmt.Errorf("upstream list timeout %s: must not be negative", cfg.UpstreamListTimeout)
 	}
 	if cfg.Port < 0 || cfg.Port > 65535 {
 		return nil, fmt.Errorf("port %d: not in 1-65535", cfg.Port)
@@ -165,7 +176,12 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, err
 	}
 	h.reg = reg
-	h.mcp = mcp.NewServer(reg, mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
+	var served mcp.Catalog = reg
+	if len(cfg.Upstreams) > 0 {
+		h.ups = newUpstreamSet(cfg.Upstreams, reg, cfg)
+		served = &catalog{Registry: reg, ups: h.ups}
+	}
+	h.mcp = mcp.NewServer(served, mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
 		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout})
 	h.srv = server.New(server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: isLoopback(cfg.Host),
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Capabilities: h.capabilities})
@@ -197,13 +213,17 @@ func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
 	return h.srv.Shutdown(sctx)
 }
 
-// Close releases plugins, processes and the engine. Idempotent.
+// Close ends the upstream sessions and releases plugins, processes and the
+// engine. Idempotent.
 func (h *Host) Close(ctx context.Context) error {
 	if !h.closed.CompareAndSwap(false, true) {
 		return nil
 	}
 	var errs []error
 	h.mcp.Close()
+	if h.ups != nil {
+		errs = append(errs, h.ups.Close())
+	}
 	if h.reg != nil {
 		errs = append(errs, h.reg.Close(ctx))
 	}
@@ -271,10 +291,20 @@ func (h *Host) capabilities() any {
 		}
 		fams[string(f)] = entry
 	}
+	// Each upstream MCP server as a tools/list sees it now (no round trip
+	// with fresh caches, at most the list timeout otherwise).
+	ups := []upstream.Status{}
+	tools := len(cat.Tools)
+	if h.ups != nil {
+		ups = h.ups.Status(context.Background())
+		for _, u := range ups {
+			tools += u.Tools
+		}
+	}
 	return map[string]any{
 		"mcp": map[string]any{"status": "ready", "protocolVersions": mcp.SupportedVersions,
-			"tools": len(cat.Tools), "prompts": len(cat.Prompts), "resources": len(cat.Resources), "resourceTemplates": len(cat.Templates),
-			"sessions": h.mcp.SessionCount()},
+			"tools": tools, "prompts": len(cat.Prompts), "resources": len(cat.Resources), "resourceTemplates": len(cat.Templates),
+			"sessions": h.mcp.SessionCount(), "upstreams": ups},
 		"families": fams,
 		"plugins":  len(cat.Plugins),
 	}

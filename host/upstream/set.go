@@ -18,7 +18,7 @@ type Options struct {
 	// built-in and plugin tools, which win a collision). Nil excludes none.
 	Exclude func(name string) bool
 	// ListTimeout bounds one upstream's tools/list (connecting included).
-	// Default 2 s.
+	// Default DefaultListTimeout.
 	ListTimeout time.Duration
 	// DefaultTTL is how long a tool list stays fresh when the upstream gives
 	// no ttlMs (legacy upstreams, or a 2026 ttlMs of 0). Default 5 s.
@@ -39,8 +39,11 @@ type Options struct {
 	Transport http.RoundTripper
 }
 
+// DefaultListTimeout is Options.ListTimeout when zero (and the default of
+// aiod's --upstream-list-timeout).
+const DefaultListTimeout = 2 * time.Second
+
 const (
-	defaultListTimeout = 2 * time.Second
 	defaultTTL         = 5 * time.Second
 	defaultMaxResult   = 16 << 20
 	defaultCallTimeout = 10 * time.Minute
@@ -82,6 +85,7 @@ type Set struct {
 
 	mu     sync.Mutex
 	routes map[string]route // published name -> where it goes, from the last Tools
+	counts map[string]int   // server -> tools it published in the last Tools
 	warned map[string]bool  // one-time messages already logged
 
 	closeOnce sync.Once
@@ -96,7 +100,7 @@ type route struct {
 // nothing until the first Tools or Call.
 func New(servers []Server, opts Options) *Set {
 	if opts.ListTimeout <= 0 {
-		opts.ListTimeout = defaultListTimeout
+		opts.ListTimeout = DefaultListTimeout
 	}
 	if opts.DefaultTTL <= 0 {
 		opts.DefaultTTL = defaultTTL
@@ -176,9 +180,42 @@ func (s *Set) Tools(ctx context.Context) []Tool {
 			out = append(out, Tool{Name: t.pub, Server: u.srv.Name, UpstreamName: t.name, Definition: t.def})
 		}
 	}
+	counts := make(map[string]int, len(s.ups))
+	for _, t := range out {
+		counts[t.Server]++
+	}
 	s.mu.Lock()
-	s.routes = routes
+	s.routes, s.counts = routes, counts
 	s.mu.Unlock()
+	return out
+}
+
+// Status is one upstream as a tools/list sees it.
+type Status struct {
+	Name   string `json:"name"`
+	URL    string `json:"url"`
+	Prefix string `json:"prefix"`
+	// Reachable: its last tools/list answered.
+	Reachable bool `json:"reachable"`
+	// Tools is how many tools it publishes (after the collision rules).
+	Tools int `json:"tools"`
+}
+
+// Status lists the servers in registration order as a Tools call sees them
+// now (it runs one, so it costs what a tools/list costs: nothing with fresh
+// caches, at most the list timeout otherwise).
+func (s *Set) Status(ctx context.Context) []Status {
+	s.Tools(ctx)
+	s.mu.Lock()
+	counts := s.counts
+	s.mu.Unlock()
+	out := make([]Status, len(s.ups))
+	for i, u := range s.ups {
+		u.mu.Lock()
+		have := u.have
+		u.mu.Unlock()
+		out[i] = Status{Name: u.srv.Name, URL: u.srv.URL, Prefix: u.srv.Prefix, Reachable: have, Tools: counts[u.srv.Name]}
+	}
 	return out
 }
 
