@@ -23,6 +23,7 @@ import (
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/upstream"
 	_ "github.com/aiodhq/aiod/host/runtime/wasmtime/register" // --engine wasmtime (cgo builds)
 	"github.com/aiodhq/aiod/plugins/builtin"
 )
@@ -70,6 +71,7 @@ type startFlags struct {
 	logLevel slog.Level
 	origins  string
 	hosts    string
+	servers  serversFlag
 }
 
 // emptyMeansSet are the variables for which an empty value is a value, not
@@ -98,6 +100,9 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.str(&s.hosts, "allowed-hosts", "AIO_ALLOWED_HOSTS", "", "comma-separated Host header values accepted besides loopback names when listening on loopback")
 	s.str(&c.Engine, "engine", "AIO_ENGINE", host.DefaultEngine, "WebAssembly engine, one of: "+strings.Join(host.Engines(), ", "))
 	s.str(&c.PprofAddr, "pprof-addr", "AIO_PPROF_ADDR", "", "serve Go's profiler on this loopback host:port (debugging aid)")
+	s.fs.Var(&s.servers, "mcp-servers", `other MCP servers whose tools are published beside aiod's, {"<name>": {"url": "http://127.0.0.1:PORT/mcp", "prefix": "<prefix>"}} (env EXTRA_MCP_SERVERS)`)
+	s.env["mcp-servers"] = "EXTRA_MCP_SERVERS"
+	s.duration(&c.UpstreamListTimeout, "upstream-list-timeout", "AIO_UPSTREAM_LIST_TIMEOUT", upstream.DefaultListTimeout, "longest a tools/list waits for one upstream MCP server; one that has not answered by then is left out (0: the default)")
 	return s
 }
 
@@ -162,6 +167,28 @@ func (s *startFlags) parse(args []string, lookup func(string) (string, bool)) er
 	}
 	s.cfg.AllowedOrigins = splitList(s.origins)
 	s.cfg.AllowedHosts = splitList(s.hosts)
+	s.cfg.Upstreams = s.servers.servers
+	return nil
+}
+
+// serversFlag is --mcp-servers / EXTRA_MCP_SERVERS: the value is parsed
+// (and refused) when set, so a malformed variable fails start-up like a
+// malformed flag; the skipped entries' warnings are logged once the logger
+// exists.
+type serversFlag struct {
+	raw     string
+	servers []upstream.Server
+	warns   []upstream.Warning
+}
+
+func (f *serversFlag) String() string { return f.raw }
+func (f *serversFlag) Get() any       { return f }
+func (f *serversFlag) Set(v string) error {
+	servers, warns, err := upstream.ParseServers(v)
+	if err != nil {
+		return err
+	}
+	f.raw, f.servers, f.warns = v, servers, warns
 	return nil
 }
 
@@ -176,6 +203,8 @@ func want(f *flag.Flag) string {
 		return "a duration such as 90s or 5m"
 	case *slog.Level:
 		return "debug, info, warn or error"
+	case *serversFlag:
+		return `a JSON object {"<name>": {"url": ..., "prefix": ...}}`
 	}
 	return "a string"
 }
@@ -200,6 +229,9 @@ func parseStart(args []string, stderr io.Writer) (cfg host.Config, code int) {
 		return host.Config{}, 2
 	}
 	s.cfg.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: s.logLevel}))
+	for _, w := range s.servers.warns {
+		s.cfg.Logger.Warn("--mcp-servers (EXTRA_MCP_SERVERS): "+w.String(), "server", w.Server)
+	}
 	if builtin.Present() {
 		s.cfg.Builtins = builtin.FS()
 	}
