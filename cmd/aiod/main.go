@@ -23,8 +23,8 @@ import (
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
-	"github.com/aiodhq/aiod/host/upstream"
 	_ "github.com/aiodhq/aiod/host/runtime/wasmtime/register" // --engine wasmtime (cgo builds)
+	"github.com/aiodhq/aiod/host/upstream"
 	"github.com/aiodhq/aiod/plugins/builtin"
 )
 
