@@ -12,7 +12,7 @@ ENGINE  ?= wazero
 # Built-in plugins, in tools/list order (plugins/builtin/dist/order).
 BUILTINS := $(sort $(dir $(wildcard plugins/sandbox/*/main.go)))
 # Other plugins built into build/plugins/ (not embedded).
-EXTRA    := plugins/examples/echo/ plugins/examples/hash/ $(dir $(wildcard plugins/conformance/main.go))
+EXTRA    := plugins/examples/echo/ plugins/examples/hash/ plugins/examples/relay/ $(dir $(wildcard plugins/conformance/main.go))
 
 GOFILES  := $(shell find . -name '*.go' -not -path './.tools/*' -not -path './build/*')
 

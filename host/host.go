@@ -147,8 +147,14 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	fams := newFamilies(log)
-	h := &Host{cfg: cfg, log: log, engine: eng, fams: fams}
+	h := &Host{cfg: cfg, log: log, engine: eng}
+	if len(cfg.Upstreams) > 0 {
+		// Made before the registry (the upstream family needs it); the
+		// names it excludes are the registry's, looked up at each use.
+		h.ups = newUpstreamSet(cfg.Upstreams, h.pluginTool, cfg)
+	}
+	fams := newFamilies(log, h.ups)
+	h.fams = fams
 	if cfg.Builtins == nil {
 		log.Warn("this binary has no built-in plugins (build it with `make build`)")
 	}
@@ -156,6 +162,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		if st, err := os.Stat(cfg.PluginsDir); err != nil || !st.IsDir() {
 			eng.Close(ctx)
 			fams.Close()
+			h.closeUpstreams()
 			return nil, fmt.Errorf("plugins dir %s: not a readable directory", cfg.PluginsDir)
 		}
 	}
@@ -173,12 +180,12 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if err != nil && reg == nil {
 		eng.Close(ctx)
 		fams.Close()
+		h.closeUpstreams()
 		return nil, err
 	}
 	h.reg = reg
 	var served mcp.Catalog = reg
-	if len(cfg.Upstreams) > 0 {
-		h.ups = newUpstreamSet(cfg.Upstreams, reg, cfg)
+	if h.ups != nil {
 		served = &catalog{Registry: reg, ups: h.ups}
 	}
 	h.mcp = mcp.NewServer(served, mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
@@ -221,9 +228,7 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	var errs []error
 	h.mcp.Close()
-	if h.ups != nil {
-		errs = append(errs, h.ups.Close())
-	}
+	errs = append(errs, h.closeUpstreams())
 	if h.reg != nil {
 		errs = append(errs, h.reg.Close(ctx))
 	}

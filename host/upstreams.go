@@ -27,12 +27,12 @@ var (
 	_ mcp.ToolLister = (*catalog)(nil)
 )
 
-// newUpstreamSet returns the set over servers, excluding the names reg
-// publishes at the time of each tools/list or call (so a reload that adds
-// a plugin tool takes the name from an upstream).
-func newUpstreamSet(servers []upstream.Server, reg *plugin.Registry, cfg Config) *upstream.Set {
+// newUpstreamSet returns the set over servers, excluding the names the
+// plugins publish at the time of each tools/list or call (so a reload that
+// adds a plugin tool takes the name from an upstream).
+func newUpstreamSet(servers []upstream.Server, exclude func(string) bool, cfg Config) *upstream.Set {
 	return upstream.New(servers, upstream.Options{
-		Exclude:       func(name string) bool { return reg.Catalog().Lookup(name) != nil },
+		Exclude:       exclude,
 		ListTimeout:   cfg.UpstreamListTimeout,
 		Logger:        cfg.Logger,
 		ClientName:    "aiod",
@@ -118,4 +118,19 @@ func relayNotify(notify func(kind string, params any)) func(string, json.RawMess
 			notify(method, m)
 		}
 	}
+}
+
+// pluginTool reports whether a plugin publishes name (false before the
+// registry is loaded).
+func (h *Host) pluginTool(name string) bool {
+	reg := h.reg
+	return reg != nil && reg.Catalog().Lookup(name) != nil
+}
+
+// closeUpstreams ends the upstream sessions (nil set: nothing).
+func (h *Host) closeUpstreams() error {
+	if h.ups == nil {
+		return nil
+	}
+	return h.ups.Close()
 }

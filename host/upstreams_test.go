@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,12 +77,15 @@ func deadURL(t *testing.T) string {
 // startUpstreamHost runs a host with the echo plugin and the given
 // upstreams; it returns the base URL and a function that closes the host
 // (also run at cleanup).
-func startUpstreamHost(t *testing.T, servers []upstream.Server) (string, func()) {
+func startUpstreamHost(t *testing.T, servers []upstream.Server, edit ...func(*host.Config)) (string, func()) {
 	t.Helper()
 	plugins := t.TempDir()
 	testplugins.Package(t, plugins, "plugins/examples/echo", nil, nil)
 	cfg := host.Config{PluginsDir: plugins, CacheDir: testplugins.CacheDir(), Upstreams: servers,
 		UpstreamListTimeout: 500 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, e := range edit {
+		e(&cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h, err := host.New(ctx, cfg)
 	if err != nil {
@@ -291,4 +296,58 @@ func TestUpstreamCloseEndsSessions(t *testing.T) {
 		t.Fatalf("%d DELETEs after Close, want 1", n)
 	}
 	stop() // Close is idempotent
+}
+
+// TestRelayPlugin: the relay example plugin calls a real upstream through
+// aiod:upstream, scoped by the operator's policy to the servers it names: a
+// call to a registered server that is not granted is denied naming it.
+func TestRelayPlugin(t *testing.T) {
+	up, other := newGoUpstream(t, true), newGoUpstream(t, false)
+	url, _ := startUpstreamHost(t, []upstream.Server{
+		{Name: "up", URL: up.URL, Prefix: "up"},
+		{Name: "other", URL: other.URL, Prefix: "other"},
+		{Name: "gone", URL: deadURL(t), Prefix: "gone"},
+	}, func(c *host.Config) {
+		testplugins.Package(t, c.PluginsDir, "plugins/examples/relay", host.AllFamilies(), nil)
+		c.PolicyFile = filepath.Join(t.TempDir(), "policy.json")
+		if err := os.WriteFile(c.PolicyFile, []byte(`{"plugins":{"relay":{"upstream":{"servers":["up","gone"]}}}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	a, raw := rpc(t, url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"relay_call","arguments":{"server":"up","tool":"echo","arguments":{"text":"through the plugin"}}}}`)
+	if a.Error != nil || a.Result.IsError || len(a.Result.Content) != 1 || a.Result.Content[0].Text != "through the plugin" {
+		t.Fatalf("relay_call up: %s", raw)
+	}
+	a, raw = rpc(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"relay_call","arguments":{"server":"other","tool":"echo","arguments":{"text":"x"}}}}`)
+	if a.Error != nil || !a.Result.IsError || !strings.Contains(a.Result.Content[0].Text, `upstream MCP server "other" is not granted`) {
+		t.Fatalf("relay_call other: %s, want isError: denied naming \"other\"", raw)
+	}
+	a, raw = rpc(t, url, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"relay_call","arguments":{"server":"gone","tool":"hello"}}}`)
+	if a.Error != nil || !a.Result.IsError || !strings.Contains(a.Result.Content[0].Text, `"gone"`) {
+		t.Fatalf("relay_call gone: %s, want isError naming \"gone\"", raw)
+	}
+	a, raw = rpc(t, url, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"relay_call","arguments":{"server":"up","tool":"missing"}}}`)
+	if a.Error != nil || !a.Result.IsError || !strings.Contains(a.Result.Content[0].Text, "missing") {
+		t.Fatalf("relay_call up missing: %s, want isError with the upstream's error", raw)
+	}
+	status, body := post(t, url, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"relay_merge","arguments":{"calls":[`+
+		`{"server":"up","tool":"echo","arguments":{"text":"one"}},{"server":"up","tool":"echo","arguments":{"text":"two"}}]}}}`)
+	var m struct {
+		Result struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+			Structured struct {
+				Results []struct {
+					Server, Tool, Text string
+					IsError            bool
+				} `json:"results"`
+			} `json:"structuredContent"`
+			IsError bool `json:"isError"`
+		} `json:"result"`
+	}
+	if status != 200 || json.Unmarshal([]byte(body), &m) != nil || m.Result.IsError || len(m.Result.Content) != 2 ||
+		m.Result.Content[0].Text != "one" || m.Result.Content[1].Text != "two" || len(m.Result.Structured.Results) != 2 || m.Result.Structured.Results[1].Text != "two" {
+		t.Fatalf("relay_merge: %d %s", status, body)
+	}
 }

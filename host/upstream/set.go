@@ -287,6 +287,60 @@ func (s *Set) Call(ctx context.Context, name string, arguments json.RawMessage, 
 	return r.u.call(ctx, r.name, arguments, notify)
 }
 
+// ErrUnknownServer is returned by ServerTools and CallServer for a name
+// that is not a registered server.
+var ErrUnknownServer = errors.New("no such upstream MCP server")
+
+func (s *Set) server(name string) (*upstream, error) {
+	for _, u := range s.ups {
+		if u.srv.Name == name {
+			return u, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownServer, name)
+}
+
+// ServerTools returns the tools of the registered server name under the
+// upstream's own names, each as it wrote it, in its order, with the cache
+// rules of Tools (no round trip with a fresh list, at most the list timeout
+// without one). It is every tool the server lists, including those that
+// publish no name (a collision, no prefix). reachable is false when the
+// server has not answered; the list is then empty.
+func (s *Set) ServerTools(ctx context.Context, name string) (tools []json.RawMessage, reachable bool, err error) {
+	u, err := s.server(name)
+	if err != nil {
+		return nil, false, err
+	}
+	snap := u.snapshot(ctx)
+	u.mu.Lock()
+	reachable = u.have
+	u.mu.Unlock()
+	out := make([]json.RawMessage, len(snap))
+	for i, t := range snap {
+		out[i] = t.raw
+	}
+	return out, reachable, nil
+}
+
+// CallServer forwards a tools/call of tool (the upstream's own name) to the
+// registered server name, with the outcomes of Call (ErrUnknownServer, wrapped,
+// instead of ErrUnknownTool). It does not consult the published names: a
+// tool that publishes none is callable this way.
+func (s *Set) CallServer(ctx context.Context, name, tool string, arguments json.RawMessage, notify func(method string, params json.RawMessage)) (json.RawMessage, error) {
+	u, err := s.server(name)
+	if err != nil {
+		return nil, err
+	}
+	if _, has := ctx.Deadline(); !has {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.opts.CallTimeout)
+		defer cancel()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	return u.call(ctx, tool, arguments, notify)
+}
+
 // Close ends the sessions (a DELETE to each legacy upstream) and stops the
 // background refreshes. It is idempotent; after Close, Tools lists nothing and
 // Call answers isError.
