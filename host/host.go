@@ -65,6 +65,10 @@ type Config struct {
 	// upstream.DefaultListTimeout).
 	Upstreams           []upstream.Server
 	UpstreamListTimeout time.Duration
+	// PinUpstreams, when set, is the pin file of the upstream tools: a tool
+	// whose definition does not match its pin is withheld until accepted
+	// (aiod upstream review --accept; spec/upstream.md).
+	PinUpstreams string
 	// Builtins are the embedded built-in plugins; nil for none.
 	Builtins fs.FS
 	Logger   *slog.Logger
@@ -148,10 +152,17 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, err
 	}
 	h := &Host{cfg: cfg, log: log, engine: eng}
+	var pins *upstream.Pins
+	if cfg.PinUpstreams != "" {
+		if pins, err = upstream.LoadPins(cfg.PinUpstreams); err != nil {
+			eng.Close(ctx)
+			return nil, err
+		}
+	}
 	if len(cfg.Upstreams) > 0 {
 		// Made before the registry (the upstream family needs it); the
 		// names it excludes are the registry's, looked up at each use.
-		h.ups = newUpstreamSet(cfg.Upstreams, h.pluginTool, cfg)
+		h.ups = newUpstreamSet(cfg.Upstreams, h.pluginTool, pins, cfg)
 	}
 	fams := newFamilies(log, h.ups)
 	h.fams = fams

@@ -30,9 +30,10 @@ var (
 // newUpstreamSet returns the set over servers, excluding the names the
 // plugins publish at the time of each tools/list or call (so a reload that
 // adds a plugin tool takes the name from an upstream).
-func newUpstreamSet(servers []upstream.Server, exclude func(string) bool, cfg Config) *upstream.Set {
+func newUpstreamSet(servers []upstream.Server, exclude func(string) bool, pins *upstream.Pins, cfg Config) *upstream.Set {
 	return upstream.New(servers, upstream.Options{
 		Exclude:       exclude,
+		Pins:          pins,
 		ListTimeout:   cfg.UpstreamListTimeout,
 		Logger:        cfg.Logger,
 		ClientName:    "aiod",

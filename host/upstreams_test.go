@@ -351,3 +351,27 @@ func TestRelayPlugin(t *testing.T) {
 		t.Fatalf("relay_merge: %d %s", status, body)
 	}
 }
+
+// TestUpstreamPins: with a pin file, an upstream tool with no pin is not
+// listed and its call answers isError; a pin file that does not parse
+// refuses to start.
+func TestUpstreamPins(t *testing.T) {
+	up := newGoUpstream(t, true)
+	pins := filepath.Join(t.TempDir(), "pins.json")
+	url, _ := startUpstreamHost(t, []upstream.Server{{Name: "up", URL: up.URL, Prefix: "up"}}, func(c *host.Config) { c.PinUpstreams = pins })
+	a, raw := rpc(t, url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if got := strings.Join(toolNames(t, a.Result.Tools), ","); got != "echo" {
+		t.Fatalf("tools/list with no pins: %s, want the plugin's only", raw)
+	}
+	a, raw = rpc(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up_echo","arguments":{"text":"x"}}}`)
+	if a.Error != nil || !a.Result.IsError || !strings.Contains(a.Result.Content[0].Text, "withheld") {
+		t.Fatalf("up_echo unpinned: %s", raw)
+	}
+	if err := os.WriteFile(pins, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := host.New(context.Background(), host.Config{CacheDir: "-", PinUpstreams: pins, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err == nil || !strings.Contains(err.Error(), "pin file") {
+		t.Fatalf("broken pin file: %v, want a start-up error", err)
+	}
+}

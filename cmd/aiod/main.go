@@ -1,6 +1,7 @@
 // Command aiod is an MCP server whose tools are WebAssembly plugins.
 //
 //	aiod start [flags]    serve MCP at http://HOST:PORT/mcp
+//	aiod upstream review  compare the upstream tools with their pins (--accept pins them)
 //	aiod version          print the version
 //
 // Every flag of start also reads an environment variable (the flag wins);
@@ -37,6 +38,9 @@ func usage(w io.Writer) {
 
 usage:
   aiod start [flags]   serve MCP at http://HOST:PORT/mcp (aiod start -h lists flags)
+  aiod upstream review [--accept]
+                       show how the upstream MCP servers' tools differ from their pins
+                       (--pin-upstreams); --accept pins them as they are now
   aiod version         print the version
 `)
 }
@@ -52,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "start":
 		return start(args[1:], stderr)
+	case "upstream":
+		return upstreamCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
@@ -102,6 +108,7 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.str(&c.PprofAddr, "pprof-addr", "AIO_PPROF_ADDR", "", "serve Go's profiler on this loopback host:port (debugging aid)")
 	s.fs.Var(&s.servers, "mcp-servers", `other MCP servers whose tools are published beside aiod's, {"<name>": {"url": "http://127.0.0.1:PORT/mcp", "prefix": "<prefix>"}} (env EXTRA_MCP_SERVERS)`)
 	s.env["mcp-servers"] = "EXTRA_MCP_SERVERS"
+	s.str(&c.PinUpstreams, "pin-upstreams", "AIO_PIN_UPSTREAMS", "", "pin file of the upstream MCP servers' tools: a tool that is new or whose definition changed is withheld until `aiod upstream review --accept`")
 	s.duration(&c.UpstreamListTimeout, "upstream-list-timeout", "AIO_UPSTREAM_LIST_TIMEOUT", upstream.DefaultListTimeout, "longest a tools/list waits for one upstream MCP server; one that has not answered by then is left out (0: the default)")
 	return s
 }

@@ -71,6 +71,7 @@ var settings = []setting{
 	{"EXTRA_MCP_SERVERS", `{"a":{"url":"http://127.0.0.1:1/mcp","prefix":"a"}}`, []upstream.Server{{Name: "a", URL: "http://127.0.0.1:1/mcp", Prefix: "a"}},
 		`{"b":{"url":"http://localhost:2/mcp"}}`, []upstream.Server{{Name: "b", URL: "http://localhost:2/mcp"}}, `{"a":`,
 		func(s *startFlags) any { return s.cfg.Upstreams }, []upstream.Server(nil)},
+	{"AIO_PIN_UPSTREAMS", "/env/pins.json", "/env/pins.json", "/flag/pins.json", "/flag/pins.json", "", func(s *startFlags) any { return s.cfg.PinUpstreams }, ""},
 	{"AIO_UPSTREAM_LIST_TIMEOUT", "5s", 5 * time.Second, "500ms", 500 * time.Millisecond, "5", func(s *startFlags) any { return s.cfg.UpstreamListTimeout }, upstream.DefaultListTimeout},
 	{"AIO_PPROF_ADDR", "127.0.0.1:6060", "127.0.0.1:6060", "localhost:6061", "localhost:6061", "", func(s *startFlags) any { return s.cfg.PprofAddr }, ""},
 }

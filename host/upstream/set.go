@@ -37,6 +37,10 @@ type Options struct {
 	// Transport is the HTTP transport under the client. Default: a clone of
 	// http.DefaultTransport.
 	Transport http.RoundTripper
+	// Pins, when not nil, withholds every tool whose definition does not
+	// match its pin (or that has none): it is not listed, not callable, and
+	// not seen by ServerTools (see Pins).
+	Pins *Pins
 }
 
 // DefaultListTimeout is Options.ListTimeout when zero (and the default of
@@ -160,6 +164,9 @@ func (s *Set) Tools(ctx context.Context) []Tool {
 		routes = make(map[string]route)
 		owner  = make(map[string]string)
 	)
+	if s.opts.Pins != nil {
+		s.opts.Pins.refresh(s.logf)
+	}
 	for i, u := range s.ups {
 		for _, t := range snaps[i] {
 			switch {
@@ -168,6 +175,8 @@ func (s *Set) Tools(ctx context.Context) []Tool {
 				continue
 			case s.opts.Exclude != nil && s.opts.Exclude(t.pub):
 				s.warnOnce(u.srv.Name+"\x00builtin\x00"+t.pub, "upstream MCP server %q: tool %q collides with a built-in tool: dropped", u.srv.Name, t.pub)
+				continue
+			case s.withheld(u, t):
 				continue
 			case owner[t.pub] != "":
 				if owner[t.pub] != u.srv.Name {
@@ -284,7 +293,42 @@ func (s *Set) Call(ctx context.Context, name string, arguments json.RawMessage, 
 	}
 	ctx, cancel := context.WithCancel(ctx) // ends the answer's stream on return
 	defer cancel()
+	if res, ok := s.callable(ctx, r.u, r.name); !ok {
+		return res, nil
+	}
 	return r.u.call(ctx, r.name, arguments, notify)
+}
+
+// withheld reports (and logs once, with the reason) whether the pins
+// withhold t.
+func (s *Set) withheld(u *upstream, t upTool) bool {
+	if s.opts.Pins == nil {
+		return false
+	}
+	ok, why := s.opts.Pins.check(u.srv.Name, t.name, t.raw)
+	if !ok {
+		s.warnOnce(u.srv.Name+"\x00pin\x00"+t.name+"\x00"+string(t.raw), "upstream MCP server %q: tool %q is withheld until an operator accepts it (aiod upstream review): %s", u.srv.Name, t.name, why)
+	}
+	return !ok
+}
+
+// callable checks a call of tool on u against the pins: with pins, only a
+// tool in the server's current list whose definition matches its pin may
+// be called; otherwise the isError result to answer.
+func (s *Set) callable(ctx context.Context, u *upstream, tool string) (json.RawMessage, bool) {
+	if s.opts.Pins == nil {
+		return nil, true
+	}
+	s.opts.Pins.refresh(s.logf)
+	for _, t := range u.snapshot(ctx) {
+		if t.name == tool {
+			if s.withheld(u, t) {
+				return errorResult(fmt.Sprintf("upstream MCP server %q: tool %q is withheld until an operator accepts its definition (aiod upstream review)", u.srv.Name, tool)), false
+			}
+			return nil, true
+		}
+	}
+	return errorResult(fmt.Sprintf("upstream MCP server %q: tool %q is withheld: it is not in the server's current tool list, so its definition cannot be checked against its pin", u.srv.Name, tool)), false
 }
 
 // ErrUnknownServer is returned by ServerTools and CallServer for a name
@@ -315,9 +359,14 @@ func (s *Set) ServerTools(ctx context.Context, name string) (tools []json.RawMes
 	u.mu.Lock()
 	reachable = u.have
 	u.mu.Unlock()
-	out := make([]json.RawMessage, len(snap))
-	for i, t := range snap {
-		out[i] = t.raw
+	if s.opts.Pins != nil {
+		s.opts.Pins.refresh(s.logf)
+	}
+	out := make([]json.RawMessage, 0, len(snap))
+	for _, t := range snap {
+		if !s.withheld(u, t) {
+			out = append(out, t.raw)
+		}
 	}
 	return out, reachable, nil
 }
@@ -338,6 +387,9 @@ func (s *Set) CallServer(ctx context.Context, name, tool string, arguments json.
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if res, ok := s.callable(ctx, u, tool); !ok {
+		return res, nil
+	}
 	return u.call(ctx, tool, arguments, notify)
 }
 
