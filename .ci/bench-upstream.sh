@@ -42,14 +42,21 @@ for b in g a; do # both forwarded calls must answer hi before anything is measur
   [[ $out == *'"text":"hi"'* && $out != *'"isError":true'* ]] || { echo "bench-upstream: ${b}_echo through aiod answered: $out" >&2; exit 1; }
 done
 
-targets=("gosdk-direct|$BODY|$GOSDK_URL" "gosdk-via-aiod|$WORK/g-echo.json|$FWD"
-  "aiod-direct|$BODY|$AIOD_URL" "aiod-via-aiod|$WORK/a-echo.json|$FWD")
+# aiod's go-sdk client speaks 2026-07-28 to the peer: the peer's own cost
+# in that era is measured too (gosdk-direct-2026), to tell it from aiod's.
+cat >"$WORK/echo-2026.json" <<'JSON'
+{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}
+JSON
+targets=("gosdk-direct|$BODY|$GOSDK_URL|" "gosdk-direct-2026|$WORK/echo-2026.json|$GOSDK_URL|2026" "gosdk-via-aiod|$WORK/g-echo.json|$FWD|"
+  "aiod-direct|$BODY|$AIOD_URL|" "aiod-via-aiod|$WORK/a-echo.json|$FWD|")
 res=$WORK/upstream-rounds.txt
 : >"$res"
 for ((r = 0; r < ROUNDS; r++)); do
   for t in "${targets[@]}"; do
-    IFS='|' read -r name body url <<<"$t"
-    "$PEERS/compare.sh" -d "$DURATION" -r 1 -c "$CONNS" "$body" "$name=$url" | tail -1 >>"$res"
+    IFS='|' read -r name body url era <<<"$t"
+    hdr=()
+    [[ $era == 2026 ]] && hdr=(-H "MCP-Protocol-Version: 2026-07-28" -H "Mcp-Method: tools/call" -H "Mcp-Name: echo")
+    "$PEERS/compare.sh" -d "$DURATION" -r 1 -c "$CONNS" "${hdr[@]}" "$body" "$name=$url" | tail -1 >>"$res"
   done
 done
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
@@ -64,4 +71,5 @@ for t in "${targets[@]}"; do
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
 echo "go-sdk peer through aiod / direct: throughput $(ratio "${rps[gosdk-via-aiod]}" "${rps[gosdk-direct]}") (target >= 0.80), p99 $(ratio "${p99[gosdk-via-aiod]}" "${p99[gosdk-direct]}")x (target <= 1.5x)"
+echo "go-sdk peer through aiod / direct in 2026-07-28: throughput $(ratio "${rps[gosdk-via-aiod]}" "${rps[gosdk-direct-2026]}")"
 echo "aiod through aiod / direct:        throughput $(ratio "${rps[aiod-via-aiod]}" "${rps[aiod-direct]}"), p99 $(ratio "${p99[aiod-via-aiod]}" "${p99[aiod-direct]}")x (both share the 2 cores)"
