@@ -137,6 +137,10 @@ JSON
   -H "MCP-Protocol-Version: 2026-07-28" -H "Mcp-Method: tools/call" -H "Mcp-Name: echo" "$MODERN" \
   gosdk=http://127.0.0.1:$GOSDK_PORT/ aiod=$URL ceiling=http://127.0.0.1:$CEIL_PORT/mcp
 
+section "Upstream forwarding: the go-sdk peer's echo through aiod vs direct (c=$CONNS)"
+GOSDK_URL=http://127.0.0.1:$GOSDK_PORT/ AIOD_URL=$URL FWD_PORT=$((AIOD_PORT + 2)) PEERS=$PEERS \
+  DURATION=$DURATION ROUNDS=$ROUNDS CONNS=$CONNS .ci/bench-upstream.sh
+
 section "Memory"
 printf '%-28s %8s\n' "RSS idle (after start)" "$((idle_rss / 1024)) MiB"
 printf '%-28s %8s\n' "RSS with a warm pool" "$((warm_rss / 1024)) MiB"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/upstream"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -24,10 +25,13 @@ type families struct {
 	procs *proc.Manager
 	proc  hostfn.Family
 	state hostfn.Family
+	ups   hostfn.Family
 	once  sync.Once
 }
 
-func newFamilies(log *slog.Logger) *families {
+// newFamilies makes the families' state; ups is the host's upstream set
+// (nil without upstream servers).
+func newFamilies(log *slog.Logger, ups *upstream.Set) *families {
 	m := proc.New(proc.Config{BaseEnv: baseEnv(os.Environ()), Logger: log})
 	return &families{
 		log:   log,
@@ -35,6 +39,7 @@ func newFamilies(log *slog.Logger) *families {
 		procs: m,
 		proc:  hostfn.NewProcess(m),
 		state: hostfn.NewState(hostfn.NewStateStore(0)),
+		ups:   hostfn.NewUpstream(ups),
 	}
 }
 
@@ -55,7 +60,7 @@ func baseEnv(environ []string) []string {
 // familyTable is every gated family this host implements, in
 // abi.Families order: adding a family is one entry here (its name and how
 // it is made from the host's state) besides its own package. A family the
-// manifest format knows but that has no entry (cdp, upstream) is never
+// manifest format knows but that has no entry (cdp) is never
 // linked, is refused at load as not implemented, and is reported absent.
 var familyTable = []struct {
 	name abi.Family
@@ -64,6 +69,7 @@ var familyTable = []struct {
 	{abi.FamilyFiles, func(f *families) hostfn.Family { return f.files }},
 	{abi.FamilyProcess, func(f *families) hostfn.Family { return f.proc }},
 	{abi.FamilyState, func(f *families) hostfn.Family { return f.state }},
+	{abi.FamilyUpstream, func(f *families) hostfn.Family { return f.ups }},
 }
 
 // implemented reports whether this host implements family name.
@@ -114,7 +120,7 @@ func builtinPolicy(p *caps.Policy) *caps.Policy {
 // AllFamilies returns every gated family (for describing a module with
 // stubs; their functions are never run that way).
 func AllFamilies() []hostfn.Family {
-	f := &families{files: hostfn.NewFiles(fsroot.Options{}), proc: hostfn.NewProcess(nil), state: hostfn.NewState(nil)}
+	f := &families{files: hostfn.NewFiles(fsroot.Options{}), proc: hostfn.NewProcess(nil), state: hostfn.NewState(nil), ups: hostfn.NewUpstream(nil)}
 	out := make([]hostfn.Family, len(familyTable))
 	for i, e := range familyTable {
 		out[i] = e.get(f)

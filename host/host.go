@@ -29,6 +29,7 @@ import (
 	"github.com/aiodhq/aiod/host/proc"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/server"
+	"github.com/aiodhq/aiod/host/upstream"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -68,6 +69,16 @@ type Config struct {
 	// AdminKey, when not empty, opens the admin API (POST /admin/reload,
 	// GET /admin/plugins) to requests that carry it; the API key does not.
 	AdminKey string
+	// Upstreams are other MCP servers whose tools are published after the
+	// plugins' (upstream.ParseServers parses the EXTRA_MCP_SERVERS value);
+	// UpstreamListTimeout bounds one upstream's tools/list (zero:
+	// upstream.DefaultListTimeout).
+	Upstreams           []upstream.Server
+	UpstreamListTimeout time.Duration
+	// PinUpstreams, when set, is the pin file of the upstream tools: a tool
+	// whose definition does not match its pin is withheld until accepted
+	// (aiod upstream review --accept; spec/upstream.md).
+	PinUpstreams string
 	// Builtins are the embedded built-in plugins; nil for none.
 	Builtins fs.FS
 	Logger   *slog.Logger
@@ -79,6 +90,7 @@ type Host struct {
 	log    *slog.Logger
 	engine runtime.Engine
 	reg    *plugin.Registry
+	ups    *upstream.Set // nil without upstreams
 	fams   *families
 	mcp    *mcp.Server
 	srv    *server.Server
@@ -104,6 +116,9 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	if cfg.Port == 0 {
 		cfg.Port = DefaultPort
+	}
+	if cfg.UpstreamListTimeout < 0 {
+		return nil, fmt.Errorf("upstream list timeout %s: must not be negative", cfg.UpstreamListTimeout)
 	}
 	if cfg.Port < 0 || cfg.Port > 65535 {
 		return nil, fmt.Errorf("port %d: not in 1-65535", cfg.Port)
@@ -150,8 +165,21 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	fams := newFamilies(log)
-	h := &Host{cfg: cfg, log: log, engine: eng, fams: fams}
+	h := &Host{cfg: cfg, log: log, engine: eng}
+	var pins *upstream.Pins
+	if cfg.PinUpstreams != "" {
+		if pins, err = upstream.LoadPins(cfg.PinUpstreams); err != nil {
+			eng.Close(ctx)
+			return nil, err
+		}
+	}
+	if len(cfg.Upstreams) > 0 {
+		// Made before the registry (the upstream family needs it); the
+		// names it excludes are the registry's, looked up at each use.
+		h.ups = newUpstreamSet(cfg.Upstreams, h.pluginTool, pins, cfg)
+	}
+	fams := newFamilies(log, h.ups)
+	h.fams = fams
 	if cfg.Builtins == nil {
 		log.Warn("this binary has no built-in plugins (build it with `make build`)")
 	}
@@ -159,6 +187,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		if st, err := os.Stat(cfg.PluginsDir); err != nil || !st.IsDir() {
 			eng.Close(ctx)
 			fams.Close()
+			h.closeUpstreams()
 			return nil, fmt.Errorf("plugins dir %s: not a readable directory", cfg.PluginsDir)
 		}
 	}
@@ -178,10 +207,15 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if err != nil && reg == nil {
 		eng.Close(ctx)
 		fams.Close()
+		h.closeUpstreams()
 		return nil, err
 	}
 	h.reg = reg
-	h.mcp = mcp.NewServer(reg, mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
+	var served mcp.Catalog = reg
+	if h.ups != nil {
+		served = &catalog{Registry: reg, ups: h.ups}
+	}
+	h.mcp = mcp.NewServer(served, mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
 		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout})
 	h.srv = server.New(server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: isLoopback(cfg.Host),
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Capabilities: h.capabilities,
@@ -222,7 +256,8 @@ func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
 	return h.srv.Shutdown(sctx)
 }
 
-// Close releases plugins, processes and the engine. Idempotent.
+// Close ends the upstream sessions and releases plugins, processes and the
+// engine. Idempotent.
 func (h *Host) Close(ctx context.Context) error {
 	if !h.closed.CompareAndSwap(false, true) {
 		return nil
@@ -232,6 +267,7 @@ func (h *Host) Close(ctx context.Context) error {
 		errs = append(errs, h.watch.Close())
 	}
 	h.mcp.Close()
+	errs = append(errs, h.closeUpstreams())
 	if h.reg != nil {
 		errs = append(errs, h.reg.Close(ctx))
 	}
@@ -299,10 +335,20 @@ func (h *Host) capabilities() any {
 		}
 		fams[string(f)] = entry
 	}
+	// Each upstream MCP server as a tools/list sees it now (no round trip
+	// with fresh caches, at most the list timeout otherwise).
+	ups := []upstream.Status{}
+	tools := len(cat.Tools)
+	if h.ups != nil {
+		ups = h.ups.Status(context.Background())
+		for _, u := range ups {
+			tools += u.Tools
+		}
+	}
 	return map[string]any{
 		"mcp": map[string]any{"status": "ready", "protocolVersions": mcp.SupportedVersions,
-			"tools": len(cat.Tools), "prompts": len(cat.Prompts), "resources": len(cat.Resources), "resourceTemplates": len(cat.Templates),
-			"sessions": h.mcp.SessionCount(), "loading": h.reg.Loading()},
+			"tools": tools, "prompts": len(cat.Prompts), "resources": len(cat.Resources), "resourceTemplates": len(cat.Templates),
+			"sessions": h.mcp.SessionCount(), "loading": h.reg.Loading(), "upstreams": ups},
 		"families": fams,
 		"plugins":  len(cat.Plugins),
 	}

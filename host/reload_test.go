@@ -121,7 +121,7 @@ func callWhich(url, text string) (string, error) {
 	return r.Result.Content[0].Text, nil
 }
 
-func toolNames(t *testing.T, url string) []string {
+func listedTools(t *testing.T, url string) []string {
 	t.Helper()
 	_, body := post(t, url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	var r struct {
@@ -171,13 +171,13 @@ func TestWatch(t *testing.T) {
 	man, _ := os.ReadFile(filepath.Join(echoDir, "manifest.json"))
 	os.WriteFile(filepath.Join(late, "manifest.json"), man, 0o644)
 	time.Sleep(300 * time.Millisecond)
-	if slices.Contains(toolNames(t, url), "echo") {
+	if slices.Contains(listedTools(t, url), "echo") {
 		t.Fatal("echo listed without its module")
 	}
 	wasm, _ := os.ReadFile(filepath.Join(echoDir, "plugin.wasm"))
 	os.WriteFile(filepath.Join(late, "plugin.wasm"), wasm, 0o644)
 	waitFor(t, 10*time.Second, "echo listed once its module is written", func() bool {
-		return slices.Equal(toolNames(t, url), []string{"echo", "which"})
+		return slices.Equal(listedTools(t, url), []string{"echo", "which"})
 	})
 
 	// a new directory renamed into place
@@ -194,7 +194,7 @@ func TestWatch(t *testing.T) {
 
 	os.RemoveAll(late)
 	waitFor(t, 10*time.Second, "echo gone once removed", func() bool {
-		return slices.Equal(toolNames(t, url), []string{"which"})
+		return slices.Equal(listedTools(t, url), []string{"which"})
 	})
 }
 

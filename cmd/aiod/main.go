@@ -1,6 +1,7 @@
 // Command aiod is an MCP server whose tools are WebAssembly plugins.
 //
 //	aiod start [flags]    serve MCP at http://HOST:PORT/mcp
+//	aiod upstream review  compare the upstream tools with their pins (--accept pins them)
 //	aiod version          print the version
 //
 // Every flag of start also reads an environment variable (the flag wins);
@@ -24,6 +25,7 @@ import (
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 	_ "github.com/aiodhq/aiod/host/runtime/wasmtime/register" // --engine wasmtime (cgo builds)
+	"github.com/aiodhq/aiod/host/upstream"
 	"github.com/aiodhq/aiod/plugins/builtin"
 )
 
@@ -36,6 +38,9 @@ func usage(w io.Writer) {
 
 usage:
   aiod start [flags]   serve MCP at http://HOST:PORT/mcp (aiod start -h lists flags)
+  aiod upstream review [--accept]
+                       show how the upstream MCP servers' tools differ from their pins
+                       (--pin-upstreams); --accept pins them as they are now
   aiod version         print the version
 `)
 }
@@ -51,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "start":
 		return start(args[1:], stderr)
+	case "upstream":
+		return upstreamCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
@@ -70,6 +77,7 @@ type startFlags struct {
 	logLevel slog.Level
 	origins  string
 	hosts    string
+	servers  serversFlag
 }
 
 // emptyMeansSet are the variables for which an empty value is a value, not
@@ -101,6 +109,10 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.bool(&c.Watch, "watch", "AIO_WATCH", true, "reload when the plugins directory, a package in it or the policy file changes (with --plugins-dir)")
 	s.duration(&c.WatchDebounce, "watch-debounce", "AIO_WATCH_DEBOUNCE", host.DefaultWatchDebounce, "how long the plugins directory must be quiet after a change before the reload")
 	s.str(&c.AdminKey, "admin-key", "AIO_ADMIN_KEY", "", "key of the admin API (POST /admin/reload, GET /admin/plugins) as 'Authorization: Bearer KEY'; unset: the admin API is off")
+	s.fs.Var(&s.servers, "mcp-servers", `other MCP servers whose tools are published beside aiod's, {"<name>": {"url": "http://127.0.0.1:PORT/mcp", "prefix": "<prefix>"}} (env EXTRA_MCP_SERVERS)`)
+	s.env["mcp-servers"] = "EXTRA_MCP_SERVERS"
+	s.str(&c.PinUpstreams, "pin-upstreams", "AIO_PIN_UPSTREAMS", "", "pin file of the upstream MCP servers' tools: a tool that is new or whose definition changed is withheld until `aiod upstream review --accept`")
+	s.duration(&c.UpstreamListTimeout, "upstream-list-timeout", "AIO_UPSTREAM_LIST_TIMEOUT", upstream.DefaultListTimeout, "longest a tools/list waits for one upstream MCP server; one that has not answered by then is left out (0: the default)")
 	return s
 }
 
@@ -165,6 +177,28 @@ func (s *startFlags) parse(args []string, lookup func(string) (string, bool)) er
 	}
 	s.cfg.AllowedOrigins = splitList(s.origins)
 	s.cfg.AllowedHosts = splitList(s.hosts)
+	s.cfg.Upstreams = s.servers.servers
+	return nil
+}
+
+// serversFlag is --mcp-servers / EXTRA_MCP_SERVERS: the value is parsed
+// (and refused) when set, so a malformed variable fails start-up like a
+// malformed flag; the skipped entries' warnings are logged once the logger
+// exists.
+type serversFlag struct {
+	raw     string
+	servers []upstream.Server
+	warns   []upstream.Warning
+}
+
+func (f *serversFlag) String() string { return f.raw }
+func (f *serversFlag) Get() any       { return f }
+func (f *serversFlag) Set(v string) error {
+	servers, warns, err := upstream.ParseServers(v)
+	if err != nil {
+		return err
+	}
+	f.raw, f.servers, f.warns = v, servers, warns
 	return nil
 }
 
@@ -179,6 +213,8 @@ func want(f *flag.Flag) string {
 		return "a duration such as 90s or 5m"
 	case *slog.Level:
 		return "debug, info, warn or error"
+	case *serversFlag:
+		return `a JSON object {"<name>": {"url": ..., "prefix": ...}}`
 	}
 	return "a string"
 }
@@ -203,6 +239,9 @@ func parseStart(args []string, stderr io.Writer) (cfg host.Config, code int) {
 		return host.Config{}, 2
 	}
 	s.cfg.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: s.logLevel}))
+	for _, w := range s.servers.warns {
+		s.cfg.Logger.Warn("--mcp-servers (EXTRA_MCP_SERVERS): "+w.String(), "server", w.Server)
+	}
 	if builtin.Present() {
 		s.cfg.Builtins = builtin.FS()
 	}

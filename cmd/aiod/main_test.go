@@ -15,6 +15,7 @@ import (
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/upstream"
 )
 
 func TestVersion(t *testing.T) {
@@ -67,6 +68,11 @@ var settings = []setting{
 	{"AIO_ALLOWED_ORIGINS", "https://a, https://b", []string{"https://a", "https://b"}, "*", []string{"*"}, "", func(s *startFlags) any { return s.cfg.AllowedOrigins }, []string(nil)},
 	{"AIO_ALLOWED_HOSTS", "a.test,b.test", []string{"a.test", "b.test"}, "c.test", []string{"c.test"}, "", func(s *startFlags) any { return s.cfg.AllowedHosts }, []string(nil)},
 	{"AIO_ENGINE", "wazero", "wazero", "other", "other", "", func(s *startFlags) any { return s.cfg.Engine }, host.DefaultEngine},
+	{"EXTRA_MCP_SERVERS", `{"a":{"url":"http://127.0.0.1:1/mcp","prefix":"a"}}`, []upstream.Server{{Name: "a", URL: "http://127.0.0.1:1/mcp", Prefix: "a"}},
+		`{"b":{"url":"http://localhost:2/mcp"}}`, []upstream.Server{{Name: "b", URL: "http://localhost:2/mcp"}}, `{"a":`,
+		func(s *startFlags) any { return s.cfg.Upstreams }, []upstream.Server(nil)},
+	{"AIO_PIN_UPSTREAMS", "/env/pins.json", "/env/pins.json", "/flag/pins.json", "/flag/pins.json", "", func(s *startFlags) any { return s.cfg.PinUpstreams }, ""},
+	{"AIO_UPSTREAM_LIST_TIMEOUT", "5s", 5 * time.Second, "500ms", 500 * time.Millisecond, "5", func(s *startFlags) any { return s.cfg.UpstreamListTimeout }, upstream.DefaultListTimeout},
 	{"AIO_PPROF_ADDR", "127.0.0.1:6060", "127.0.0.1:6060", "localhost:6061", "localhost:6061", "", func(s *startFlags) any { return s.cfg.PprofAddr }, ""},
 	{"AIO_WATCH", "false", false, "true", true, "sometimes", func(s *startFlags) any { return s.cfg.Watch }, true},
 	{"AIO_WATCH_DEBOUNCE", "250ms", 250 * time.Millisecond, "1s", time.Second, "soon", func(s *startFlags) any { return s.cfg.WatchDebounce }, host.DefaultWatchDebounce},
@@ -187,6 +193,8 @@ func TestRefusals(t *testing.T) {
 			`engine "v8" is not built into this binary (built with: ` + strings.Join(host.Engines(), ", ") + ")"},
 		{"profiler beyond loopback", nil, []string{"--pprof-addr", "0.0.0.0:6060", "--cache-dir", "-"}, 1, "profiler address"},
 		{"unexpected argument", nil, []string{"now"}, 2, `unexpected argument "now"`},
+		{"malformed upstream servers", map[string]string{"EXTRA_MCP_SERVERS": `["peer"]`}, nil, 2, `environment variable EXTRA_MCP_SERVERS=`},
+		{"duplicate upstream server", map[string]string{"EXTRA_MCP_SERVERS": `{"a":{"url":"http://127.0.0.1:1/mcp"},"a":{"url":"http://127.0.0.1:2/mcp"}}`}, nil, 2, `EXTRA_MCP_SERVERS`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -208,7 +216,7 @@ func TestReadmeFlagTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile("^\\| `--([a-z-]+)` \\| `(AIO_[A-Z_]+)` \\| ([^|]+) \\|")
+	row := regexp.MustCompile("^\\| `--([a-z-]+)` \\| `([A-Z][A-Z_]+)` \\| ([^|]+) \\|")
 	value := regexp.MustCompile("^`([^`]*)`$")
 	s := newStartFlags(io.Discard)
 	seen := map[string]bool{}
@@ -244,5 +252,28 @@ func TestReadmeFlagTable(t *testing.T) {
 	})
 	if len(seen) == 0 {
 		t.Fatalf("no flag rows found in README (pattern %s)", row)
+	}
+}
+
+// TestUpstreamWarnings: each skipped entry of EXTRA_MCP_SERVERS is logged
+// once at start-up, naming it and the reason; the loopback entry is kept.
+func TestUpstreamWarnings(t *testing.T) {
+	t.Setenv("EXTRA_MCP_SERVERS", `{"remote":{"url":"http://example.com/mcp"},"stdio":{"command":"npx"},"ok":{"url":"http://127.0.0.1:9/mcp","prefix":"ok"}}`)
+	var errb bytes.Buffer
+	cfg, code := parseStart(nil, &errb)
+	if code != -1 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if want := []upstream.Server{{Name: "ok", URL: "http://127.0.0.1:9/mcp", Prefix: "ok"}}; !reflect.DeepEqual(cfg.Upstreams, want) {
+		t.Fatalf("upstreams %+v, want %+v", cfg.Upstreams, want)
+	}
+	logs := errb.String()
+	for _, name := range []string{"remote", "stdio"} {
+		if n := strings.Count(logs, `"server":"`+name+`"`); n != 1 {
+			t.Errorf("%d warnings for %q, want 1:\n%s", n, name, logs)
+		}
+	}
+	if strings.Contains(logs, `"server":"ok"`) {
+		t.Errorf("a warning for the loopback entry:\n%s", logs)
 	}
 }

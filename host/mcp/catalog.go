@@ -43,3 +43,12 @@ type Catalog interface {
 	// params (CompleteResult).
 	Complete(ctx context.Context, req plugin.CallRequest) ([]byte, error)
 }
+
+// ToolLister is implemented by a Catalog whose tools/list is more than its
+// snapshot's ToolsJSON: the host's composition with upstream MCP servers,
+// whose tools come and go without a new snapshot. tools/list then answers
+// ListTools, a JSON array of tool objects. The snapshot still serves
+// everything else (the Mcp-Param-* header index among it).
+type ToolLister interface {
+	ListTools(ctx context.Context) []byte
+}

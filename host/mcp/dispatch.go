@@ -86,7 +86,10 @@ func init() {
 		"prompts/get":         {serve: (*rpcCall).promptsGet, plugin: true},
 		"resources/read":      {serve: (*rpcCall).resourcesRead, plugin: true},
 		"completion/complete": {serve: (*rpcCall).complete, plugin: true},
-		"tools/list": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) {
+		"tools/list": {serve: func(rc *rpcCall, ctx context.Context) ([]byte, *Error) {
+			if l, ok := rc.s.cat.(ToolLister); ok {
+				return rc.list("tools", l.ListTools(ctx), "public")
+			}
 			return rc.list("tools", rc.s.cat.Catalog().ToolsJSON(), "public")
 		}},
 		"prompts/list": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) {

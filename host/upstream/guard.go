@@ -12,8 +12,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // The guard is an http.RoundTripper under the go-sdk client's transport. The
@@ -96,11 +94,9 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	var call *jsonrpc.Request
-	if m, err := jsonrpc.DecodeMessage(body); err == nil {
-		if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
-			call = r
-		}
+	var call *wireMsg
+	if m, err := decodeWire(body); err == nil && m.isCall() {
+		call = m
 	}
 	resp, err := g.base.RoundTrip(req)
 	if err != nil || call == nil {
@@ -132,7 +128,7 @@ func (g *guard) checkLost(req *http.Request, resp *http.Response) {
 
 // guardJSON reads a JSON answer (bounded), keeps the raw result for the slot,
 // and replaces an answer it cannot pass on with an error answer.
-func (g *guard) guardJSON(resp *http.Response, call *jsonrpc.Request, sl *slot) {
+func (g *guard) guardJSON(resp *http.Response, call *wireMsg, sl *slot) {
 	b, err := io.ReadAll(io.LimitReader(resp.Body, g.limit+1))
 	resp.Body.Close()
 	var out []byte
@@ -142,16 +138,15 @@ func (g *guard) guardJSON(resp *http.Response, call *jsonrpc.Request, sl *slot) 
 	case int64(len(b)) > g.limit:
 		out = refuse(call, sl, fmt.Sprintf("answer exceeds the size limit of %d bytes", g.limit))
 	default:
-		m, derr := jsonrpc.DecodeMessage(b)
-		r, ok := m.(*jsonrpc.Response)
+		r, derr := decodeWire(b)
 		switch {
 		case derr != nil:
 			out = refuse(call, sl, fmt.Sprintf("answer is not a JSON-RPC message: %v", derr))
-		case !ok:
+		case r.isRequest():
 			out = refuse(call, sl, "answer is a JSON-RPC request, not a response")
 		default:
-			if sl != nil && r.ID == call.ID && r.Error == nil {
-				sl.set(bytes.Clone(r.Result), nil)
+			if sl != nil && r.idKey() == call.idKey() && r.Error == nil {
+				sl.set(r.Result, nil) // decoded into its own bytes
 			}
 			out = b
 		}
@@ -163,12 +158,11 @@ func (g *guard) guardJSON(resp *http.Response, call *jsonrpc.Request, sl *slot) 
 
 // refuse records why the answer was replaced and returns the JSON-RPC error
 // answer the go-sdk client gets instead.
-func refuse(call *jsonrpc.Request, sl *slot, why string) []byte {
+func refuse(call *wireMsg, sl *slot, why string) []byte {
 	if sl != nil {
 		sl.set(nil, &guardError{why})
 	}
-	b, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: call.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: why}})
-	return b
+	return errorAnswer(call, why)
 }
 
 func mediaType(resp *http.Response) string {
@@ -195,13 +189,13 @@ type sseFilter struct {
 	src   io.ReadCloser
 	br    *bufio.Reader
 	limit int64
-	call  *jsonrpc.Request // nil: the standalone stream
+	call  *wireMsg // nil: the standalone stream
 	sl    *slot
 	out   bytes.Buffer
 	err   error // returned once out is drained
 }
 
-func newSSEFilter(src io.ReadCloser, limit int64, call *jsonrpc.Request, sl *slot) *sseFilter {
+func newSSEFilter(src io.ReadCloser, limit int64, call *wireMsg, sl *slot) *sseFilter {
 	return &sseFilter{src: src, br: bufio.NewReaderSize(src, 32<<10), limit: limit, call: call, sl: sl}
 }
 
@@ -243,26 +237,26 @@ func (f *sseFilter) next() {
 		f.emit(ev)
 		return
 	}
-	m, derr := jsonrpc.DecodeMessage(ev.data)
+	m, derr := decodeWire(ev.data)
 	if derr != nil {
 		f.replace(fmt.Sprintf("an SSE event is not a JSON-RPC message: %v", derr))
 		return
 	}
-	switch m := m.(type) {
-	case *jsonrpc.Response:
-		if f.call != nil && m.ID == f.call.ID {
+	switch {
+	case !m.isRequest():
+		if f.call != nil && m.idKey() == f.call.idKey() {
 			if f.sl != nil && m.Error == nil {
-				f.sl.set(bytes.Clone(m.Result), nil)
+				f.sl.set(m.Result, nil) // decoded into its own bytes
 			}
 			f.emit(ev)
 			f.err = io.EOF // the call's answer ends the stream
 			return
 		}
 		f.emit(ev)
-	case *jsonrpc.Request:
-		if f.call != nil && !m.IsCall() && (m.Method == "notifications/progress" || m.Method == "notifications/message") {
+	default:
+		if f.call != nil && !m.isCall() && (m.Method == "notifications/progress" || m.Method == "notifications/message") {
 			if f.sl != nil && f.sl.notify != nil {
-				f.sl.notify(m.Method, bytes.Clone(m.Params))
+				f.sl.notify(m.Method, m.Params)
 			}
 			// Dropped from what the go-sdk reads; keep the id for resumption.
 			f.emit(sseEvent{id: ev.id, retry: ev.retry})

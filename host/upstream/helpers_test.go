@@ -38,13 +38,13 @@ type sdkUpstream struct {
 	closed    chan struct{} // the client closed a tools/call POST
 }
 
-func newSDKUpstream(t *testing.T, stateless bool, tools ...string) *sdkUpstream {
+func newSDKUpstream(t testing.TB, stateless bool, tools ...string) *sdkUpstream {
 	t.Helper()
 	return newSDKUpstreamAt(t, "", stateless, tools...)
 }
 
 // newSDKUpstreamAt listens on addr ("": any free port).
-func newSDKUpstreamAt(t *testing.T, addr string, stateless bool, tools ...string) *sdkUpstream {
+func newSDKUpstreamAt(t testing.TB, addr string, stateless bool, tools ...string) *sdkUpstream {
 	t.Helper()
 	u := &sdkUpstream{started: make(chan struct{}, 16), cancelled: make(chan struct{}, 16), closed: make(chan struct{}, 16)}
 	s := mcp.NewServer(&mcp.Implementation{Name: "sdk-upstream", Version: "1"}, nil)
@@ -280,7 +280,7 @@ func freeAddr(t *testing.T) string {
 
 // ---- the Set under test ----
 
-func newSet(t *testing.T, opts Options, servers ...Server) *Set {
+func newSet(t testing.TB, opts Options, servers ...Server) *Set {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
@@ -290,7 +290,7 @@ func newSet(t *testing.T, opts Options, servers ...Server) *Set {
 	return s
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))

@@ -18,7 +18,7 @@ type Options struct {
 	// built-in and plugin tools, which win a collision). Nil excludes none.
 	Exclude func(name string) bool
 	// ListTimeout bounds one upstream's tools/list (connecting included).
-	// Default 2 s.
+	// Default DefaultListTimeout.
 	ListTimeout time.Duration
 	// DefaultTTL is how long a tool list stays fresh when the upstream gives
 	// no ttlMs (legacy upstreams, or a 2026 ttlMs of 0). Default 5 s.
@@ -37,10 +37,17 @@ type Options struct {
 	// Transport is the HTTP transport under the client. Default: a clone of
 	// http.DefaultTransport.
 	Transport http.RoundTripper
+	// Pins, when not nil, withholds every tool whose definition does not
+	// match its pin (or that has none): it is not listed, not callable, and
+	// not seen by ServerTools (see Pins).
+	Pins *Pins
 }
 
+// DefaultListTimeout is Options.ListTimeout when zero (and the default of
+// aiod's --upstream-list-timeout).
+const DefaultListTimeout = 2 * time.Second
+
 const (
-	defaultListTimeout = 2 * time.Second
 	defaultTTL         = 5 * time.Second
 	defaultMaxResult   = 16 << 20
 	defaultCallTimeout = 10 * time.Minute
@@ -82,6 +89,7 @@ type Set struct {
 
 	mu     sync.Mutex
 	routes map[string]route // published name -> where it goes, from the last Tools
+	counts map[string]int   // server -> tools it published in the last Tools
 	warned map[string]bool  // one-time messages already logged
 
 	closeOnce sync.Once
@@ -96,7 +104,7 @@ type route struct {
 // nothing until the first Tools or Call.
 func New(servers []Server, opts Options) *Set {
 	if opts.ListTimeout <= 0 {
-		opts.ListTimeout = defaultListTimeout
+		opts.ListTimeout = DefaultListTimeout
 	}
 	if opts.DefaultTTL <= 0 {
 		opts.DefaultTTL = defaultTTL
@@ -156,6 +164,9 @@ func (s *Set) Tools(ctx context.Context) []Tool {
 		routes = make(map[string]route)
 		owner  = make(map[string]string)
 	)
+	if s.opts.Pins != nil {
+		s.opts.Pins.refresh(s.logf)
+	}
 	for i, u := range s.ups {
 		for _, t := range snaps[i] {
 			switch {
@@ -164,6 +175,8 @@ func (s *Set) Tools(ctx context.Context) []Tool {
 				continue
 			case s.opts.Exclude != nil && s.opts.Exclude(t.pub):
 				s.warnOnce(u.srv.Name+"\x00builtin\x00"+t.pub, "upstream MCP server %q: tool %q collides with a built-in tool: dropped", u.srv.Name, t.pub)
+				continue
+			case s.withheld(u, t):
 				continue
 			case owner[t.pub] != "":
 				if owner[t.pub] != u.srv.Name {
@@ -176,9 +189,42 @@ func (s *Set) Tools(ctx context.Context) []Tool {
 			out = append(out, Tool{Name: t.pub, Server: u.srv.Name, UpstreamName: t.name, Definition: t.def})
 		}
 	}
+	counts := make(map[string]int, len(s.ups))
+	for _, t := range out {
+		counts[t.Server]++
+	}
 	s.mu.Lock()
-	s.routes = routes
+	s.routes, s.counts = routes, counts
 	s.mu.Unlock()
+	return out
+}
+
+// Status is one upstream as a tools/list sees it.
+type Status struct {
+	Name   string `json:"name"`
+	URL    string `json:"url"`
+	Prefix string `json:"prefix"`
+	// Reachable: its last tools/list answered.
+	Reachable bool `json:"reachable"`
+	// Tools is how many tools it publishes (after the collision rules).
+	Tools int `json:"tools"`
+}
+
+// Status lists the servers in registration order as a Tools call sees them
+// now (it runs one, so it costs what a tools/list costs: nothing with fresh
+// caches, at most the list timeout otherwise).
+func (s *Set) Status(ctx context.Context) []Status {
+	s.Tools(ctx)
+	s.mu.Lock()
+	counts := s.counts
+	s.mu.Unlock()
+	out := make([]Status, len(s.ups))
+	for i, u := range s.ups {
+		u.mu.Lock()
+		have := u.have
+		u.mu.Unlock()
+		out[i] = Status{Name: u.srv.Name, URL: u.srv.URL, Prefix: u.srv.Prefix, Reachable: have, Tools: counts[u.srv.Name]}
+	}
 	return out
 }
 
@@ -247,7 +293,104 @@ func (s *Set) Call(ctx context.Context, name string, arguments json.RawMessage, 
 	}
 	ctx, cancel := context.WithCancel(ctx) // ends the answer's stream on return
 	defer cancel()
+	if res, ok := s.callable(ctx, r.u, r.name); !ok {
+		return res, nil
+	}
 	return r.u.call(ctx, r.name, arguments, notify)
+}
+
+// withheld reports (and logs once, with the reason) whether the pins
+// withhold t.
+func (s *Set) withheld(u *upstream, t upTool) bool {
+	if s.opts.Pins == nil {
+		return false
+	}
+	ok, why := s.opts.Pins.check(u.srv.Name, t.name, t.raw)
+	if !ok {
+		s.warnOnce(u.srv.Name+"\x00pin\x00"+t.name+"\x00"+string(t.raw), "upstream MCP server %q: tool %q is withheld until an operator accepts it (aiod upstream review): %s", u.srv.Name, t.name, why)
+	}
+	return !ok
+}
+
+// callable checks a call of tool on u against the pins: with pins, only a
+// tool in the server's current list whose definition matches its pin may
+// be called; otherwise the isError result to answer.
+func (s *Set) callable(ctx context.Context, u *upstream, tool string) (json.RawMessage, bool) {
+	if s.opts.Pins == nil {
+		return nil, true
+	}
+	s.opts.Pins.refresh(s.logf)
+	for _, t := range u.snapshot(ctx) {
+		if t.name == tool {
+			if s.withheld(u, t) {
+				return errorResult(fmt.Sprintf("upstream MCP server %q: tool %q is withheld until an operator accepts its definition (aiod upstream review)", u.srv.Name, tool)), false
+			}
+			return nil, true
+		}
+	}
+	return errorResult(fmt.Sprintf("upstream MCP server %q: tool %q is withheld: it is not in the server's current tool list, so its definition cannot be checked against its pin", u.srv.Name, tool)), false
+}
+
+// ErrUnknownServer is returned by ServerTools and CallServer for a name
+// that is not a registered server.
+var ErrUnknownServer = errors.New("no such upstream MCP server")
+
+func (s *Set) server(name string) (*upstream, error) {
+	for _, u := range s.ups {
+		if u.srv.Name == name {
+			return u, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownServer, name)
+}
+
+// ServerTools returns the tools of the registered server name under the
+// upstream's own names, each as it wrote it, in its order, with the cache
+// rules of Tools (no round trip with a fresh list, at most the list timeout
+// without one). It is every tool the server lists, including those that
+// publish no name (a collision, no prefix). reachable is false when the
+// server has not answered; the list is then empty.
+func (s *Set) ServerTools(ctx context.Context, name string) (tools []json.RawMessage, reachable bool, err error) {
+	u, err := s.server(name)
+	if err != nil {
+		return nil, false, err
+	}
+	snap := u.snapshot(ctx)
+	u.mu.Lock()
+	reachable = u.have
+	u.mu.Unlock()
+	if s.opts.Pins != nil {
+		s.opts.Pins.refresh(s.logf)
+	}
+	out := make([]json.RawMessage, 0, len(snap))
+	for _, t := range snap {
+		if !s.withheld(u, t) {
+			out = append(out, t.raw)
+		}
+	}
+	return out, reachable, nil
+}
+
+// CallServer forwards a tools/call of tool (the upstream's own name) to the
+// registered server name, with the outcomes of Call (ErrUnknownServer, wrapped,
+// instead of ErrUnknownTool). It does not consult the published names: a
+// tool that publishes none is callable this way.
+func (s *Set) CallServer(ctx context.Context, name, tool string, arguments json.RawMessage, notify func(method string, params json.RawMessage)) (json.RawMessage, error) {
+	u, err := s.server(name)
+	if err != nil {
+		return nil, err
+	}
+	if _, has := ctx.Deadline(); !has {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.opts.CallTimeout)
+		defer cancel()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if res, ok := s.callable(ctx, u, tool); !ok {
+		return res, nil
+	}
+	return u.call(ctx, tool, arguments, notify)
 }
 
 // Close ends the sessions (a DELETE to each legacy upstream) and stops the

@@ -56,6 +56,7 @@ type upTool struct {
 	name string          // the upstream's name
 	pub  string          // the published name ("" when it has none)
 	def  json.RawMessage // the definition with the published name
+	raw  json.RawMessage // the definition as the upstream wrote it
 }
 
 type refreshOp struct {
@@ -252,7 +253,7 @@ func rawTools(sl *slot, res *mcp.ListToolsResult) ([]json.RawMessage, error) {
 
 // publish computes a tool's published name and definition.
 func (u *upstream) publish(name string, def json.RawMessage) upTool {
-	t := upTool{name: name}
+	t := upTool{name: name, raw: def}
 	switch {
 	case u.srv.Prefix != "":
 		t.pub = u.srv.Prefix + "_" + name

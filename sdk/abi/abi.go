@@ -50,10 +50,11 @@ const (
 // The import modules: aiod:core is always linked; every other module is a
 // gated family, linked only when granted, named "aiod:<family>".
 const (
-	ModuleCore    = "aiod:core"
-	ModuleFiles   = "aiod:files"
-	ModuleProcess = "aiod:process"
-	ModuleState   = "aiod:state"
+	ModuleCore     = "aiod:core"
+	ModuleFiles    = "aiod:files"
+	ModuleProcess  = "aiod:process"
+	ModuleState    = "aiod:state"
+	ModuleUpstream = "aiod:upstream"
 )
 
 // ModulePrefix starts every aiod import module name.

@@ -1,0 +1,286 @@
+package upstream
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// pinnedFields are the members of a tool definition a pin covers: what the
+// tool tells the model and what it accepts and returns.
+var pinnedFields = []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations"}
+
+// Pin is one pinned tool: the digest of its pinned fields and those fields
+// (canonical JSON), kept so a review can say what changed.
+type Pin struct {
+	Digest string          `json:"digest"`
+	Tool   json.RawMessage `json:"tool"`
+}
+
+// pinFile is the pin file's format.
+type pinFile struct {
+	Version int                       `json:"version"`
+	Servers map[string]map[string]Pin `json:"servers"`
+}
+
+// Pins is the operator's accepted definitions of upstream tools, kept in a
+// file (--pin-upstreams FILE). With pins, a tool whose definition does not
+// match its pin, or that has none, is withheld: not listed and not callable
+// until the operator accepts it (aiod upstream review --accept). The file
+// is re-read when it changes on disk. Safe for concurrent use.
+type Pins struct {
+	path string
+
+	mu      sync.Mutex
+	servers map[string]map[string]Pin
+	mod     time.Time
+	size    int64
+	checked time.Time
+}
+
+// LoadPins reads the pin file at path. A file that does not exist pins
+// nothing (every tool is withheld until accepted); one that does not parse
+// is an error.
+func LoadPins(path string) (*Pins, error) {
+	p := &Pins{path: path, servers: map[string]map[string]Pin{}}
+	if err := p.load(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Path is the pin file's path.
+func (p *Pins) Path() string { return p.path }
+
+func (p *Pins) load() error {
+	st, err := os.Stat(p.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		p.servers, p.mod, p.size = map[string]map[string]Pin{}, time.Time{}, -1
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pin file: %w", err)
+	}
+	b, err := os.ReadFile(p.path)
+	if err != nil {
+		return fmt.Errorf("pin file: %w", err)
+	}
+	var f pinFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return fmt.Errorf("pin file %s: %w", p.path, err)
+	}
+	if f.Version != 1 {
+		return fmt.Errorf("pin file %s: version %d, want 1", p.path, f.Version)
+	}
+	if f.Servers == nil {
+		f.Servers = map[string]map[string]Pin{}
+	}
+	p.servers, p.mod, p.size = f.Servers, st.ModTime(), st.Size()
+	return nil
+}
+
+// refresh re-reads the file when it changed (checked at most once a
+// second). A file that stops parsing keeps the last good pins.
+func (p *Pins) refresh(log func(string, ...any)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Since(p.checked) < time.Second {
+		return
+	}
+	p.checked = time.Now()
+	st, err := os.Stat(p.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && p.size == -1:
+		return
+	case err == nil && st.ModTime().Equal(p.mod) && st.Size() == p.size:
+		return
+	}
+	if err := p.load(); err != nil && log != nil {
+		log("upstream pins not reloaded (keeping the previous ones): %v", err)
+	}
+}
+
+// check reports whether the tool definition def of server matches its pin,
+// and why not.
+func (p *Pins) check(server, tool string, def json.RawMessage) (bool, string) {
+	digest, _, err := PinDigest(def)
+	if err != nil {
+		return false, "its definition cannot be pinned: " + err.Error()
+	}
+	p.mu.Lock()
+	pin, ok := p.servers[server][tool]
+	p.mu.Unlock()
+	switch {
+	case !ok:
+		return false, "it is new (not in the pin file)"
+	case pin.Digest != digest:
+		return false, "its definition changed since it was pinned"
+	}
+	return true, ""
+}
+
+// PinDigest returns the digest ("sha256:<hex>") of a tool definition's
+// pinned fields (name, title, description, inputSchema, outputSchema,
+// annotations) and those fields as canonical JSON (keys sorted at every
+// level, numbers as written).
+func PinDigest(def json.RawMessage) (string, json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(def))
+	dec.UseNumber()
+	var all map[string]any
+	if err := dec.Decode(&all); err != nil {
+		return "", nil, err
+	}
+	kept := map[string]any{}
+	for _, f := range pinnedFields {
+		if v, ok := all[f]; ok {
+			kept[f] = v
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(kept); err != nil { // maps: keys sorted
+		return "", nil, err
+	}
+	canon := bytes.TrimSpace(buf.Bytes())
+	sum := sha256.Sum256(canon)
+	return "sha256:" + hex.EncodeToString(sum[:]), canon, nil
+}
+
+// Change is one difference between a server's tools and their pins.
+type Change struct {
+	Server string
+	Tool   string
+	Kind   string // "new", "changed" or "removed"
+	// Fields are the pinned fields that differ ("changed"), in the order
+	// of the pinned fields, with the old and the new value as JSON ("" for
+	// absent).
+	Fields []FieldChange
+}
+
+// FieldChange is one pinned field that changed.
+type FieldChange struct {
+	Field    string
+	Old, New string
+}
+
+// Review compares the definitions a server lists now with its pins, in
+// the server's order, removed tools last (sorted).
+func (p *Pins) Review(server string, defs []json.RawMessage) ([]Change, error) {
+	p.mu.Lock()
+	pinned := p.servers[server]
+	p.mu.Unlock()
+	var out []Change
+	seen := map[string]bool{}
+	for _, d := range defs {
+		name, digest, canon, err := pinOf(d)
+		if err != nil {
+			return nil, fmt.Errorf("server %q: %w", server, err)
+		}
+		seen[name] = true
+		pin, ok := pinned[name]
+		switch {
+		case !ok:
+			out = append(out, Change{Server: server, Tool: name, Kind: "new"})
+		case pin.Digest != digest:
+			out = append(out, Change{Server: server, Tool: name, Kind: "changed", Fields: diffFields(pin.Tool, canon)})
+		}
+	}
+	var gone []string
+	for name := range pinned {
+		if !seen[name] {
+			gone = append(gone, name)
+		}
+	}
+	sort.Strings(gone)
+	for _, name := range gone {
+		out = append(out, Change{Server: server, Tool: name, Kind: "removed"})
+	}
+	return out, nil
+}
+
+func pinOf(def json.RawMessage) (name, digest string, canon json.RawMessage, err error) {
+	var h struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(def, &h); err != nil || h.Name == "" {
+		return "", "", nil, fmt.Errorf("a tool without a name")
+	}
+	digest, canon, err = PinDigest(def)
+	return h.Name, digest, canon, err
+}
+
+func diffFields(old, cur json.RawMessage) []FieldChange {
+	var o, n map[string]json.RawMessage
+	_ = json.Unmarshal(old, &o)
+	_ = json.Unmarshal(cur, &n)
+	var out []FieldChange
+	for _, f := range pinnedFields {
+		// The file is indented: compare compact forms.
+		if ov, nv := compact(o[f]), compact(n[f]); ov != nv {
+			out = append(out, FieldChange{Field: f, Old: ov, New: nv})
+		}
+	}
+	return out
+}
+
+func compact(v json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		return string(v)
+	}
+	return b.String()
+}
+
+// Accept pins the definitions a server lists now, replacing its pins (a
+// tool it no longer lists loses its pin).
+func (p *Pins) Accept(server string, defs []json.RawMessage) error {
+	pins := make(map[string]Pin, len(defs))
+	for _, d := range defs {
+		name, digest, canon, err := pinOf(d)
+		if err != nil {
+			return fmt.Errorf("server %q: %w", server, err)
+		}
+		pins[name] = Pin{Digest: digest, Tool: canon}
+	}
+	p.mu.Lock()
+	p.servers[server] = pins
+	p.mu.Unlock()
+	return nil
+}
+
+// Save writes the pins to the file, atomically (a temporary file renamed
+// over it).
+func (p *Pins) Save() error {
+	p.mu.Lock()
+	b, err := json.MarshalIndent(pinFile{Version: 1, Servers: p.servers}, "", "  ")
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p.path), ".pins-*")
+	if err != nil {
+		return fmt.Errorf("pin file: %w", err)
+	}
+	_, werr := tmp.Write(append(b, '\n'))
+	cerr := tmp.Close()
+	merr := os.Chmod(tmp.Name(), 0o644)
+	if err := errors.Join(werr, cerr, merr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("pin file: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), p.path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("pin file: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/aiodhq/aiod/host/mcp"
+	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/upstream"
+)
+
+// catalog is what the protocol layer serves when upstream MCP servers are
+// registered: the plugin registry (built-ins, then the other plugins) and,
+// after its tools, the upstreams' tools (host/upstream), in registration
+// order, each in its upstream's order. A plugin's name wins a collision (the
+// set excludes the registry's names). Prompts, resources and completion are
+// the registry's alone.
+type catalog struct {
+	*plugin.Registry
+	ups *upstream.Set
+}
+
+var (
+	_ mcp.Catalog    = (*catalog)(nil)
+	_ mcp.ToolLister = (*catalog)(nil)
+)
+
+// newUpstreamSet returns the set over servers, excluding the names the
+// plugins publish at the time of each tools/list or call (so a reload that
+// adds a plugin tool takes the name from an upstream).
+func newUpstreamSet(servers []upstream.Server, exclude func(string) bool, pins *upstream.Pins, cfg Config) *upstream.Set {
+	return upstream.New(servers, upstream.Options{
+		Exclude:       exclude,
+		Pins:          pins,
+		ListTimeout:   cfg.UpstreamListTimeout,
+		Logger:        cfg.Logger,
+		ClientName:    "aiod",
+		ClientVersion: Version,
+	})
+}
+
+// ListTools is tools/list: the registry's rendering with the upstreams'
+// definitions appended, as the upstreams wrote them.
+func (c *catalog) ListTools(ctx context.Context) []byte {
+	own := c.Registry.Catalog().ToolsJSON()
+	tools := c.ups.Tools(ctx)
+	if len(tools) == 0 {
+		return own
+	}
+	n := len(own)
+	for _, t := range tools {
+		n += len(t.Definition) + 1
+	}
+	b := make([]byte, 0, n+2)
+	own = bytes.TrimSpace(own)
+	if len(own) >= 2 && own[0] == '[' && own[len(own)-1] == ']' {
+		b = append(b, own[:len(own)-1]...) // without the ']'
+	} else {
+		b = append(b, '[')
+	}
+	for _, t := range tools {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, t.Definition...)
+	}
+	return append(b, ']')
+}
+
+// CallTool runs a plugin tool, or forwards the call to the upstream that
+// publishes the name. An upstream's answer comes back as it wrote it; a
+// server that is down answers an isError result naming it; a JSON-RPC error
+// of the upstream is relayed as one. Progress and log notifications of the
+// upstream reach the client when the client asked for them (req.Notify is
+// set only then); cancelling ctx cancels the upstream call.
+func (c *catalog) CallTool(ctx context.Context, req plugin.CallRequest) ([]byte, error) {
+	res, err := c.Registry.CallTool(ctx, req)
+	if !errors.Is(err, plugin.ErrUnknownTool) {
+		return res, err
+	}
+	res, err = c.ups.Call(ctx, req.Name, req.Args, relayNotify(req.Notify))
+	var re *upstream.RPCError
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.Is(err, upstream.ErrUnknownTool):
+		return nil, plugin.ErrUnknownTool
+	case errors.As(err, &re):
+		body, merr := json.Marshal(struct {
+			Code    int64           `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data,omitempty"`
+		}{re.Code, re.Message, re.Data})
+		if merr != nil { // data that is not JSON: relay without it
+			body, _ = json.Marshal(struct {
+				Code    int64  `json:"code"`
+				Message string `json:"message"`
+			}{re.Code, re.Message})
+		}
+		return nil, &plugin.RPCError{Body: body}
+	}
+	return nil, err
+}
+
+// relayNotify adapts the protocol layer's notify function (which takes the
+// params as a map, puts its client's progress token in and filters log
+// messages by the client's level) to host/upstream's raw params.
+func relayNotify(notify func(kind string, params any)) func(string, json.RawMessage) {
+	if notify == nil {
+		return nil
+	}
+	return func(method string, params json.RawMessage) {
+		dec := json.NewDecoder(bytes.NewReader(params))
+		dec.UseNumber() // progress values keep their digits
+		var m map[string]any
+		if dec.Decode(&m) == nil && m != nil {
+			notify(method, m)
+		}
+	}
+}
+
+// pluginTool reports whether a plugin publishes name (false before the
+// registry is loaded).
+func (h *Host) pluginTool(name string) bool {
+	reg := h.reg
+	return reg != nil && reg.Catalog().Lookup(name) != nil
+}
+
+// closeUpstreams ends the upstream sessions (nil set: nothing).
+func (h *Host) closeUpstreams() error {
+	if h.ups == nil {
+		return nil
+	}
+	return h.ups.Close()
+}
