@@ -131,7 +131,52 @@ func start(t *testing.T, env []string, args ...string) *aiod {
 	case <-time.After(startWait()):
 		t.Fatalf("aiod did not start listening within %s:\n%s", startWait(), a.Logs())
 	}
+	key := ""
+	for i, arg := range args {
+		if arg == "--api-key" && i+1 < len(args) {
+			key = args[i+1]
+		} else if v, ok := strings.CutPrefix(arg, "--api-key="); ok {
+			key = v
+		}
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "AIO_API_KEY="); ok && key == "" {
+			key = v
+		}
+	}
+	a.waitLoaded(t, key)
 	return a
+}
+
+// waitLoaded waits until aiod has compiled every plugin it listed at
+// start-up (it answers at once and compiles in the background), so that
+// timings in the tests do not include compiling.
+func (a *aiod) waitLoaded(t *testing.T, apiKey string) {
+	t.Helper()
+	deadline := time.Now().Add(startWait())
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequest("GET", a.Base+"/v1/capabilities", nil)
+		if apiKey != "" {
+			req.Header.Set("Authorization", "Bearer "+apiKey)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			var c struct {
+				Data struct {
+					MCP struct {
+						Loading []string `json:"loading"`
+					} `json:"mcp"`
+				} `json:"data"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&c)
+			resp.Body.Close()
+			if err == nil && c.Data.MCP.Loading != nil && len(c.Data.MCP.Loading) == 0 {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("aiod did not finish loading its plugins within %s:\n%s", startWait(), a.Logs())
 }
 
 // freePort finds a loopback port nobody listens on.
