@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/fsroot"
 	"github.com/aiodhq/aiod/host/proc"
 
@@ -23,10 +24,11 @@ type families struct {
 	procs *proc.Manager
 	proc  hostfn.Family
 	state hostfn.Family
+	cdp   *hostfn.CDPFamily
 	once  sync.Once
 }
 
-func newFamilies(log *slog.Logger) *families {
+func newFamilies(log *slog.Logger, br *browser.Browser) *families {
 	m := proc.New(proc.Config{BaseEnv: baseEnv(os.Environ()), Logger: log})
 	return &families{
 		log:   log,
@@ -34,6 +36,7 @@ func newFamilies(log *slog.Logger) *families {
 		procs: m,
 		proc:  hostfn.NewProcess(m),
 		state: hostfn.NewState(hostfn.NewStateStore(0)),
+		cdp:   hostfn.NewCDP(br),
 	}
 }
 
@@ -54,7 +57,7 @@ func baseEnv(environ []string) []string {
 // familyTable is every gated family this host implements, in
 // caps.Families order: adding a family is one entry here (its name and how
 // it is made from the host's state) besides its own package. A family the
-// manifest format knows but that has no entry (cdp, upstream) is never
+// manifest format knows but that has no entry (upstream) is never
 // linked, is refused at load as not implemented, and is reported absent.
 var familyTable = []struct {
 	name caps.Family
@@ -63,6 +66,7 @@ var familyTable = []struct {
 	{caps.Files, func(f *families) hostfn.Family { return f.files }},
 	{caps.Process, func(f *families) hostfn.Family { return f.proc }},
 	{caps.State, func(f *families) hostfn.Family { return f.state }},
+	{caps.CDP, func(f *families) hostfn.Family { return f.cdp }},
 }
 
 // implemented reports whether this host implements family name.
@@ -106,6 +110,9 @@ func builtinPolicy(p *caps.Policy) *caps.Policy {
 		Files:   &caps.FilesScope{Paths: []caps.PathScope{{Path: "$SANDBOX", Mode: caps.ReadWrite}}},
 		Process: &caps.ProcessScope{Commands: []string{"*"}, Cwd: []string{"$SANDBOX"}, Shell: true},
 		State:   &caps.StateScope{MaxBytes: 64 << 20},
+		// Any CDP method a built-in names (the sensitive ones only when
+		// named, hostfn.CDPFamily), no new targets.
+		CDP: &caps.CDPScope{Methods: []string{"*"}},
 	}
 	return &np
 }
@@ -113,7 +120,7 @@ func builtinPolicy(p *caps.Policy) *caps.Policy {
 // AllFamilies returns every gated family (for describing a module with
 // stubs; their functions are never run that way).
 func AllFamilies() []hostfn.Family {
-	f := &families{files: hostfn.NewFiles(fsroot.Options{}), proc: hostfn.NewProcess(nil), state: hostfn.NewState(nil)}
+	f := &families{files: hostfn.NewFiles(fsroot.Options{}), proc: hostfn.NewProcess(nil), state: hostfn.NewState(nil), cdp: hostfn.NewCDP(nil)}
 	out := make([]hostfn.Family, len(familyTable))
 	for i, e := range familyTable {
 		out[i] = e.get(f)

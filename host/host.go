@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
@@ -58,6 +59,10 @@ type Config struct {
 	// AllowedHosts and AllowedOrigins extend the DNS-rebinding checks.
 	AllowedHosts   []string
 	AllowedOrigins []string
+	// Browser configures the browser plane (host/browser: attach, launch
+	// or off; the zero value attaches to 127.0.0.1:9222). Its Logger
+	// defaults to Logger.
+	Browser browser.Config
 	// Builtins are the embedded built-in plugins; nil for none.
 	Builtins fs.FS
 	Logger   *slog.Logger
@@ -65,14 +70,15 @@ type Config struct {
 
 // Host is a running aiod.
 type Host struct {
-	cfg    Config
-	log    *slog.Logger
-	engine runtime.Engine
-	reg    *plugin.Registry
-	fams   *families
-	mcp    *mcp.Server
-	srv    *server.Server
-	closed atomic.Bool
+	cfg     Config
+	log     *slog.Logger
+	engine  runtime.Engine
+	reg     *plugin.Registry
+	fams    *families
+	browser *browser.Browser
+	mcp     *mcp.Server
+	srv     *server.Server
+	closed  atomic.Bool
 }
 
 // ErrUnauthenticatedExposure is returned when binding beyond loopback
@@ -136,8 +142,16 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	fams := newFamilies(log)
-	h := &Host{cfg: cfg, log: log, engine: eng, fams: fams}
+	if cfg.Browser.Logger == nil {
+		cfg.Browser.Logger = log
+	}
+	br, err := browser.New(cfg.Browser)
+	if err != nil {
+		eng.Close(ctx)
+		return nil, err
+	}
+	fams := newFamilies(log, br)
+	h := &Host{cfg: cfg, log: log, engine: eng, fams: fams, browser: br}
 	if cfg.Builtins == nil {
 		log.Warn("this binary has no built-in plugins (build it with `make build`)")
 	}
@@ -145,6 +159,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		if st, err := os.Stat(cfg.PluginsDir); err != nil || !st.IsDir() {
 			eng.Close(ctx)
 			fams.Close()
+			br.Close()
 			return nil, fmt.Errorf("plugins dir %s: not a readable directory", cfg.PluginsDir)
 		}
 	}
@@ -162,6 +177,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if err != nil && reg == nil {
 		eng.Close(ctx)
 		fams.Close()
+		br.Close()
 		return nil, err
 	}
 	h.reg = reg
@@ -207,7 +223,7 @@ func (h *Host) Close(ctx context.Context) error {
 	if h.reg != nil {
 		errs = append(errs, h.reg.Close(ctx))
 	}
-	errs = append(errs, h.fams.Close(), h.engine.Close(ctx))
+	errs = append(errs, h.fams.Close(), h.browser.Close(), h.engine.Close(ctx))
 	return errors.Join(errs...)
 }
 
@@ -271,7 +287,12 @@ func (h *Host) capabilities() any {
 		}
 		fams[string(f)] = entry
 	}
+	// The browser plane: ready, or absent saying what is missing (aiod
+	// serves without it; the browser tools then answer isError).
+	bctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
 	return map[string]any{
+		"browser": h.browser.Status(bctx),
 		"mcp": map[string]any{"status": "ready", "protocolVersions": mcp.SupportedVersions,
 			"tools": len(cat.Tools), "prompts": len(cat.Prompts), "resources": len(cat.Resources), "resourceTemplates": len(cat.Templates),
 			"sessions": h.mcp.SessionCount()},
