@@ -10,6 +10,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -118,6 +119,10 @@ func Run(_ *sdk.Ctx, args json.RawMessage) (*sdk.Result, error) {
 		return sdk.ErrorResult(err.Error()), nil
 	}
 	done, err := perform(&p)
+	var ae *actionError
+	if errors.As(err, &ae) {
+		return sdk.ErrorResult(ae.Error()), nil
+	}
 	if err != nil {
 		return sdk.ErrorResult("Failed to execute " + p.ActionType + " action: " + err.Error()), nil
 	}
@@ -336,11 +341,18 @@ func (d *display) drag(x, y float64) error {
 
 // keyEvent sends one key down or up with the held modifiers.
 func (d *display) keyEvent(down bool, k key) error {
-	ev := map[string]any{"key": k.Key, "code": k.Code, "windowsVirtualKeyCode": k.VK, "nativeVirtualKeyCode": k.VK}
 	mods := d.pt.Mods
 	if k.Shift {
 		mods |= modShift
 	}
+	if mods&modShift != 0 && len(k.Key) == 1 && k.Key[0] >= 'a' && k.Key[0] <= 'z' {
+		// A held Shift types the capital.
+		k.Key = strings.ToUpper(k.Key)
+		if k.Text != "" {
+			k.Text = k.Key
+		}
+	}
+	ev := map[string]any{"key": k.Key, "code": k.Code, "windowsVirtualKeyCode": k.VK, "nativeVirtualKeyCode": k.VK}
 	ev["modifiers"] = mods
 	if !down {
 		ev["type"] = "keyUp"
