@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host"
+	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 )
@@ -68,6 +69,11 @@ var settings = []setting{
 	{"AIO_ALLOWED_HOSTS", "a.test,b.test", []string{"a.test", "b.test"}, "c.test", []string{"c.test"}, "", func(s *startFlags) any { return s.cfg.AllowedHosts }, []string(nil)},
 	{"AIO_ENGINE", "wazero", "wazero", "other", "other", "", func(s *startFlags) any { return s.cfg.Engine }, host.DefaultEngine},
 	{"AIO_PPROF_ADDR", "127.0.0.1:6060", "127.0.0.1:6060", "localhost:6061", "localhost:6061", "", func(s *startFlags) any { return s.cfg.PprofAddr }, ""},
+	{"AIO_BROWSER", "launch", browser.Launch, "off", browser.Off, "on", func(s *startFlags) any { return s.cfg.Browser.Mode }, browser.Attach},
+	{"BROWSER_REMOTE_DEBUGGING_HOST", "127.0.0.5", "127.0.0.5", "::1", "::1", "", func(s *startFlags) any { return s.cfg.Browser.Host }, browser.DefaultHost},
+	{"BROWSER_REMOTE_DEBUGGING_PORT", "9333", 9333, "9444", 9444, "nine", func(s *startFlags) any { return s.cfg.Browser.Port }, browser.DefaultPort},
+	{"AIO_BROWSER_PATH", "/env/chromium", "/env/chromium", "/flag/chrome", "/flag/chrome", "", func(s *startFlags) any { return s.cfg.Browser.Path }, browser.DefaultPath},
+	{"AIO_BROWSER_VIEWPORT", "1024x768", "1024x768", "800x600", "800x600", "big", func(s *startFlags) any { return s.cfg.Browser.Viewport }, browser.DefaultViewport},
 }
 
 // parseWith parses args against a fake environment.
@@ -205,7 +211,7 @@ func TestReadmeFlagTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile("^\\| `--([a-z-]+)` \\| `(AIO_[A-Z_]+)` \\| ([^|]+) \\|")
+	row := regexp.MustCompile("^\\| `--([a-z-]+)` \\| `((?:AIO|BROWSER)_[A-Z_]+)` \\| ([^|]+) \\|")
 	value := regexp.MustCompile("^`([^`]*)`$")
 	s := newStartFlags(io.Discard)
 	seen := map[string]bool{}
