@@ -205,8 +205,8 @@ func TestCapabilitiesReportContainment(t *testing.T) {
 }
 
 // TestCapabilitiesFamilyFromImplementation: a family granted to a plugin
-// but not implemented by this host (cdp) is reported absent, never ready,
-// while an implemented one granted beside it (state) is ready.
+// but not implemented by this host (upstream) is reported absent, never
+// ready, while implemented ones granted beside it (state, cdp) are ready.
 func TestCapabilitiesFamilyFromImplementation(t *testing.T) {
 	plugins := t.TempDir()
 	testplugins.Package(t, plugins, "plugins/examples/echo", nil, func(m []byte) []byte {
@@ -215,12 +215,12 @@ func TestCapabilitiesFamilyFromImplementation(t *testing.T) {
 			t.Fatal(err)
 		}
 		doc["capabilities"] = map[string]any{"cdp": map[string]any{"methods": []string{"Page.*"}},
-			"state": map[string]any{"max_bytes": 1024}}
+			"upstream": map[string]any{"servers": []string{"docs"}}, "state": map[string]any{"max_bytes": 1024}}
 		b, _ := json.Marshal(doc)
 		return b
 	})
 	policy := filepath.Join(t.TempDir(), "policy.json")
-	os.WriteFile(policy, []byte(`{"plugins":{"echo":{"cdp":{"methods":["Page.*"]},"state":{"max_bytes":1024}}}}`), 0o644)
+	os.WriteFile(policy, []byte(`{"plugins":{"echo":{"cdp":{"methods":["Page.*"]},"upstream":{"servers":["docs"]},"state":{"max_bytes":1024}}}}`), 0o644)
 	url := startHost(t, host.Config{PluginsDir: plugins, PolicyFile: policy})
 	var body struct {
 		Data struct {
@@ -232,11 +232,13 @@ func TestCapabilitiesFamilyFromImplementation(t *testing.T) {
 	}
 	getCapabilities(t, url, &body)
 	fams := body.Data.Families
-	if f := fams["cdp"]; f.Status != "absent" || len(f.Missing) == 0 {
-		t.Errorf("cdp granted but not implemented: %+v, want absent with a reason", f)
+	if f := fams["upstream"]; f.Status != "absent" || len(f.Missing) == 0 {
+		t.Errorf("upstream granted but not implemented: %+v, want absent with a reason", f)
 	}
-	if f := fams["state"]; f.Status != "ready" {
-		t.Errorf("state granted and implemented: %+v, want ready", f)
+	for _, name := range []string{"state", "cdp"} {
+		if f := fams[name]; f.Status != "ready" {
+			t.Errorf("%s granted and implemented: %+v, want ready", name, f)
+		}
 	}
 }
 
