@@ -55,7 +55,7 @@ var (
 
 // browserServer is a host with the ten built-ins and the hostile cdp
 // plugin, and a browser it launched (--browser launch).
-func browserServer(t *testing.T) *server {
+func browserServer(t testing.TB) *server {
 	t.Helper()
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Fatalf("chromium is not installed (.ci/run installs it): %v", err)
@@ -89,7 +89,7 @@ func browserServer(t *testing.T) *server {
 }
 
 // capabilities is GET /v1/capabilities.
-func (s *server) capabilities(t *testing.T) map[string]any {
+func (s *server) capabilities(t testing.TB) map[string]any {
 	t.Helper()
 	resp, err := client.Get(strings.TrimSuffix(s.url, "/mcp") + "/v1/capabilities")
 	must(t, err)
@@ -107,12 +107,12 @@ func (s *server) capabilities(t *testing.T) map[string]any {
 // pageDriver is the test's own CDP session on the launched browser's page
 // (through host/browser attached to it), to navigate and to read the page.
 type pageDriver struct {
-	t *testing.T
+	t testing.TB
 	b *browser.Browser
 	s *browser.Session
 }
 
-func drive(t *testing.T, s *server) *pageDriver {
+func drive(t testing.TB, s *server) *pageDriver {
 	t.Helper()
 	var endpoint string
 	deadline := time.Now().Add(60 * time.Second)
@@ -427,6 +427,36 @@ func TestBrowserTools(t *testing.T) {
 		br, _ := s.capabilities(t)["browser"].(map[string]any)
 		if br["status"] != "ready" || br["restarts"] != float64(1) {
 			t.Errorf("capabilities after the restart: %v", br)
+		}
+	})
+}
+
+// BenchmarkBrowserScreenshot: browser_gui_screenshot through aiod (HTTP,
+// the plugin, aiod:cdp) against the same Page.captureScreenshot sent
+// directly over CDP from Go (issue: at most 1.3x).
+func BenchmarkBrowserScreenshot(b *testing.B) {
+	s := browserServer(b)
+	d := drive(b, s)
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, testPage)
+	}))
+	defer web.Close()
+	d.navigate(web.URL)
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"browser_gui_screenshot","arguments":{}}}`)
+	b.Run("aiod", func(b *testing.B) {
+		for b.Loop() {
+			if status, resp := s.post(b, body); status != 200 || !bytes.Contains(resp, []byte(`"image/png"`)) {
+				b.Fatalf("%d %.200s", status, resp)
+			}
+		}
+	})
+	b.Run("direct", func(b *testing.B) {
+		ctx := context.Background()
+		for b.Loop() {
+			if _, err := cdp.Call(ctx, d.s, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng}); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }
