@@ -3,13 +3,19 @@ package browser
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"image/png"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,4 +174,76 @@ func pageSession(ctx context.Context, t *testing.T, b *Browser) *Session {
 	}
 	t.Fatalf("no page among %d targets", len(ts))
 	return nil
+}
+
+// hungBrowser is a DevTools endpoint that completes the websocket
+// handshake and then never answers: a browser that hangs.
+func hungBrowser(t *testing.T) (host string, port int) {
+	t.Helper()
+	mux := http.NewServeMux()
+	var srv *httptest.Server
+	mux.HandleFunc("/json/version", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"Browser":"Hung/1.0","webSocketDebuggerUrl":"ws://%s/devtools/browser/x"}`, r.Host)
+	})
+	var conns []net.Conn
+	var mu sync.Mutex
+	mux.HandleFunc("/devtools/browser/x", func(w http.ResponseWriter, r *http.Request) {
+		h := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+		c, rw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n", base64.StdEncoding.EncodeToString(h[:]))
+		rw.Flush()
+		mu.Lock()
+		conns = append(conns, c) // read nothing, answer nothing
+		mu.Unlock()
+	})
+	srv = httptest.NewServer(mux)
+	t.Cleanup(func() {
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		srv.Close()
+	})
+	a := srv.Listener.Addr().(*net.TCPAddr)
+	return a.IP.String(), a.Port
+}
+
+// TestHungBrowser: a command to a browser that never answers ends at its
+// deadline, and the connection stays usable for the next one.
+func TestHungBrowser(t *testing.T) {
+	h, p := hungBrowser(t)
+	b, err := New(Config{Host: h, Port: p, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c, err := b.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Version().Product != "Hung/1.0" {
+		t.Errorf("version %+v", c.Version())
+	}
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		began := time.Now()
+		_, err = c.Targets(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(began) > 2*time.Second {
+			t.Errorf("Targets on a hung browser: %v after %v", err, time.Since(began))
+		}
+	}
+	if c.Err() != nil {
+		t.Errorf("the connection ended: %v", c.Err())
+	}
+	c.mu.Lock()
+	n := len(c.pending)
+	c.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d calls left pending", n)
+	}
 }
