@@ -86,8 +86,10 @@ func TestAbsent(t *testing.T) {
 		if st := b.Status(context.Background()); st.Status != "absent" || len(st.Missing) != 1 || !strings.Contains(st.Missing[0], tc.want) {
 			t.Errorf("%+v: status %+v", tc.cfg, st)
 		}
-		if b.Close() != nil || b.Close() != nil {
-			t.Error("Close")
+		for i := range 2 { // idempotent
+			if err := b.Close(); err != nil {
+				t.Errorf("Close %d: %v", i, err)
+			}
 		}
 	}
 }
