@@ -35,15 +35,20 @@ func init() {
 
 func main() {}
 
-// Info is the tool's answer (keys in aiod's sorted order when marshalled
-// from a map; the struct keeps the same names).
+// Info is the tool's answer, its fields in aiod's order (keys sorted).
 type Info struct {
-	CDPUIURL     *string       `json:"cdp_ui_url"`
-	CDPURL       string        `json:"cdp_url"`
-	PageViewport *cdp.Viewport `json:"page_viewport"`
-	UserAgent    string        `json:"user_agent"`
-	Viewport     cdp.Viewport  `json:"viewport"`
-	VNCURL       *string       `json:"vnc_url"`
+	CDPUIURL     *string   `json:"cdp_ui_url"`
+	CDPURL       string    `json:"cdp_url"`
+	PageViewport *Viewport `json:"page_viewport"`
+	UserAgent    string    `json:"user_agent"`
+	Viewport     Viewport  `json:"viewport"`
+	VNCURL       *string   `json:"vnc_url"`
+}
+
+// Viewport is a size, keys sorted.
+type Viewport struct {
+	Height int `json:"height"`
+	Width  int `json:"width"`
 }
 
 // Run answers the browser's info.
@@ -52,7 +57,7 @@ func Run(_ *sdk.Ctx, _ json.RawMessage) (*sdk.Result, error) {
 	if err != nil {
 		return sdk.ErrorResult("Failed to get browser info: " + err.Error()), nil
 	}
-	out := Info{CDPURL: bi.WebSocketURL, UserAgent: bi.UserAgent, Viewport: bi.Viewport}
+	out := Info{CDPURL: bi.WebSocketURL, UserAgent: bi.UserAgent, Viewport: Viewport{Height: bi.Viewport.Height, Width: bi.Viewport.Width}}
 	// The page's viewport, and (attached to a browser aiod did not start)
 	// the display's size, from the first page.
 	if s, err := cdp.Page(); err == nil {
@@ -66,9 +71,9 @@ func Run(_ *sdk.Ctx, _ json.RawMessage) (*sdk.Result, error) {
 		expr := map[string]any{"expression": "({W: innerWidth, H: innerHeight, SW: screen.width, SH: screen.height})", "returnByValue": true}
 		if s.Call("Runtime.evaluate", expr, &res) == nil {
 			v := res.Result.Value
-			out.PageViewport = &cdp.Viewport{Width: v.W, Height: v.H}
+			out.PageViewport = &Viewport{Height: v.H, Width: v.W}
 			if bi.Mode == "attach" && v.SW > 0 {
-				out.Viewport = cdp.Viewport{Width: v.SW, Height: v.SH}
+				out.Viewport = Viewport{Height: v.SH, Width: v.SW}
 			}
 		}
 	}
