@@ -356,6 +356,25 @@ func TestBrowserTools(t *testing.T) {
 		}
 	})
 
+	t.Run("clipboard", func(t *testing.T) {
+		text := mustAct(t, s, map[string]any{"action_type": "SET_CLIPBOARD", "text": "copié ✓"})
+		if !strings.Contains(text, "Set the clipboard to 7 character(s)") {
+			t.Errorf("SET_CLIPBOARD: %s", text)
+		}
+		// Read it back as the page (the test grants clipboard-read).
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, err := d.b.Conn(ctx)
+		must(t, err)
+		must(t, c.Call(ctx, "Browser.setPermission", map[string]any{"permission": map[string]any{"name": "clipboard-read"}, "setting": "granted", "origin": web.URL}, nil))
+		yes := true
+		res, err := cdp.Call(ctx, d.s, runtime.Evaluate, runtime.EvaluateParams{Expression: "navigator.clipboard.readText()", AwaitPromise: &yes, ReturnByValue: &yes, UserGesture: &yes})
+		var got string
+		if err != nil || res.ExceptionDetails != nil || json.Unmarshal(res.Result.Value, &got) != nil || got != "copié ✓" {
+			t.Errorf("clipboard: %s %v %+v", res.Result.Value, err, res.ExceptionDetails)
+		}
+	})
+
 	t.Run("wait", func(t *testing.T) {
 		began := time.Now()
 		text := mustAct(t, s, map[string]any{"action_type": "WAIT", "duration": 0.2})

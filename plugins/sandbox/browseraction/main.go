@@ -283,6 +283,9 @@ func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 var buttonBits = map[string]int{"left": 1, "right": 2, "middle": 4}
 
+// editCommands are the editing commands of Ctrl+key shortcuts.
+var editCommands = map[string]string{"a": "selectAll", "c": "copy", "x": "cut", "v": "paste", "z": "undo", "y": "redo"}
+
 func (d *display) mouse(typ string, x, y float64, button string, clicks int, extra map[string]any) error {
 	ev := map[string]any{"type": typ, "x": x, "y": y, "modifiers": d.pt.Mods, "buttons": d.pt.Buttons}
 	if button != "" {
@@ -360,6 +363,11 @@ func (d *display) keyEvent(down bool, k key) error {
 		ev["type"], ev["text"], ev["unmodifiedText"] = "keyDown", k.Text, k.Text
 	} else {
 		ev["type"] = "rawKeyDown"
+		// Synthetic keys run no editing shortcut by themselves: name the
+		// command Chromium would run for Ctrl+key.
+		if cmd := editCommands[k.Key]; cmd != "" && mods&^modShift == modCtrl {
+			ev["commands"] = []string{cmd}
+		}
 	}
 	if k.Code == "" {
 		delete(ev, "code")
