@@ -114,8 +114,13 @@ func (s *Session) event(method string, params jsonv2.Value) {
 	}
 }
 
+// EventOverhead is what Events counts for one event besides its method
+// and params: the framing of its JSON in an answer.
+const EventOverhead = 64
+
 // Events takes from the buffer, in order, up to max events that match
-// (nil matches every event) and fit in maxBytes together, waiting up to
+// (nil matches every event) and fit in maxBytes together (EventOverhead
+// each besides their JSON; an event that alone does not fit is dropped), waiting up to
 // wait for the first one. Events that do not match stay. It returns them,
 // how many events the buffer dropped since the last call, and whether more
 // matching events remain.
@@ -125,23 +130,31 @@ func (s *Session) Events(ctx context.Context, match func(method string) bool, ma
 		s.mu.Lock()
 		size := 0
 		keep := s.events[:0:0]
+		taken := 0 // bytes leaving the buffer
 		for i, e := range s.events {
 			if match != nil && !match(e.Method) {
 				keep = append(keep, e)
 				continue
 			}
 			n := len(e.Method) + len(e.Params)
-			if len(evs) >= max || size+n > maxBytes {
+			if n+EventOverhead > maxBytes {
+				// It can never be delivered: drop it.
+				s.dropped++
+				taken += n
+				continue
+			}
+			if len(evs) >= max || size+n+EventOverhead > maxBytes {
 				more = true
 				keep = append(keep, s.events[i:]...)
 				break
 			}
 			evs = append(evs, e)
-			size += n
+			size += n + EventOverhead
+			taken += n
 		}
-		if len(evs) > 0 {
+		if taken > 0 {
 			s.events = keep
-			s.bytes -= size
+			s.bytes -= taken
 		}
 		dropped = s.dropped
 		s.dropped = 0

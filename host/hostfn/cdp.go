@@ -361,9 +361,10 @@ func (f *CDPFamily) events(ctx context.Context, c *Call, req *abi.CDPEventsReque
 		m := &caps.Grant{CDPMethods: req.Methods}
 		match = m.MethodAllowed
 	}
-	// The response carries the events' JSON plus a little framing each.
+	// The response: the events' JSON, framing each (browser.EventOverhead)
+	// and around them.
 	budget := int(min(resultLimit(g), 1<<30)) - 64
-	evs, dropped, more, err := s.Events(ctx, match, max, budget-64*max, wait)
+	evs, dropped, more, err := s.Events(ctx, match, max, budget, wait)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return nil, Errorf(abi.Timeout, "events: %v", err)
