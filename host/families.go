@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/fsroot"
 	"github.com/aiodhq/aiod/host/proc"
 
@@ -25,13 +26,14 @@ type families struct {
 	procs *proc.Manager
 	proc  hostfn.Family
 	state hostfn.Family
+	cdp   *hostfn.CDPFamily
 	ups   hostfn.Family
 	once  sync.Once
 }
 
-// newFamilies makes the families' state; ups is the host's upstream set
-// (nil without upstream servers).
-func newFamilies(log *slog.Logger, ups *upstream.Set) *families {
+// newFamilies makes the families' state; br is the host's browser and
+// ups its upstream set (nil without upstream servers).
+func newFamilies(log *slog.Logger, br *browser.Browser, ups *upstream.Set) *families {
 	m := proc.New(proc.Config{BaseEnv: baseEnv(os.Environ()), Logger: log})
 	return &families{
 		log:   log,
@@ -39,6 +41,7 @@ func newFamilies(log *slog.Logger, ups *upstream.Set) *families {
 		procs: m,
 		proc:  hostfn.NewProcess(m),
 		state: hostfn.NewState(hostfn.NewStateStore(0)),
+		cdp:   hostfn.NewCDP(br),
 		ups:   hostfn.NewUpstream(ups),
 	}
 }
@@ -60,7 +63,7 @@ func baseEnv(environ []string) []string {
 // familyTable is every gated family this host implements, in
 // abi.Families order: adding a family is one entry here (its name and how
 // it is made from the host's state) besides its own package. A family the
-// manifest format knows but that has no entry (cdp) is never
+// manifest format knows but that has no entry is never
 // linked, is refused at load as not implemented, and is reported absent.
 var familyTable = []struct {
 	name abi.Family
@@ -69,6 +72,7 @@ var familyTable = []struct {
 	{abi.FamilyFiles, func(f *families) hostfn.Family { return f.files }},
 	{abi.FamilyProcess, func(f *families) hostfn.Family { return f.proc }},
 	{abi.FamilyState, func(f *families) hostfn.Family { return f.state }},
+	{abi.FamilyCDP, func(f *families) hostfn.Family { return f.cdp }},
 	{abi.FamilyUpstream, func(f *families) hostfn.Family { return f.ups }},
 }
 
@@ -113,6 +117,9 @@ func builtinPolicy(p *caps.Policy) *caps.Policy {
 		Files:   &abi.FilesScope{Paths: []abi.PathScope{{Path: "$SANDBOX", Mode: abi.ReadWrite}}},
 		Process: &abi.ProcessScope{Commands: []string{"*"}, Cwd: []string{"$SANDBOX"}, Shell: true},
 		State:   &abi.StateScope{MaxBytes: 64 << 20},
+		// Any CDP method a built-in names (the sensitive ones only when
+		// named, hostfn.CDPFamily), no new targets.
+		CDP: &abi.CDPScope{Methods: []string{"*"}},
 	}
 	return &np
 }
@@ -120,7 +127,7 @@ func builtinPolicy(p *caps.Policy) *caps.Policy {
 // AllFamilies returns every gated family (for describing a module with
 // stubs; their functions are never run that way).
 func AllFamilies() []hostfn.Family {
-	f := &families{files: hostfn.NewFiles(fsroot.Options{}), proc: hostfn.NewProcess(nil), state: hostfn.NewState(nil), ups: hostfn.NewUpstream(nil)}
+	f := &families{files: hostfn.NewFiles(fsroot.Options{}), proc: hostfn.NewProcess(nil), state: hostfn.NewState(nil), cdp: hostfn.NewCDP(nil), ups: hostfn.NewUpstream(nil)}
 	out := make([]hostfn.Family, len(familyTable))
 	for i, e := range familyTable {
 		out[i] = e.get(f)

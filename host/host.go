@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
@@ -79,6 +80,10 @@ type Config struct {
 	// whose definition does not match its pin is withheld until accepted
 	// (aiod upstream review --accept; spec/upstream.md).
 	PinUpstreams string
+	// Browser configures the browser plane (host/browser: attach, launch
+	// or off; the zero value attaches to 127.0.0.1:9222). Its Logger
+	// defaults to Logger.
+	Browser browser.Config
 	// Builtins are the embedded built-in plugins; nil for none.
 	Builtins fs.FS
 	Logger   *slog.Logger
@@ -86,16 +91,17 @@ type Config struct {
 
 // Host is a running aiod.
 type Host struct {
-	cfg    Config
-	log    *slog.Logger
-	engine runtime.Engine
-	reg    *plugin.Registry
-	ups    *upstream.Set // nil without upstreams
-	fams   *families
-	mcp    *mcp.Server
-	srv    *server.Server
-	watch  *watcher
-	closed atomic.Bool
+	cfg     Config
+	log     *slog.Logger
+	engine  runtime.Engine
+	reg     *plugin.Registry
+	ups     *upstream.Set // nil without upstreams
+	browser *browser.Browser
+	fams    *families
+	mcp     *mcp.Server
+	srv     *server.Server
+	watch   *watcher
+	closed  atomic.Bool
 	// reloadMu serializes reloads (SIGHUP, the watcher, the admin API);
 	// policyErr is why the policy file was last refused ("" if it was not).
 	reloadMu  sync.Mutex
@@ -165,10 +171,19 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{cfg: cfg, log: log, engine: eng}
+	if cfg.Browser.Logger == nil {
+		cfg.Browser.Logger = log
+	}
+	br, err := browser.New(cfg.Browser)
+	if err != nil {
+		eng.Close(ctx)
+		return nil, err
+	}
+	h := &Host{cfg: cfg, log: log, engine: eng, browser: br}
 	var pins *upstream.Pins
 	if cfg.PinUpstreams != "" {
 		if pins, err = upstream.LoadPins(cfg.PinUpstreams); err != nil {
+			br.Close()
 			eng.Close(ctx)
 			return nil, err
 		}
@@ -178,7 +193,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		// names it excludes are the registry's, looked up at each use.
 		h.ups = newUpstreamSet(cfg.Upstreams, h.pluginTool, pins, cfg)
 	}
-	fams := newFamilies(log, h.ups)
+	fams := newFamilies(log, br, h.ups)
 	h.fams = fams
 	if cfg.Builtins == nil {
 		log.Warn("this binary has no built-in plugins (build it with `make build`)")
@@ -188,6 +203,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 			eng.Close(ctx)
 			fams.Close()
 			h.closeUpstreams()
+			br.Close()
 			return nil, fmt.Errorf("plugins dir %s: not a readable directory", cfg.PluginsDir)
 		}
 	}
@@ -208,6 +224,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		eng.Close(ctx)
 		fams.Close()
 		h.closeUpstreams()
+		br.Close()
 		return nil, err
 	}
 	h.reg = reg
@@ -271,7 +288,7 @@ func (h *Host) Close(ctx context.Context) error {
 	if h.reg != nil {
 		errs = append(errs, h.reg.Close(ctx))
 	}
-	errs = append(errs, h.fams.Close(), h.engine.Close(ctx))
+	errs = append(errs, h.fams.Close(), h.browser.Close(), h.engine.Close(ctx))
 	return errors.Join(errs...)
 }
 
@@ -345,7 +362,12 @@ func (h *Host) capabilities() any {
 			tools += u.Tools
 		}
 	}
+	// The browser plane: ready, or absent saying what is missing (aiod
+	// serves without it; the browser tools then answer isError).
+	bctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
 	return map[string]any{
+		"browser": h.browser.Status(bctx),
 		"mcp": map[string]any{"status": "ready", "protocolVersions": mcp.SupportedVersions,
 			"tools": tools, "prompts": len(cat.Prompts), "resources": len(cat.Resources), "resourceTemplates": len(cat.Templates),
 			"sessions": h.mcp.SessionCount(), "loading": h.reg.Loading(), "upstreams": ups},

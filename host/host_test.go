@@ -204,9 +204,11 @@ func TestCapabilitiesReportContainment(t *testing.T) {
 	}
 }
 
-// TestCapabilitiesFamilyFromImplementation: a family granted to a plugin
-// but not implemented by this host (cdp) is reported absent, never ready,
-// while an implemented one granted beside it (state) is ready.
+// TestCapabilitiesFamilyFromImplementation: families granted to a plugin
+// and implemented by this host (state, cdp, upstream) are reported ready;
+// one granted to nobody (files, process: no plugin here asks) is absent.
+// (That every family of the contract has an implementation is
+// TestFamilyTableComplete.)
 func TestCapabilitiesFamilyFromImplementation(t *testing.T) {
 	plugins := t.TempDir()
 	testplugins.Package(t, plugins, "plugins/examples/echo", nil, func(m []byte) []byte {
@@ -215,12 +217,12 @@ func TestCapabilitiesFamilyFromImplementation(t *testing.T) {
 			t.Fatal(err)
 		}
 		doc["capabilities"] = map[string]any{"cdp": map[string]any{"methods": []string{"Page.*"}},
-			"state": map[string]any{"max_bytes": 1024}}
+			"upstream": map[string]any{"servers": []string{"docs"}}, "state": map[string]any{"max_bytes": 1024}}
 		b, _ := json.Marshal(doc)
 		return b
 	})
 	policy := filepath.Join(t.TempDir(), "policy.json")
-	os.WriteFile(policy, []byte(`{"plugins":{"echo":{"cdp":{"methods":["Page.*"]},"state":{"max_bytes":1024}}}}`), 0o644)
+	os.WriteFile(policy, []byte(`{"plugins":{"echo":{"cdp":{"methods":["Page.*"]},"upstream":{"servers":["docs"]},"state":{"max_bytes":1024}}}}`), 0o644)
 	url := startHost(t, host.Config{PluginsDir: plugins, PolicyFile: policy})
 	var body struct {
 		Data struct {
@@ -232,11 +234,15 @@ func TestCapabilitiesFamilyFromImplementation(t *testing.T) {
 	}
 	getCapabilities(t, url, &body)
 	fams := body.Data.Families
-	if f := fams["cdp"]; f.Status != "absent" || len(f.Missing) == 0 {
-		t.Errorf("cdp granted but not implemented: %+v, want absent with a reason", f)
+	for _, name := range []string{"files", "process"} {
+		if f := fams[name]; f.Status != "absent" {
+			t.Errorf("%s granted to no plugin: %+v, want absent", name, f)
+		}
 	}
-	if f := fams["state"]; f.Status != "ready" {
-		t.Errorf("state granted and implemented: %+v, want ready", f)
+	for _, name := range []string{"state", "cdp", "upstream"} {
+		if f := fams[name]; f.Status != "ready" {
+			t.Errorf("%s granted and implemented: %+v, want ready", name, f)
+		}
 	}
 }
 

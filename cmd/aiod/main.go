@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host"
+	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 	_ "github.com/aiodhq/aiod/host/runtime/wasmtime/register" // --engine wasmtime (cgo builds)
@@ -113,8 +114,62 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.env["mcp-servers"] = "EXTRA_MCP_SERVERS"
 	s.str(&c.PinUpstreams, "pin-upstreams", "AIO_PIN_UPSTREAMS", "", "pin file of the upstream MCP servers' tools: a tool that is new or whose definition changed is withheld until `aiod upstream review --accept`")
 	s.duration(&c.UpstreamListTimeout, "upstream-list-timeout", "AIO_UPSTREAM_LIST_TIMEOUT", upstream.DefaultListTimeout, "longest a tools/list waits for one upstream MCP server; one that has not answered by then is left out (0: the default)")
+	s.value(&modeValue{&c.Browser.Mode}, "browser", "AIO_BROWSER", string(browser.DefaultMode), "browser plane: attach (a browser at --browser-host:--browser-port), launch (aiod runs headless Chromium) or off")
+	s.str(&c.Browser.Host, "browser-host", "BROWSER_REMOTE_DEBUGGING_HOST", browser.DefaultHost, "attach: the browser's DevTools host")
+	s.int(&c.Browser.Port, "browser-port", "BROWSER_REMOTE_DEBUGGING_PORT", browser.DefaultPort, "attach: the browser's DevTools port")
+	s.str(&c.Browser.Path, "browser-path", "AIO_BROWSER_PATH", browser.DefaultPath, "launch: the Chromium binary (looked up on PATH)")
+	s.value(&viewportValue{&c.Browser.Viewport}, "browser-viewport", "AIO_BROWSER_VIEWPORT", browser.DefaultViewport, "launch: the viewport, WIDTHxHEIGHT in CSS pixels")
 	return s
 }
+
+// value binds a flag.Value (its default set by the caller) to a flag.
+func (s *startFlags) value(v flag.Value, name, env, def, help string) {
+	if err := v.Set(def); err != nil {
+		panic(err)
+	}
+	s.fs.Var(v, name, help+" (env "+env+")")
+	s.env[name] = env
+}
+
+// modeValue is --browser: one of browser's modes, checked when set.
+type modeValue struct{ p *browser.Mode }
+
+func (v *modeValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return string(*v.p)
+}
+
+func (v *modeValue) Set(s string) error {
+	m, err := browser.ParseMode(s)
+	if err == nil {
+		*v.p = m
+	}
+	return err
+}
+
+func (v *modeValue) Want() string { return "attach, launch or off" }
+
+// viewportValue is --browser-viewport, checked when set.
+type viewportValue struct{ p *string }
+
+func (v *viewportValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v *viewportValue) Set(s string) error {
+	vp, err := browser.ParseViewport(s)
+	if err == nil {
+		*v.p = vp.String()
+	}
+	return err
+}
+
+func (v *viewportValue) Want() string { return "WIDTHxHEIGHT such as 1280x800" }
 
 func (s *startFlags) str(p *string, name, env, def, help string) {
 	s.fs.StringVar(p, name, def, help+" (env "+env+")")
@@ -204,6 +259,9 @@ func (f *serversFlag) Set(v string) error {
 
 // want describes the values f accepts.
 func want(f *flag.Flag) string {
+	if w, ok := f.Value.(interface{ Want() string }); ok {
+		return w.Want()
+	}
 	switch f.Value.(flag.Getter).Get().(type) {
 	case int:
 		return "an integer"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host"
+	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/upstream"
@@ -77,6 +78,11 @@ var settings = []setting{
 	{"AIO_WATCH", "false", false, "true", true, "sometimes", func(s *startFlags) any { return s.cfg.Watch }, true},
 	{"AIO_WATCH_DEBOUNCE", "250ms", 250 * time.Millisecond, "1s", time.Second, "soon", func(s *startFlags) any { return s.cfg.WatchDebounce }, host.DefaultWatchDebounce},
 	{"AIO_ADMIN_KEY", "env-admin", "env-admin", "flag-admin", "flag-admin", "", func(s *startFlags) any { return s.cfg.AdminKey }, ""},
+	{"AIO_BROWSER", "launch", browser.Launch, "off", browser.Off, "on", func(s *startFlags) any { return s.cfg.Browser.Mode }, browser.Attach},
+	{"BROWSER_REMOTE_DEBUGGING_HOST", "127.0.0.5", "127.0.0.5", "::1", "::1", "", func(s *startFlags) any { return s.cfg.Browser.Host }, browser.DefaultHost},
+	{"BROWSER_REMOTE_DEBUGGING_PORT", "9333", 9333, "9444", 9444, "nine", func(s *startFlags) any { return s.cfg.Browser.Port }, browser.DefaultPort},
+	{"AIO_BROWSER_PATH", "/env/chromium", "/env/chromium", "/flag/chrome", "/flag/chrome", "", func(s *startFlags) any { return s.cfg.Browser.Path }, browser.DefaultPath},
+	{"AIO_BROWSER_VIEWPORT", "1024x768", "1024x768", "800x600", "800x600", "big", func(s *startFlags) any { return s.cfg.Browser.Viewport }, browser.DefaultViewport},
 }
 
 // parseWith parses args against a fake environment.

@@ -3,9 +3,9 @@
 // a Memory), and the engine in host/runtime links the defs it is given.
 //
 // There is one file per family: core.go (aiod:core: input, output, log,
-// progress, responses; always linked), files.go, process.go, state.go. A
-// gated family is linked only when the plugin's Grant has it; the runtime
-// refuses to load a module that imports anything else.
+// progress, responses; always linked), files.go, process.go, state.go,
+// cdp.go. A gated family is linked only when the plugin's Grant has it; the
+// runtime refuses to load a module that imports anything else.
 //
 // Every gated family uses one calling convention (spec/abi/v1.md §5):
 //

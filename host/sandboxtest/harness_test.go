@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host"
+	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 )
 
@@ -33,6 +34,9 @@ var builtins = []struct{ name, pkg string }{
 	{"sandbox_get_context", "plugins/sandbox/context"},
 	{"sandbox_get_packages", "plugins/sandbox/packages"},
 	{"sandbox_load_skill", "plugins/sandbox/skill"},
+	{"browser_get_info", "plugins/sandbox/browserinfo"},
+	{"browser_gui_screenshot", "plugins/sandbox/browsershot"},
+	{"browser_gui_execute_action", "plugins/sandbox/browseraction"},
 }
 
 var (
@@ -42,7 +46,7 @@ var (
 	cacheDir  string
 )
 
-// plugins builds the seven built-ins once per test binary and returns the
+// plugins builds the ten built-ins once per test binary and returns the
 // directory holding their packages and the order file.
 func plugins(t testing.TB) string {
 	t.Helper()
@@ -89,6 +93,7 @@ func TestMain(m *testing.M) {
 	}
 	if builtDir != "" {
 		os.RemoveAll(builtDir)
+		os.RemoveAll(builtDir + "-browser") // browser_test.go
 	}
 	os.Exit(code)
 }
@@ -130,14 +135,20 @@ func sharedServer(t testing.TB, workspace string) *server {
 
 func startServer(t testing.TB, dir, workspace string) *server {
 	t.Helper()
+	// No browser: the browser tools are tested on servers of their own
+	// (browser_test.go), never on whatever listens on 9222.
+	return startHost(t, host.Config{Builtins: os.DirFS(dir), Workspace: workspace, Browser: browser.Config{Mode: browser.Off}})
+}
+
+// startHost starts a host with cfg, on the shared cache, the engine of
+// AIO_ENGINE and a quiet logger.
+func startHost(t testing.TB, cfg host.Config) *server {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	h, err := host.New(ctx, host.Config{
-		Builtins:  os.DirFS(dir),
-		CacheDir:  cacheDir,
-		Engine:    os.Getenv("AIO_ENGINE"), // "" is wazero; wasmtime in cgo builds (engine_test.go)
-		Workspace: workspace,
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	cfg.CacheDir = cacheDir
+	cfg.Engine = os.Getenv("AIO_ENGINE") // "" is wazero; wasmtime in cgo builds (engine_test.go)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	h, err := host.New(ctx, cfg)
 	if err != nil {
 		cancel()
 		t.Fatalf("host.New: %v", err)
@@ -188,8 +199,10 @@ type rpcResponse struct {
 // toolResult is a CallToolResult.
 type toolResult struct {
 	Content []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Data     string `json:"data"`
+		MimeType string `json:"mimeType"`
 	} `json:"content"`
 	StructuredContent json.RawMessage `json:"structuredContent"`
 	IsError           bool            `json:"isError"`

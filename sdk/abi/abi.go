@@ -2,7 +2,7 @@
 // by the host and the guest SDK: the ABI version, the aiod_call operation
 // and return codes, the host function error codes and their names, the
 // import module names, and the JSON wire types of every gated family
-// (files.go, process.go, state.go).
+// (files.go, process.go, state.go, cdp.go).
 //
 // It is a leaf: standard library only, no engine, no host code, so a
 // plugin built with the SDK pays nothing for it but the types it uses. The
@@ -54,6 +54,7 @@ const (
 	ModuleFiles    = "aiod:files"
 	ModuleProcess  = "aiod:process"
 	ModuleState    = "aiod:state"
+	ModuleCDP      = "aiod:cdp"
 	ModuleUpstream = "aiod:upstream"
 )
 

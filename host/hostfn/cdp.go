@@ -1,0 +1,438 @@
+package hostfn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto"
+	"github.com/chromedp/cdproto/target"
+
+	"github.com/aiodhq/aiod/host/browser"
+	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/sdk/abi"
+)
+
+// CDPFamily is the aiod:cdp family (spec/abi/v1/cdp.md): a plugin lists
+// the browser's targets, attaches flat sessions to them, sends CDP
+// commands on them and reads their events, over the host's one connection
+// to the browser (host/browser). Every command is checked against the
+// grant's method patterns; sessions belong to the (plugin, owner) that
+// attached them.
+type CDPFamily struct {
+	b *browser.Browser
+
+	mu       sync.Mutex
+	sessions map[cdpOwner]map[string]*browser.Session
+}
+
+type cdpOwner struct {
+	g     *caps.Grant
+	owner string
+}
+
+// NewCDP returns the cdp family over b (nil: no browser; every call is
+// unavailable). The caller owns b.
+func NewCDP(b *browser.Browser) *CDPFamily {
+	return &CDPFamily{b: b, sessions: map[cdpOwner]map[string]*browser.Session{}}
+}
+
+// Name is abi.FamilyCDP.
+func (*CDPFamily) Name() abi.Family { return abi.FamilyCDP }
+
+// Defs are the functions of aiod:cdp.
+func (f *CDPFamily) Defs() []Def {
+	return []Def{
+		ReqResp(abi.ModuleCDP, "info", strictJSON(f.info)),
+		ReqResp(abi.ModuleCDP, "targets", strictJSON(f.targets)),
+		ReqResp(abi.ModuleCDP, "attach", strictJSON(f.attach)),
+		ReqResp(abi.ModuleCDP, "detach", strictJSON(f.detach)),
+		ReqResp(abi.ModuleCDP, "call", f.call),
+		ReqResp(abi.ModuleCDP, "events", strictJSON(f.events)),
+	}
+}
+
+// Provision does nothing: sessions are made by attach.
+func (*CDPFamily) Provision(context.Context, *caps.Grant) error { return nil }
+
+// Cleanup detaches the sessions of a plugin that is gone.
+func (f *CDPFamily) Cleanup(g *caps.Grant) {
+	f.mu.Lock()
+	var ss []*browser.Session
+	for k, m := range f.sessions {
+		if k.g == g {
+			for _, s := range m {
+				ss = append(ss, s)
+			}
+			delete(f.sessions, k)
+		}
+	}
+	f.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, s := range ss {
+		s.Detach(ctx)
+	}
+}
+
+// neverByCall are the Target methods call refuses whatever the grant:
+// they make or end sessions the host would not know of (use attach and
+// detach), or end the browser every plugin shares.
+var neverByCall = map[string]bool{
+	"Target.attachToTarget": true, "Target.attachToBrowserTarget": true, "Target.detachFromTarget": true,
+	"Target.setAutoAttach": true, "Target.autoAttachRelated": true, "Target.exposeDevToolsProtocol": true,
+	"Target.sendMessageToTarget": true, "Browser.close": true, "Browser.crash": true, "Browser.crashGpuProcess": true,
+}
+
+// newTargetMethods open or close targets: they need new_targets besides a
+// pattern.
+var newTargetMethods = map[string]bool{
+	"Target.createTarget": true, "Target.closeTarget": true,
+	"Target.createBrowserContext": true, "Target.disposeBrowserContext": true,
+}
+
+// sensitiveDomains are allowed only by a pattern that names the domain
+// ("Storage.*", "Browser.getVersion"), never by "*"; sensitiveMethods only
+// by their exact name.
+var (
+	sensitiveDomains = map[string]bool{"Browser": true, "Target": true, "Storage": true, "SystemInfo": true}
+	sensitiveMethods = map[string]bool{
+		"Network.setCookie": true, "Network.setCookies": true, "Network.getCookies": true, "Network.getAllCookies": true,
+		"Network.deleteCookies": true, "Network.clearBrowserCookies": true, "Page.setDownloadBehavior": true,
+	}
+)
+
+// methodAllowed applies the grant's patterns and the rules above; the
+// error says why not, naming the method.
+func methodAllowed(g *caps.Grant, method string) error {
+	if neverByCall[method] {
+		return Errorf(abi.Denied, "CDP method %s is not available through aiod:cdp.call (use attach and detach; the browser is shared)", method)
+	}
+	if !g.MethodAllowed(method) {
+		return Errorf(abi.Denied, "CDP method %s is outside the plugin's cdp scope (capabilities.cdp.methods)", method)
+	}
+	domain, _, _ := strings.Cut(method, ".")
+	if sensitiveDomains[domain] || sensitiveMethods[method] {
+		var naming []string
+		for _, p := range g.CDPMethods {
+			if p == method || (sensitiveDomains[domain] && strings.HasPrefix(p, domain+".")) {
+				naming = append(naming, p)
+			}
+		}
+		if !(&caps.Grant{CDPMethods: naming}).MethodAllowed(method) {
+			return Errorf(abi.Denied, "CDP method %s must be named in the plugin's cdp scope (a pattern like \"*\" does not cover it)", method)
+		}
+	}
+	if newTargetMethods[method] && !g.CDPNewTargets {
+		return Errorf(abi.Denied, "CDP method %s opens or closes targets: the plugin's cdp scope has no new_targets", method)
+	}
+	return nil
+}
+
+func cdpGrant(c *Call) (*caps.Grant, error) {
+	if c.Grant == nil || !c.Grant.Has(abi.FamilyCDP) {
+		return nil, Errorf(abi.Denied, "the plugin has no cdp grant")
+	}
+	return c.Grant, nil
+}
+
+// conn is the browser connection, waited for (a launched browser that
+// restarts) at most until shortly before the call's deadline.
+func (f *CDPFamily) conn(ctx context.Context) (*browser.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, cdpTimeout(ctx, 15_000))
+	defer cancel()
+	c, err := f.b.Conn(ctx)
+	if err != nil {
+		return nil, cdpError("", err)
+	}
+	return c, nil
+}
+
+func (f *CDPFamily) info(ctx context.Context, c *Call, _ *struct{}) (*abi.CDPInfoResponse, error) {
+	if _, err := cdpGrant(c); err != nil {
+		return nil, err
+	}
+	conn, err := f.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, vp := conn.Version(), f.b.Viewport()
+	return &abi.CDPInfoResponse{Mode: string(f.b.Mode()), Product: v.Product, UserAgent: v.UserAgent, ProtocolVersion: v.ProtocolVersion,
+		JSVersion: v.JSVersion, WebSocketURL: v.WebSocketURL, Viewport: abi.CDPViewport{Width: vp.Width, Height: vp.Height}}, nil
+}
+
+func (f *CDPFamily) targets(ctx context.Context, c *Call, _ *struct{}) (*abi.CDPTargetsResponse, error) {
+	if _, err := cdpGrant(c); err != nil {
+		return nil, err
+	}
+	conn, err := f.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cdpTimeout(ctx, 0))
+	defer cancel()
+	ts, err := conn.Targets(ctx)
+	if err != nil {
+		return nil, cdpError("Target.getTargets", err)
+	}
+	resp := &abi.CDPTargetsResponse{Targets: make([]abi.CDPTarget, 0, len(ts))}
+	for _, t := range ts {
+		resp.Targets = append(resp.Targets, abi.CDPTarget{TargetID: string(t.TargetID), Type: t.Type, Title: t.Title, URL: t.URL, Attached: t.Attached})
+	}
+	return resp, nil
+}
+
+func (f *CDPFamily) attach(ctx context.Context, c *Call, req *abi.CDPAttachRequest) (*abi.CDPAttachResponse, error) {
+	g, err := cdpGrant(c)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := f.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cdpTimeout(ctx, 0))
+	defer cancel()
+	id := target.ID(req.TargetID)
+	if id == "" {
+		ts, err := conn.Targets(ctx)
+		if err != nil {
+			return nil, cdpError("Target.getTargets", err)
+		}
+		for _, t := range ts {
+			if t.Type == "page" {
+				id = t.TargetID
+				break
+			}
+		}
+		if id == "" {
+			return nil, Errorf(abi.NotFound, "the browser has no page open")
+		}
+	}
+	key := cdpOwner{g, c.Owner}
+	f.mu.Lock()
+	live := 0
+	for sid, s := range f.sessions[key] {
+		switch {
+		case s.Err() != nil || s.Conn() != conn:
+			delete(f.sessions[key], sid)
+		case s.TargetID == id:
+			f.mu.Unlock()
+			return &abi.CDPAttachResponse{Session: sid, TargetID: string(id), Reused: true}, nil
+		default:
+			live++
+		}
+	}
+	f.mu.Unlock()
+	if live >= abi.CDPMaxSessions {
+		return nil, Errorf(abi.TooLarge, "%d sessions are attached already (at most %d): detach one", live, abi.CDPMaxSessions)
+	}
+	s, err := conn.Attach(ctx, id)
+	if err != nil {
+		return nil, cdpError("Target.attachToTarget", err)
+	}
+	// Inspector.targetCrashed tells the host that the page crashed.
+	if _, err := s.Raw(ctx, "Inspector.enable", nil); err != nil {
+		s.Detach(ctx)
+		return nil, cdpError("Inspector.enable", err)
+	}
+	f.mu.Lock()
+	if f.sessions[key] == nil {
+		f.sessions[key] = map[string]*browser.Session{}
+	}
+	f.sessions[key][string(s.ID)] = s
+	f.mu.Unlock()
+	return &abi.CDPAttachResponse{Session: string(s.ID), TargetID: string(id)}, nil
+}
+
+// session finds a session of the caller.
+func (f *CDPFamily) session(c *Call, id string) (*browser.Session, error) {
+	f.mu.Lock()
+	s := f.sessions[cdpOwner{c.Grant, c.Owner}][id]
+	f.mu.Unlock()
+	if s == nil {
+		return nil, Errorf(abi.NotFound, "no session %q: attach first", id)
+	}
+	if err := s.Err(); err != nil {
+		f.drop(c, id)
+		return nil, cdpError("", err)
+	}
+	return s, nil
+}
+
+func (f *CDPFamily) drop(c *Call, id string) {
+	f.mu.Lock()
+	delete(f.sessions[cdpOwner{c.Grant, c.Owner}], id)
+	f.mu.Unlock()
+}
+
+func (f *CDPFamily) detach(ctx context.Context, c *Call, req *abi.CDPSessionRequest) (*abi.CDPDetachResponse, error) {
+	if _, err := cdpGrant(c); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	s := f.sessions[cdpOwner{c.Grant, c.Owner}][req.Session]
+	f.mu.Unlock()
+	if s == nil {
+		return &abi.CDPDetachResponse{}, nil
+	}
+	f.drop(c, req.Session)
+	ctx, cancel := context.WithTimeout(ctx, cdpTimeout(ctx, 0))
+	defer cancel()
+	s.Detach(ctx)
+	return &abi.CDPDetachResponse{Detached: true}, nil
+}
+
+// call is raw JSON in and out: the response is the browser's result
+// object, passed through unparsed.
+func (f *CDPFamily) call(ctx context.Context, c *Call, raw []byte) ([]byte, error) {
+	g, err := cdpGrant(c)
+	if err != nil {
+		return nil, err
+	}
+	var req abi.CDPCallRequest
+	if err := DecodeRequest(raw, &req); err != nil {
+		return nil, Errorf(abi.Invalid, "bad request: %v", err)
+	}
+	if req.Method == "" {
+		return nil, Errorf(abi.Invalid, "method is required")
+	}
+	if err := methodAllowed(g, req.Method); err != nil {
+		return nil, err
+	}
+	if p := strings.TrimSpace(string(req.Params)); p != "" && p != "null" && !strings.HasPrefix(p, "{") {
+		return nil, Errorf(abi.Invalid, "params must be a JSON object")
+	}
+	ctx, cancel := context.WithTimeout(ctx, cdpTimeout(ctx, req.TimeoutMs))
+	defer cancel()
+	var res []byte
+	if req.Session == "" {
+		conn, err := f.conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err = conn.Raw(ctx, req.Method, req.Params)
+		if err != nil {
+			return nil, cdpError(req.Method, err)
+		}
+	} else {
+		s, err := f.session(c, req.Session)
+		if err != nil {
+			return nil, err
+		}
+		res, err = s.Raw(ctx, req.Method, req.Params)
+		if err != nil {
+			if s.Err() != nil {
+				f.drop(c, req.Session)
+			}
+			return nil, cdpError(req.Method, err)
+		}
+	}
+	if max := resultLimit(g); int64(len(res)) > max {
+		return nil, Errorf(abi.TooLarge, "the answer to %s is %d bytes, over the plugin's limit of %d (limits.max_result_bytes)", req.Method, len(res), max)
+	}
+	if len(res) == 0 {
+		res = []byte("{}")
+	}
+	return res, nil
+}
+
+func (f *CDPFamily) events(ctx context.Context, c *Call, req *abi.CDPEventsRequest) (*abi.CDPEventsResponse, error) {
+	g, err := cdpGrant(c)
+	if err != nil {
+		return nil, err
+	}
+	s, err := f.session(c, req.Session)
+	if err != nil {
+		return nil, err
+	}
+	max := req.Max
+	if max <= 0 {
+		max = abi.CDPDefaultEvents
+	}
+	max = min(max, abi.CDPMaxEvents)
+	wait := time.Duration(min(max64(req.WaitMs, 0), abi.CDPMaxWaitMs)) * time.Millisecond
+	wait = min(wait, cdpTimeout(ctx, abi.CDPMaxWaitMs))
+	var match func(string) bool
+	if len(req.Methods) > 0 {
+		m := &caps.Grant{CDPMethods: req.Methods}
+		match = m.MethodAllowed
+	}
+	// The response: the events' JSON, framing each (browser.EventOverhead)
+	// and around them.
+	budget := int(min(resultLimit(g), 1<<30)) - 64
+	evs, dropped, more, err := s.Events(ctx, match, max, budget, wait)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return nil, Errorf(abi.Timeout, "events: %v", err)
+		}
+		f.drop(c, req.Session)
+		return nil, cdpError("", err)
+	}
+	resp := &abi.CDPEventsResponse{Events: make([]abi.CDPEvent, len(evs)), Dropped: dropped, More: more}
+	for i, e := range evs {
+		resp.Events[i] = abi.CDPEvent{Method: e.Method, Params: []byte(e.Params)}
+	}
+	return resp, nil
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// resultLimit is the most bytes one answer may carry to the plugin.
+func resultLimit(g *caps.Grant) int64 {
+	if g.MaxResultBytes > 0 {
+		return g.MaxResultBytes
+	}
+	return caps.DefaultMaxResultBytes
+}
+
+// cdpTimeout is a command's timeout: ms (0: the default, at most the max),
+// ending a little before the guest call's own deadline so that the guest
+// gets the timeout error rather than being cut off.
+func cdpTimeout(ctx context.Context, ms int64) time.Duration {
+	if ms <= 0 {
+		ms = abi.CDPDefaultTimeoutMs
+	}
+	d := time.Duration(min(ms, abi.CDPMaxTimeoutMs)) * time.Millisecond
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		left -= min(time.Second, left/10)
+		d = min(d, max(left, time.Millisecond))
+	}
+	return d
+}
+
+// cdpError maps a browser or connection error onto a host function error
+// naming the method.
+func cdpError(method string, err error) error {
+	prefix := ""
+	if method != "" {
+		prefix = method + ": "
+	}
+	var pe *cdproto.Error
+	switch {
+	case errors.As(err, &pe):
+		code := abi.IO
+		if pe.Code == -32601 || pe.Code == -32602 {
+			code = abi.Invalid
+		}
+		return &Error{Code: code, Message: fmt.Sprintf("%sthe browser answered: %s", prefix, pe.Message), Detail: map[string]any{"cdp_code": pe.Code}}
+	case errors.Is(err, context.DeadlineExceeded):
+		return Errorf(abi.Timeout, "%sthe browser did not answer in time", prefix)
+	case errors.Is(err, browser.ErrTargetCrashed):
+		return Errorf(abi.Unavailable, "%s%v", prefix, err)
+	case errors.Is(err, browser.ErrTargetClosed):
+		return Errorf(abi.NotFound, "%s%v", prefix, err)
+	case errors.Is(err, browser.ErrUnavailable):
+		return Errorf(abi.Unavailable, "%s%v", prefix, err)
+	}
+	return Errorf(abi.Internal, "%s%v", prefix, err)
+}
