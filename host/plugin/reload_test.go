@@ -13,12 +13,30 @@ import (
 	"github.com/aiodhq/aiod/host/plugin"
 )
 
-// swapVersions builds both versions of the swap test plugin once, as
-// packages under dir/v1/swap and dir/v2/swap.
+var (
+	swapOnce       sync.Once
+	swapV1, swapV2 string
+)
+
+// swapVersions copies both versions of the swap test plugin, packaged
+// once per test binary (describing a module is slow under -race), into
+// dir/v1/swap and dir/v2/swap.
 func swapVersions(t *testing.T, dir string) (v1, v2 string) {
 	t.Helper()
-	v1 = testplugins.Package(t, filepath.Join(dir, "v1"), "host/plugin/testdata/swapv1", nil, nil)
-	v2 = testplugins.Package(t, filepath.Join(dir, "v2"), "host/plugin/testdata/swapv2", nil, nil)
+	swapOnce.Do(func() {
+		base, err := os.MkdirTemp("", "aiod-swap-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		swapV1 = testplugins.Package(t, filepath.Join(base, "v1"), "host/plugin/testdata/swapv1", nil, nil)
+		swapV2 = testplugins.Package(t, filepath.Join(base, "v2"), "host/plugin/testdata/swapv2", nil, nil)
+	})
+	if swapV1 == "" {
+		t.Fatal("packaging the swap plugin failed in an earlier test")
+	}
+	v1, v2 = filepath.Join(dir, "v1", "swap"), filepath.Join(dir, "v2", "swap")
+	copyPackage(t, swapV1, v1)
+	copyPackage(t, swapV2, v2)
 	return v1, v2
 }
 
