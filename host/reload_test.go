@@ -79,6 +79,13 @@ func serveHost(t *testing.T, cfg host.Config) (*host.Host, string) {
 		cancel()
 		t.Fatal(err)
 	}
+	// it lists at once and compiles in the background: wait, so that
+	// no call (and no timing) includes compiling
+	lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	if err := h.Registry().WaitLoaded(lctx); err != nil {
+		t.Fatalf("plugins still loading after 5 minutes: %v", err)
+	}
+	lcancel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
