@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,32 +29,57 @@ func startHost(t *testing.T, cfg host.Config) string {
 		cfg.PluginsDir = t.TempDir()
 		testplugins.Package(t, cfg.PluginsDir, "plugins/examples/echo", nil, nil)
 	}
+	_, url, _ := runHost(t, cfg)
+	return url
+}
+
+// serveHost runs a host on a free loopback port and returns it with its
+// base URL.
+func serveHost(t *testing.T, cfg host.Config) (*host.Host, string) {
+	t.Helper()
+	h, url, _ := runHost(t, cfg)
+	return h, url
+}
+
+// runHost starts a host from cfg (the shared compile cache, a quiet log
+// unless one is set) on a free loopback port once its plugins are
+// compiled, and returns it, its base URL and a function that stops it
+// (also run at cleanup; idempotent).
+func runHost(t *testing.T, cfg host.Config) (*host.Host, string, func()) {
+	t.Helper()
 	cfg.CacheDir = testplugins.CacheDir()
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h, err := host.New(ctx, cfg)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	// it lists at once and compiles in the background: wait, so that
 	// no call (and no timing) includes compiling
 	lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer lcancel()
 	if err := h.Registry().WaitLoaded(lctx); err != nil {
 		t.Fatalf("plugins still loading after 5 minutes: %v", err)
 	}
-	lcancel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- h.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		h.Close(context.Background())
-	})
-	return "http://" + ln.Addr().String()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			h.Close(context.Background())
+		})
+	}
+	t.Cleanup(stop)
+	return h, "http://" + ln.Addr().String(), stop
 }
 
 func post(t *testing.T, url, body string) (int, string) {

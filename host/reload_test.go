@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -64,40 +63,6 @@ func copyDir(t testing.TB, from, to string) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// serveHost starts a host on a loopback port and returns it with its URL.
-func serveHost(t *testing.T, cfg host.Config) (*host.Host, string) {
-	t.Helper()
-	cfg.CacheDir = testplugins.CacheDir()
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h, err := host.New(ctx, cfg)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	// it lists at once and compiles in the background: wait, so that
-	// no call (and no timing) includes compiling
-	lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	if err := h.Registry().WaitLoaded(lctx); err != nil {
-		t.Fatalf("plugins still loading after 5 minutes: %v", err)
-	}
-	lcancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- h.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		h.Close(context.Background())
-	})
-	return h, "http://" + ln.Addr().String()
 }
 
 var callClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}

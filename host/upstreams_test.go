@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,34 +85,8 @@ func startUpstreamHost(t *testing.T, servers []upstream.Server, edit ...func(*ho
 	for _, e := range edit {
 		e(&cfg)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h, err := host.New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// it lists at once and compiles in the background: wait, so that
-	// no call (and no timing) includes compiling
-	lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	if err := h.Registry().WaitLoaded(lctx); err != nil {
-		t.Fatalf("plugins still loading after 5 minutes: %v", err)
-	}
-	lcancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- h.Serve(ctx, ln) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			<-done
-		})
-		h.Close(context.Background()) // idempotent
-	}
-	t.Cleanup(stop)
-	return "http://" + ln.Addr().String(), stop
+	_, url, stop := runHost(t, cfg)
+	return url, stop
 }
 
 type rpcAnswer struct {

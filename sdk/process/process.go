@@ -58,19 +58,7 @@ func (e *Error) Error() string { return e.Message }
 
 // Is matches the Err* value of e's code.
 func (e *Error) Is(target error) bool {
-	switch target {
-	case ErrDenied:
-		return e.Code == "denied"
-	case ErrInvalid:
-		return e.Code == "invalid"
-	case ErrNotFound:
-		return e.Code == "not_found"
-	case ErrTooLarge:
-		return e.Code == "too_large"
-	case ErrUnavailable:
-		return e.Code == "unavailable"
-	}
-	return false
+	return guest.CodeIs(e.Code, target, ErrDenied, ErrInvalid, ErrNotFound, ErrTooLarge, ErrUnavailable)
 }
 
 // do marshals req, calls name and decodes the answer into resp.

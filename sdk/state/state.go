@@ -44,15 +44,7 @@ func (e *Error) Error() string { return e.Message }
 
 // Is matches the Err* value of e's code.
 func (e *Error) Is(target error) bool {
-	switch target {
-	case ErrDenied:
-		return e.Code == "denied"
-	case ErrInvalid:
-		return e.Code == "invalid"
-	case ErrTooLarge:
-		return e.Code == "too_large"
-	}
-	return false
+	return guest.CodeIs(e.Code, target, ErrDenied, ErrInvalid, ErrTooLarge)
 }
 
 func do(name string, req, resp any) error {

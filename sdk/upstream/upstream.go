@@ -22,6 +22,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/aiodhq/aiod/sdk/internal/guest"
 	"strings"
 
 	"github.com/aiodhq/aiod/sdk"
@@ -58,19 +59,7 @@ func (e *Error) Error() string { return e.Message }
 
 // Is matches the Err* value of e's code.
 func (e *Error) Is(target error) bool {
-	switch target {
-	case ErrDenied:
-		return e.Code == "denied"
-	case ErrInvalid:
-		return e.Code == "invalid"
-	case ErrNotFound:
-		return e.Code == "not_found"
-	case ErrTimeout:
-		return e.Code == "timeout"
-	case ErrUnavailable:
-		return e.Code == "unavailable"
-	}
-	return false
+	return guest.CodeIs(e.Code, target, ErrDenied, ErrInvalid, ErrNotFound, ErrTimeout, ErrUnavailable)
 }
 
 // do calls name and returns its raw response, or an *Error.

@@ -33,3 +33,15 @@ func Do(call func(name string, req []byte) ([]byte, uint32), name string, req, r
 	}
 	return "", ""
 }
+
+// CodeIs reports whether target is the one of a family's sentinel errors
+// (errors.New(code name), as sdk/files' ErrDenied) that names code: the
+// body of every family's Error.Is.
+func CodeIs(code string, target error, sentinels ...error) bool {
+	for _, s := range sentinels {
+		if s == target {
+			return code == s.Error()
+		}
+	}
+	return false
+}
