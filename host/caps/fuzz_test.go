@@ -2,6 +2,7 @@ package caps_test
 
 import (
 	"encoding/json"
+	"github.com/aiodhq/aiod/host/internal/pathx"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -153,7 +154,7 @@ func FuzzGrantScope(f *testing.F) {
 		if filepath.IsAbs(p) && filepath.IsAbs(root) && filepath.Clean(p) == p && filepath.Clean(root) == root {
 			rel, err := filepath.Rel(root, p)
 			want := err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-			if got := caps.Within(p, root); got != want {
+			if got := pathx.Within(p, root); got != want {
 				t.Fatalf("Within(%q, %q) = %v, want %v", p, root, got, want)
 			}
 		}
@@ -193,9 +194,9 @@ func FuzzGrantScope(f *testing.F) {
 			for _, ap := range env.Resolve(allow) {
 				var inner string
 				switch {
-				case caps.Within(rp, ap):
+				case pathx.Within(rp, ap):
 					inner = rp
-				case caps.Within(ap, rp):
+				case pathx.Within(ap, rp):
 					inner = ap
 				default:
 					continue
@@ -237,7 +238,7 @@ func checkGrant(t *testing.T, p *caps.Policy, m *abi.Manifest, env caps.Env) *ca
 				continue
 			}
 			for _, r := range env.Resolve(s.Path) {
-				if caps.Within(path, r) {
+				if pathx.Within(path, r) {
 					return true
 				}
 			}
@@ -305,7 +306,7 @@ func writablePair(req, allow []abi.PathScope, path string, env caps.Env) bool {
 			}
 			for _, rp := range env.Resolve(r.Path) {
 				for _, ap := range env.Resolve(a.Path) {
-					if caps.Within(path, rp) && caps.Within(path, ap) {
+					if pathx.Within(path, rp) && pathx.Within(path, ap) {
 						return true
 					}
 				}

@@ -415,7 +415,3 @@ func intersectPatterns(req, allow []string) []string {
 	}
 	return out
 }
-
-// Within reports whether the absolute path p is root or lies below it
-// (pathx.Within: lexical, on cleaned paths; a relative path is never within).
-func Within(p, root string) bool { return pathx.Within(p, root) }

@@ -340,28 +340,6 @@ func TestEnvResolve(t *testing.T) {
 	}
 }
 
-func TestWithin(t *testing.T) {
-	for _, tc := range []struct {
-		p, root string
-		want    bool
-	}{
-		{"/srv", "/srv", true},
-		{"/srv/a", "/srv", true},
-		{"/srv/a/b", "/srv", true},
-		{"/srv2", "/srv", false},
-		{"/sr", "/srv", false},
-		{"/", "/srv", false},
-		{"/srv", "/srv/a", false},
-		{"/anything", "/", true},
-		{"/", "/", true},
-		{"relative", "/", false},
-	} {
-		if got := caps.Within(tc.p, tc.root); got != tc.want {
-			t.Errorf("Within(%q, %q) = %v, want %v", tc.p, tc.root, got, tc.want)
-		}
-	}
-}
-
 func TestAllowCDPAndUpstream(t *testing.T) {
 	l := func(s ...string) []string { return s }
 	for _, tc := range []struct {

@@ -29,6 +29,7 @@ import (
 	"sync"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/internal/pathx"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -196,7 +197,7 @@ func (s *Set) resolve(op, path string) (*root, string, error) {
 		return nil, "", err
 	}
 	for _, r := range s.roots {
-		if caps.Within(p, r.Path) {
+		if pathx.Within(p, r.Path) {
 			rel := "."
 			switch {
 			case p == r.Path:

@@ -1,6 +1,7 @@
 package fsroot
 
 import (
+	"github.com/aiodhq/aiod/host/internal/pathx"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func FuzzResolve(f *testing.F) {
 			if err != nil {
 				if filepath.IsAbs(p) && !strings.Contains(p, "\x00") {
 					for _, r := range lex.Roots() {
-						if caps.Within(filepath.Clean(p), r.Path) {
+						if pathx.Within(filepath.Clean(p), r.Path) {
 							t.Fatalf("%q refused but lies in %s", p, r.Path)
 						}
 					}
@@ -46,11 +47,11 @@ func FuzzResolve(f *testing.F) {
 			if rel == "" || filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") || (rel != "." && filepath.Clean(rel) != rel) {
 				t.Fatalf("%q: bad rel %q", p, rel)
 			}
-			if got := filepath.Join(root, rel); got != filepath.Clean(p) || !caps.Within(got, root) {
+			if got := filepath.Join(root, rel); got != filepath.Clean(p) || !pathx.Within(got, root) {
 				t.Fatalf("%q: %s + %s = %s", p, root, rel, got)
 			}
 			for _, r := range lex.Roots() {
-				if len(r.Path) > len(root) && caps.Within(filepath.Clean(p), r.Path) {
+				if len(r.Path) > len(root) && pathx.Within(filepath.Clean(p), r.Path) {
 					t.Fatalf("%q: resolved to %s, not the longer %s", p, root, r.Path)
 				}
 			}
@@ -60,7 +61,7 @@ func FuzzResolve(f *testing.F) {
 		p := e.rw + "/" + s
 		inside := func(op string) {
 			real, err := filepath.EvalSymlinks(filepath.Clean(p))
-			if err == nil && !caps.Within(real, e.rw) {
+			if err == nil && !pathx.Within(real, e.rw) {
 				t.Fatalf("%s %q succeeded on %s, outside the root", op, p, real)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/internal/pathx"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -676,9 +676,9 @@ func (s *Set) Rename(_ context.Context, req *RenameRequest) (*Empty, error) {
 	or, srel, drel := src.or, src.rel, dst.rel
 	switch {
 	case src.root == dst.root:
-	case caps.Within(dst.root.Path, src.root.Path): // src's root holds dst's
+	case pathx.Within(dst.root.Path, src.root.Path): // src's root holds dst's
 		drel = relTo(src.root.Path, dst.abs)
-	case caps.Within(src.root.Path, dst.root.Path):
+	case pathx.Within(src.root.Path, dst.root.Path):
 		or, srel = dst.or, relTo(dst.root.Path, src.abs)
 	default:
 		e := errnoError(op, src.given, eXDEV, nil)
