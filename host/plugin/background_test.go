@@ -71,20 +71,30 @@ func TestBackgroundCallOfRefusedPlugin(t *testing.T) {
 	dir := t.TempDir()
 	testplugins.Package(t, dir, "host/plugin/testdata/importer", []hostfn.Family{filesStub{}}, nil)
 	ctx := context.Background()
-	reg, err := plugin.New(ctx, plugin.Options{Engine: engine(t), Policy: &caps.Policy{}, Dir: dir, Logger: quiet(), Background: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close(ctx)
-	tl := reg.Catalog().Lookup("peek")
-	if tl == nil {
-		t.Fatal("not listed at once")
-	}
-	out, err := reg.CallTool(ctx, plugin.CallRequest{Name: "peek"})
-	if err != nil && err != plugin.ErrUnknownTool {
-		t.Fatal(err)
-	}
-	if err == nil && (!strings.Contains(string(out), "not available") || !strings.Contains(string(out), "not granted")) {
-		t.Errorf("call of a plugin refused while loading: %s", out)
+	// A call made right after New reaches the plugin while it compiles and
+	// waits for it; should the refusal win the race and drop the plugin
+	// first, the call is an unknown tool instead: try again, so that the
+	// waiting path is the one checked.
+	for try := 1; ; try++ {
+		reg, err := plugin.New(ctx, plugin.Options{Engine: engine(t), Policy: &caps.Policy{}, Dir: dir, Logger: quiet(), Background: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reg.Catalog().Lookup("peek") == nil {
+			t.Fatal("not listed at once")
+		}
+		out, err := reg.CallTool(ctx, plugin.CallRequest{Name: "peek"})
+		reg.Close(ctx)
+		switch {
+		case err == nil:
+			if !strings.Contains(string(out), "not available") || !strings.Contains(string(out), "not granted") {
+				t.Errorf("call of a plugin refused while loading: %s", out)
+			}
+			return
+		case err != plugin.ErrUnknownTool:
+			t.Fatal(err)
+		case try == 5:
+			t.Fatal("five calls in a row found the plugin already dropped: the waiting path was never taken")
+		}
 	}
 }
