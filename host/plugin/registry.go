@@ -202,7 +202,8 @@ func (r *Registry) Catalog() *Catalog { return r.cat.Load() }
 type source struct {
 	name     string // the manifest's name, or the directory's when it did not parse
 	manifest []byte
-	wasm     []byte // nil until read (a built-in pinned by its manifest is read when compiled)
+	m        *abi.Manifest // manifest, parsed and validated
+	wasm     []byte        // nil until read (a built-in pinned by its manifest is read when compiled)
 	fsys     fs.FS
 	module   string // the module's path in fsys
 	pinned   string // the manifest's sha256, checked when the module is read late
@@ -466,7 +467,7 @@ func readPackages(fsys fs.FS, dir string, builtin bool, where string, late bool)
 		if modName == "" {
 			modName = "plugin.wasm"
 		}
-		src := source{name: m.Name, manifest: mb, fsys: fsys, module: path.Join(pdir, modName), builtin: builtin, where: pwhere, pinned: m.SHA256}
+		src := source{name: m.Name, manifest: mb, m: m, fsys: fsys, module: path.Join(pdir, modName), builtin: builtin, where: pwhere, pinned: m.SHA256}
 		if late && m.SHA256 != "" {
 			// pinned by its manifest: its digest is known without reading
 			// it, and it is read and checked when compiled
@@ -521,11 +522,8 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin,
 // magic, grant) and makes the Plugin. A plugin carried over from reuse is
 // returned with nil fams.
 func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostfn.Family, error) {
-	m, err := caps.ParseManifest(s.manifest)
-	if err != nil {
-		return nil, nil, err
-	}
-	digest := m.SHA256 // a pinned built-in (readPackages)
+	m := s.m
+	digest := m.SHA256 // a pinned module read late (readPackages)
 	if s.wasm != nil {
 		sum := sha256.Sum256(s.wasm)
 		digest = hex.EncodeToString(sum[:])
