@@ -271,6 +271,7 @@ func (s *server) call(t testing.TB, tool string, args any) *toolResult {
 			t.Errorf("%s: structuredContent differs from the text:\n%s\n%s", tool, r.Result.StructuredContent, r.Result.Text())
 		}
 	}
+	s.checkResult(t, tool, r.Result) // schema_test.go
 	return r.Result
 }
 

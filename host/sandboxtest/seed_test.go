@@ -28,6 +28,7 @@ func runGolden(t *testing.T, golden string, steps []exchange) {
 		if status != 200 {
 			t.Errorf("%s: HTTP %d, want 200", st.name, status)
 		}
+		s.checkExchange(t, body, resp) // schema_test.go
 		for _, f := range []struct {
 			ext string
 			got []byte

@@ -65,6 +65,14 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
+// ErrorSchema is the JSON Schema of the object an *Error marshals to, for
+// the outputSchema of a tool that passes file errors through.
+const ErrorSchema = `{"additionalProperties":false,"properties":{` +
+	`"errno":{"type":["integer","null"]},"errno_name":{"type":["string","null"]},` +
+	`"error_type":{"type":"string"},"exception_type":{"type":"string"},"message":{"type":"string"},` +
+	`"operation":{"type":"string"},"path":{"type":"string"},"retryable":{"type":"boolean"}},` +
+	`"required":["error_type","message","operation","path","retryable"],"type":"object"}`
+
 // MarshalJSON writes aiod's structured file error (without Code).
 func (e Error) MarshalJSON() ([]byte, error) {
 	w := abi.FilesError{ErrorType: e.ErrorType, ExceptionType: e.ExceptionType, Message: e.Message,

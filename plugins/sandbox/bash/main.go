@@ -57,6 +57,12 @@ const InputSchema = `{"properties":{` +
 	`"truncate":{"description":"Truncate output when it exceeds 30000 characters (default: true). Set to false to return the full output","type":"boolean"}` +
 	`},"required":["cmd"],"type":"object"}`
 
+// OutputSchema is the schema of the result object.
+const OutputSchema = `{"additionalProperties":false,"properties":{` +
+	`"cwd":{"type":"string"},"exit_code":{"type":["integer","null"]},"output":{"type":"string"},` +
+	`"status":{"enum":["running","completed","no_change_timeout","hard_timeout","terminated"],"type":"string"}` +
+	`},"required":["cwd","exit_code","output","status"],"type":"object"}`
+
 func init() {
 	sdk.Plugin(sdk.Info{
 		Name:         Name,
@@ -65,7 +71,10 @@ func init() {
 		Capabilities: abi.Capabilities{Process: &abi.ProcessScope{Commands: []string{"bash"}, Cwd: []string{"$SANDBOX"}, Shell: true}},
 		Limits:       abi.Limits{TimeoutMs: 600000, MemoryMiB: 512, MaxResultBytes: 67108864},
 	})
-	sdk.AddTool(sdk.Tool{Name: Name, Description: Description, InputSchema: InputSchema}, Run)
+	sdk.AddTool(sdk.Tool{Name: Name, Title: "Run a shell command", Description: Description,
+		InputSchema: InputSchema, OutputSchema: OutputSchema,
+		// A command may delete anything the sandbox can and reach the network.
+		Annotations: sdk.Behavior{Destructive: true, OpenWorld: true}.Annotations()}, Run)
 }
 
 func main() {}

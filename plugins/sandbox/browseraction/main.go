@@ -47,6 +47,9 @@ const (
 // InputSchema is the tool's input schema.
 const InputSchema = `{"properties":{"action":{"description":"The action: {\"action_type\": one of MOVE_TO, MOVE_REL, CLICK, RIGHT_CLICK, DOUBLE_CLICK, MOUSE_DOWN, MOUSE_UP, DRAG_TO, DRAG_REL, SCROLL, TYPING, PRESS, KEY_DOWN, KEY_UP, HOTKEY, WAIT, SET_CLIPBOARD, and its parameters: x, y, x_offset, y_offset, button, num_clicks, dx, dy, text, use_clipboard, key, keys, duration}","properties":{"action_type":{"type":"string"}},"required":["action_type"],"type":"object"}},"required":["action"],"type":"object"}`
 
+// OutputSchema is the schema of the answer, {status, action_performed}.
+const OutputSchema = `{"additionalProperties":false,"properties":{"action_performed":{"type":"string"},"status":{"const":"success"}},"required":["action_performed","status"],"type":"object"}`
+
 func init() {
 	sdk.Plugin(sdk.Info{
 		Name:        Name,
@@ -58,10 +61,14 @@ func init() {
 		},
 	})
 	sdk.AddRawTool(sdk.Tool{
-		Name: Name,
+		Name:  Name,
+		Title: "Browser action",
 		Description: "Execute a browser action on the current display (the browser's viewport): move, click, drag, scroll, type, press keys, wait or set the clipboard. " +
 			"Coordinates are CSS pixels from the viewport's top left. Returns: Dict containing `status` and `action_performed`.",
-		InputSchema: InputSchema,
+		InputSchema:  InputSchema,
+		OutputSchema: OutputSchema,
+		// A click can submit a form or delete what a page shows.
+		Annotations: sdk.Behavior{Destructive: true, OpenWorld: true}.Annotations(),
 	}, Run)
 }
 

@@ -19,6 +19,15 @@ const Name = "browser_get_info"
 // InputSchema is the tool's input schema: no arguments.
 const InputSchema = `{"properties":{},"type":"object"}`
 
+// OutputSchema is the schema of Info.
+const OutputSchema = `{"additionalProperties":false,"properties":{` +
+	`"cdp_ui_url":{"type":["string","null"]},"cdp_url":{"type":"string"},` +
+	`"page_viewport":{"anyOf":[` + viewportSchema + `,{"type":"null"}]},"user_agent":{"type":"string"},` +
+	`"viewport":` + viewportSchema + `,"vnc_url":{"type":["string","null"]}` +
+	`},"required":["cdp_ui_url","cdp_url","page_viewport","user_agent","viewport","vnc_url"],"type":"object"}`
+
+const viewportSchema = `{"additionalProperties":false,"properties":{"height":{"type":"integer"},"width":{"type":"integer"}},"required":["height","width"],"type":"object"}`
+
 func init() {
 	sdk.Plugin(sdk.Info{
 		Name:         Name,
@@ -27,10 +36,12 @@ func init() {
 		Capabilities: abi.Capabilities{CDP: &abi.CDPScope{Methods: []string{"Runtime.evaluate"}}},
 	})
 	sdk.AddRawTool(sdk.Tool{
-		Name:        Name,
-		Description: "Get information about browser, like cdp url, viewport size, etc.",
-		InputSchema: InputSchema,
-		Annotations: &sdk.Annotations{ReadOnlyHint: sdk.Bool(true)},
+		Name:         Name,
+		Title:        "Browser information",
+		Description:  "Get information about browser, like cdp url, viewport size, etc.",
+		InputSchema:  InputSchema,
+		OutputSchema: OutputSchema,
+		Annotations:  sdk.Behavior{ReadOnly: true, OpenWorld: true}.Annotations(),
 	}, Run)
 }
 

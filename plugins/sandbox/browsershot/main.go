@@ -28,9 +28,10 @@ func init() {
 	})
 	sdk.AddRawTool(sdk.Tool{
 		Name:        Name,
+		Title:       "Screenshot of the display",
 		Description: "Take a screenshot of the current display (the browser's viewport), as a PNG image.",
 		InputSchema: InputSchema,
-		Annotations: &sdk.Annotations{ReadOnlyHint: sdk.Bool(true)},
+		Annotations: sdk.Behavior{ReadOnly: true, OpenWorld: true}.Annotations(),
 	}, Run)
 }
 

@@ -35,6 +35,13 @@ const (
 // InputSchema is aiod's schema, verbatim.
 const InputSchema = `{"properties":{"code":{"description":"Code to execute","type":"string"},"language":{"description":"Programming language ('python', 'javascript')","type":"string"},"timeout":{"description":"Execution timeout in seconds","type":"integer"}},"required":["code"],"type":"object"}`
 
+// OutputSchema is the schema of the result object.
+const OutputSchema = `{"additionalProperties":false,"properties":{` +
+	`"exit_code":{"type":["integer","null"]},"status":{"enum":["ok","error","timeout"],"type":"string"},` +
+	`"stderr":{"type":"string"},"stdout":{"type":"string"},` +
+	`"traceback":{"anyOf":[{"items":{"type":"string"},"type":"array"},{"type":"null"}]}` +
+	`},"required":["exit_code","status","stderr","stdout","traceback"],"type":"object"}`
+
 // nodeRunner runs the code (read from stdin) as a script and prints the
 // value of its last expression when it is not undefined, as a REPL or a
 // notebook would; code using top-level await runs in an async function.
@@ -69,7 +76,10 @@ func init() {
 		Capabilities: abi.Capabilities{Process: &abi.ProcessScope{Commands: []string{"python3", "node"}, Cwd: []string{"$SANDBOX"}}},
 		Limits:       abi.Limits{TimeoutMs: 330000, MemoryMiB: 256, MaxResultBytes: 67108864},
 	})
-	sdk.AddTool(sdk.Tool{Name: Name, Description: "Execute code in Python or JavaScript runtime.", InputSchema: InputSchema}, Run)
+	sdk.AddTool(sdk.Tool{Name: Name, Title: "Run Python or JavaScript code", Description: "Execute code in Python or JavaScript runtime.",
+		InputSchema: InputSchema, OutputSchema: OutputSchema,
+		// Code may delete files and reach the network.
+		Annotations: sdk.Behavior{Destructive: true, OpenWorld: true}.Annotations()}, Run)
 }
 
 func main() {}

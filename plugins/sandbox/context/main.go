@@ -24,6 +24,11 @@ const Name = "sandbox_get_context"
 // InputSchema is the tool's input schema: no arguments.
 const InputSchema = `{"properties":{},"type":"object"}`
 
+// OutputSchema covers the answer ({home_dir, info}) and its failure
+// ({error, success:false}).
+const OutputSchema = `{"additionalProperties":false,"anyOf":[{"required":["home_dir","info"]},{"required":["error","success"]}],` +
+	`"properties":{"error":{"type":"string"},"home_dir":{"type":"string"},"info":{"type":"string"},"success":{"const":false}},"type":"object"}`
+
 func init() {
 	sdk.Plugin(sdk.Info{
 		Name:         Name,
@@ -32,9 +37,12 @@ func init() {
 		Capabilities: abi.Capabilities{Process: &abi.ProcessScope{Commands: []string{"printenv"}, Cwd: []string{"$SANDBOX"}}},
 	})
 	sdk.AddRawTool(sdk.Tool{
-		Name:        Name,
-		Description: "Get sandbox environment information: the aio system's version and the home directory.",
-		InputSchema: InputSchema,
+		Name:         Name,
+		Title:        "Sandbox information",
+		Description:  "Get sandbox environment information: the aio system's version and the home directory.",
+		InputSchema:  InputSchema,
+		OutputSchema: OutputSchema,
+		Annotations:  sdk.Behavior{ReadOnly: true}.Annotations(),
 	}, Run)
 }
 

@@ -56,6 +56,17 @@ const InputSchema = `{"properties":{` +
 	`"view_range":{"description":"Optional parameter of ` + "`view`" + ` command when ` + "`path`" + ` points to a file. If none is given, the full file is shown. If provided, the file will be shown in the indicated line number range, e.g. [11, 12] will show lines 11 and 12. Indexing at 1 to start. Setting ` + "`[start_line, -1]`" + ` shows all lines from ` + "`start_line`" + ` to the end of the file.","items":{"type":"integer"},"type":"array"}` +
 	`},"required":["command","path"],"type":"object"}`
 
+// OutputSchema covers both answers: the editor's result ({command, path,
+// output, error, prev_exist, old_content, new_content, success}) and a
+// file error passed through ({command, error:{...}, message, path,
+// success:false}).
+const OutputSchema = `{"additionalProperties":false,"properties":{` +
+	`"command":{"type":"string"},"path":{"type":"string"},"success":{"type":"boolean"},` +
+	`"output":{"type":"string"},"prev_exist":{"type":"boolean"},` +
+	`"old_content":{"type":["string","null"]},"new_content":{"type":["string","null"]},` +
+	`"error":{"anyOf":[{"type":["string","null"]},` + files.ErrorSchema + `]},"message":{"type":"string"}` +
+	`},"required":["command","error","path","success"],"type":"object"}`
+
 func init() {
 	sdk.Plugin(sdk.Info{
 		Name:         Name,
@@ -65,7 +76,10 @@ func init() {
 		// An edit of a 10 MB file returns its old and new content.
 		Limits: abi.Limits{MemoryMiB: 512, MaxResultBytes: 67108864},
 	})
-	sdk.AddTool(sdk.Tool{Name: Name, Description: Description, InputSchema: InputSchema}, Run)
+	sdk.AddTool(sdk.Tool{Name: Name, Title: "Edit a text file", Description: Description,
+		InputSchema: InputSchema, OutputSchema: OutputSchema,
+		// str_replace and insert rewrite the file; undo_edit restores it.
+		Annotations: sdk.Behavior{Destructive: true}.Annotations()}, Run)
 }
 
 func main() {}

@@ -74,6 +74,35 @@ const InputSchema = `{"properties":{` +
 	`"target":{"description":"The replacement text (replace)","type":"string"}` +
 	`},"required":["action","path"],"type":"object"}`
 
+// entrySchema is an entry of list (name, path, is_directory, size,
+// extension, modified_time, is_hidden) or glob (its size and time null
+// without include_metadata).
+const entrySchema = `{"additionalProperties":false,"properties":{` +
+	`"extension":{"type":["string","null"]},"is_directory":{"type":"boolean"},"is_hidden":{"type":"boolean"},` +
+	`"modified_time":{"type":["string","null"]},"name":{"type":"string"},"path":{"type":"string"},` +
+	`"size":{"type":["integer","null"]}},"required":["is_directory","name","path"],"type":"object"}`
+
+// grepMatchSchema is a match of grep.
+const grepMatchSchema = `{"additionalProperties":false,"properties":{` +
+	`"context_after":{"items":{"type":"string"},"type":"array"},"context_before":{"items":{"type":"string"},"type":"array"},` +
+	`"file":{"type":"string"},"line_content":{"type":"string"},"line_number":{"type":"integer"}},` +
+	`"required":["file","line_content","line_number"],"type":"object"}`
+
+// OutputSchema covers every answer: a success (action, path,
+// success:true and the action's fields), a failure ({action, error,
+// path, success:false}) and a file error ({action, error:{...}, message,
+// path, success:false}).
+const OutputSchema = `{"additionalProperties":false,"properties":{` +
+	`"action":{"type":"string"},"path":{"type":"string"},"success":{"type":"boolean"},` +
+	`"content":{"type":"string"},"bytes_written":{"type":"integer"},"replaced_count":{"type":"integer"},` +
+	`"matches":{"anyOf":[{"items":{"type":"string"},"type":"array"},{"items":` + grepMatchSchema + `,"type":"array"}]},` +
+	`"line_numbers":{"items":{"type":"integer"},"type":"array"},"match_count":{"type":"integer"},` +
+	`"files":{"anyOf":[{"items":{"type":"string"},"type":"array"},{"items":` + entrySchema + `,"type":"array"}]},` +
+	`"file_count":{"type":"integer"},"directory_count":{"type":"integer"},"total_count":{"type":"integer"},` +
+	`"files_searched":{"type":"integer"},"files_matched":{"type":"integer"},"truncated":{"type":"boolean"},` +
+	`"error":{"anyOf":[{"type":"string"},` + files.ErrorSchema + `]},"message":{"type":"string"}` +
+	`},"required":["action","path","success"],"type":"object"}`
+
 func init() {
 	sdk.Plugin(sdk.Info{
 		Name:         "sandbox_file_operations",
@@ -84,9 +113,13 @@ func init() {
 		Limits: abi.Limits{MemoryMiB: 512, MaxResultBytes: 67108864},
 	})
 	sdk.AddTool(sdk.Tool{
-		Name:        "sandbox_file_operations",
-		Description: Description,
-		InputSchema: InputSchema,
+		Name:         "sandbox_file_operations",
+		Title:        "File operations",
+		Description:  Description,
+		InputSchema:  InputSchema,
+		OutputSchema: OutputSchema,
+		// write overwrites, replace rewrites, append grows a file.
+		Annotations: sdk.Behavior{Destructive: true}.Annotations(),
 	}, Run)
 }
 

@@ -74,6 +74,8 @@ func init() {
 	})
 	sdk.AddTool(sdk.Tool{
 		Name:        Name,
+		Title:       "Installed packages",
+		Annotations: sdk.Behavior{ReadOnly: true}.Annotations(),
 		Description: "Get installed packages in the sandbox: Python (pip-style name==version) or Node.js (global packages). Without language, both.",
 		InputSchema: InputSchema,
 	}, Run)

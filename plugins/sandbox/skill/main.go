@@ -44,6 +44,8 @@ func init() {
 	})
 	sdk.AddTool(sdk.Tool{
 		Name:        Name,
+		Title:       "Load a skill",
+		Annotations: sdk.Behavior{ReadOnly: true}.Annotations(),
 		Description: "Load a skill by name, or list all available skills when name is omitted.",
 		InputSchema: InputSchema,
 	}, Run)

@@ -21,7 +21,8 @@ func init() {
 		Capabilities: abi.Capabilities{CDP: &abi.CDPScope{Methods: []string{"Runtime.*", "Network.*"}}},
 		Limits:       abi.Limits{MaxResultBytes: 1048576},
 	})
-	sdk.AddTool(sdk.Tool{Name: "cdp_probe", Description: "probe aiod:cdp"}, probe)
+	// Its answers are objects of several shapes, reports of each probe.
+	sdk.AddTool(sdk.Tool{Name: "cdp_probe", Description: "probe aiod:cdp", OutputSchema: `{"type":"object"}`}, probe)
 }
 
 func main() {}
