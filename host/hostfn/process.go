@@ -76,7 +76,10 @@ func (f *ProcessFamily) spawn(ctx context.Context, c *Call, req *abi.ProcessSpaw
 	if req.Stdin != nil {
 		sr.Stdin = []byte(*req.Stdin)
 	}
+	prog := startOutputProgress(c, req.Progress) // progress.go
+	sr.OnOutput = prog.sink()
 	res, err := f.m.Spawn(ctx, sr)
+	prog.finish()
 	if err != nil {
 		return nil, procError(err)
 	}
@@ -125,8 +128,10 @@ func (f *ProcessFamily) shellExec(ctx context.Context, c *Call, req *abi.Process
 			return nil, procError(err)
 		}
 	}
+	prog := startOutputProgress(c, req.Progress) // progress.go
 	res, err := f.m.Exec(ctx, key, req.Cmd, cwd, callTimeout(ctx, req.TimeoutMs, f.m.Config()),
-		proc.ExecOptions{MaxOutput: req.MaxOutputBytes, StartDir: start})
+		proc.ExecOptions{MaxOutput: req.MaxOutputBytes, StartDir: start, OnOutput: prog.sink()})
+	prog.finish()
 	if err != nil {
 		return nil, procError(err)
 	}

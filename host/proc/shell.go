@@ -42,6 +42,9 @@ type ExecOptions struct {
 	// StartDir is where a new shell starts when no cwd is given and the
 	// session has no directory of its own yet.
 	StartDir string
+	// OnOutput, if set, sees the command's output as it is read, beyond
+	// MaxOutput too; it must not block or keep p.
+	OnOutput func(p []byte)
 }
 
 // ExecResult is the outcome of one command in a session.
@@ -147,7 +150,7 @@ func (m *Manager) Exec(ctx context.Context, key Key, command, cwd string, timeou
 			<-s.sem // evicted while we waited: take a fresh one
 			continue
 		}
-		res, err := m.execLocked(ctx, s, command, cwd, m.clampTimeout(timeout), m.clampOutput(opt.MaxOutput), opt.StartDir)
+		res, err := m.execLocked(ctx, s, command, cwd, m.clampTimeout(timeout), m.clampOutput(opt.MaxOutput), opt.StartDir, opt.OnOutput)
 		s.touch()
 		<-s.sem
 		return res, err
@@ -319,7 +322,7 @@ func (m *Manager) expireIdle() {
 	}
 }
 
-func (m *Manager) execLocked(ctx context.Context, s *session, command, cwd string, timeout time.Duration, maxOut int64, startDir string) (*ExecResult, error) {
+func (m *Manager) execLocked(ctx context.Context, s *session, command, cwd string, timeout time.Duration, maxOut int64, startDir string, onOutput func([]byte)) (*ExecResult, error) {
 	restarted := false
 	if s.sh != nil && (s.sh.isDead() || s.sh.u.killReason() != "") {
 		// Dead, or killed (by the watchdog, between two calls) and about
@@ -343,7 +346,7 @@ func (m *Manager) execLocked(ctx context.Context, s *session, command, cwd strin
 	if err := os.WriteFile(filepath.Join(s.dir, "cmd"), []byte(command), 0o600); err != nil {
 		return nil, fmt.Errorf("write command: %w", err)
 	}
-	col := &collector{mark: []byte("\x00" + tok + ":"), seq: strconv.FormatUint(seq, 10), max: maxOut, done: make(chan struct{})}
+	col := &collector{mark: []byte("\x00" + tok + ":"), seq: strconv.FormatUint(seq, 10), max: maxOut, done: make(chan struct{}), onOutput: onOutput}
 	sh.setCollector(col)
 	defer sh.setCollector(nil)
 	line := fmt.Sprintf("__aiod_run %d %s %s; if __aiod_ok %d; then __aiod_clear; builtin source \"$__aiod_d/st.%d\"; builtin printf '%%s\\n' %d >|\"$__aiod_d/good\"; fi >/dev/null 2>&1; __aiod_end %d %s\n",
@@ -568,10 +571,11 @@ func (sh *shell) readLoop() {
 
 // collector gathers the output of one command between its markers.
 type collector struct {
-	mark []byte // NUL tok ":"
-	seq  string
-	max  int64
-	done chan struct{} // closed at the end marker
+	mark     []byte // NUL tok ":"
+	seq      string
+	max      int64
+	done     chan struct{} // closed at the end marker
+	onOutput func([]byte)
 
 	mu        sync.Mutex
 	out       []byte
@@ -597,7 +601,7 @@ func (c *collector) feed(p []byte) []byte {
 	for !c.ended {
 		i := bytes.Index(p, c.mark)
 		if i < 0 {
-			keep := min(len(p), len(c.mark)-1)
+			keep := partialMark(p, c.mark)
 			c.emit(p[:len(p)-keep])
 			return append(p[:0], p[len(p)-keep:]...)
 		}
@@ -618,10 +622,25 @@ func (c *collector) feed(p []byte) []byte {
 	return p[:0]
 }
 
+// partialMark is the length of the longest suffix of p that begins
+// mark (0 if none): only that much must wait for the next read, so output
+// flows as it is written (progress) instead of lagging a marker's length.
+func partialMark(p, mark []byte) int {
+	for k := min(len(p), len(mark)-1); k > 0; k-- {
+		if bytes.HasPrefix(mark, p[len(p)-k:]) {
+			return k
+		}
+	}
+	return 0
+}
+
 // emit adds command output, once the start marker was seen.
 func (c *collector) emit(p []byte) {
 	if !c.started || len(p) == 0 {
 		return
+	}
+	if c.onOutput != nil {
+		c.onOutput(p)
 	}
 	room := c.max - int64(len(c.out))
 	if int64(len(p)) > room {

@@ -31,6 +31,9 @@ type SpawnRequest struct {
 	// MaxOutput caps stdout and stderr each (Config default and maximum
 	// apply). Output beyond it is read and discarded.
 	MaxOutput int64
+	// OnOutput, if set, sees stdout and stderr as they are read (from two
+	// goroutines), beyond MaxOutput too; it must not block or keep p.
+	OnOutput func(p []byte)
 }
 
 // SpawnResult is the outcome of a spawn.
@@ -128,8 +131,8 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*SpawnResult, er
 	defer m.removeUnit(u)
 
 	var wg sync.WaitGroup
-	stdout := &capBuffer{max: maxOut}
-	stderr := &capBuffer{max: maxOut}
+	stdout := &capBuffer{max: maxOut, onOutput: req.OnOutput}
+	stderr := &capBuffer{max: maxOut, onOutput: req.OnOutput}
 	wg.Add(2)
 	go func() { defer wg.Done(); stdout.readFrom(outR) }()
 	go func() { defer wg.Done(); stderr.readFrom(errR) }()
@@ -203,6 +206,7 @@ type capBuffer struct {
 	max       int64
 	buf       []byte
 	truncated bool
+	onOutput  func([]byte)
 }
 
 // readFrom drains f into c until EOF, an error or the read deadline, with
@@ -221,6 +225,9 @@ func (c *capBuffer) readFrom(f *os.File) {
 }
 
 func (c *capBuffer) add(p []byte) {
+	if c.onOutput != nil {
+		c.onOutput(p)
+	}
 	room := c.max - int64(len(c.buf))
 	if int64(len(p)) > room {
 		c.truncated = true

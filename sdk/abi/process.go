@@ -10,6 +10,9 @@ type ProcessSpawnRequest struct {
 	Stdin          *string           `json:"stdin,omitempty"`
 	TimeoutMs      int64             `json:"timeout_ms,omitempty"`
 	MaxOutputBytes int64             `json:"max_output_bytes,omitempty"`
+	// Progress sends the output as progress notifications of the calling
+	// request while the program runs (when the client asked for progress).
+	Progress bool `json:"progress,omitempty"`
 }
 
 // ProcessSpawnResponse is the response of aiod:process.spawn.
@@ -35,6 +38,8 @@ type ProcessShellExecRequest struct {
 	Cwd            string `json:"cwd,omitempty"`
 	TimeoutMs      int64  `json:"timeout_ms,omitempty"`
 	MaxOutputBytes int64  `json:"max_output_bytes,omitempty"`
+	// Progress: as in ProcessSpawnRequest.
+	Progress bool `json:"progress,omitempty"`
 }
 
 // ProcessShellExecResponse is the response of aiod:process.shell_exec.

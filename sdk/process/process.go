@@ -96,6 +96,11 @@ type SpawnRequest struct {
 	// MaxOutputBytes caps stdout and stderr each (0: 1 MiB); output
 	// beyond it is dropped and reported as truncated.
 	MaxOutputBytes int64
+	// Progress sends the output, line by line, as progress notifications
+	// of the running tool call while the program runs, a few a second, when
+	// the client asked for progress (a progress token); otherwise it
+	// changes nothing.
+	Progress bool
 }
 
 // SpawnResult is the outcome of a program.
@@ -121,7 +126,7 @@ type SpawnResult struct {
 // output. Anything it leaves running is killed when it exits.
 func Spawn(req SpawnRequest) (*SpawnResult, error) {
 	w := abi.ProcessSpawnRequest{Argv: req.Argv, Env: req.Env, Cwd: req.Cwd,
-		TimeoutMs: ms(req.Timeout), MaxOutputBytes: req.MaxOutputBytes}
+		TimeoutMs: ms(req.Timeout), MaxOutputBytes: req.MaxOutputBytes, Progress: req.Progress}
 	if req.Stdin != "" {
 		w.Stdin = &req.Stdin
 	}
@@ -158,6 +163,8 @@ type ShellRequest struct {
 	Timeout time.Duration
 	// MaxOutputBytes caps the combined output (0: 1 MiB).
 	MaxOutputBytes int64
+	// Progress: as in SpawnRequest.
+	Progress bool
 }
 
 // ShellResult is the outcome of a shell command.
@@ -187,7 +194,7 @@ type ShellResult struct {
 func ShellExec(req ShellRequest) (*ShellResult, error) {
 	var r abi.ProcessShellExecResponse
 	err := do("shell_exec", abi.ProcessShellExecRequest{Session: req.Session, NewSession: req.NewSession, Cmd: req.Cmd, Cwd: req.Cwd,
-		TimeoutMs: ms(req.Timeout), MaxOutputBytes: req.MaxOutputBytes}, &r)
+		TimeoutMs: ms(req.Timeout), MaxOutputBytes: req.MaxOutputBytes, Progress: req.Progress}, &r)
 	if err != nil {
 		return nil, err
 	}

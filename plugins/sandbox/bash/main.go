@@ -94,6 +94,7 @@ func Run(_ *sdk.Ctx, a Args) (*sdk.Result, error) {
 		NewSession:     a.NewSession,
 		Timeout:        time.Duration(timeout) * time.Second,
 		MaxOutputBytes: fullOutputCap,
+		Progress:       true, // output lines as progress, when the client asks for it
 	}
 	if truncate {
 		// Enough bytes for truncateChars characters and to tell that

@@ -115,6 +115,7 @@ func Run(_ *sdk.Ctx, a Args) (*sdk.Result, error) {
 		Stdin:          *a.Code,
 		Timeout:        time.Duration(timeout) * time.Second,
 		MaxOutputBytes: maxOutput,
+		Progress:       true, // output lines as progress, when the client asks for it
 		Env:            map[string]string{"PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8"},
 	}
 	if lang == "python" {
