@@ -11,7 +11,6 @@ import (
 	"path"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aiodhq/aiod/sdk"
 	"github.com/aiodhq/aiod/sdk/abi"
@@ -26,6 +25,7 @@ type Args struct {
 	Timeout          *int    `json:"timeout"`
 	PreserveSymlinks bool    `json:"preserve_symlinks"`
 	Truncate         *bool   `json:"truncate"`
+	Cursor           *string `json:"cursor"`
 }
 
 // Name is the tool's (and the plugin's) name.
@@ -50,6 +50,7 @@ const Description = "Execute a shell command. Sessions are managed automatically
 // InputSchema is the tool's input schema, keys sorted as aiod emits them.
 const InputSchema = `{"properties":{` +
 	`"cmd":{"description":"Shell command to execute","type":"string"},` +
+	`"cursor":{"description":"The next_cursor of a truncated result: returns the next part of that command's output (the other arguments are ignored, cmd may be empty)","type":"string"},` +
 	`"cwd":{"description":"Optional working directory (absolute path). When provided, the hidden shell session is synchronized to this directory before the command runs. The response includes the actual cwd after execution, which agents should pass back on subsequent calls to keep state in sync.","type":"string"},` +
 	`"new_session":{"description":"If True, runs the command in a new session instead of the default one","type":"boolean"},` +
 	`"preserve_symlinks":{"description":"If True, preserve symlinks in working directory path: the cwd reported is the one given, not its physical path, while the command stays there","type":"boolean"},` +
@@ -60,16 +61,18 @@ const InputSchema = `{"properties":{` +
 // OutputSchema is the schema of the result object.
 const OutputSchema = `{"additionalProperties":false,"properties":{` +
 	`"cwd":{"type":"string"},"exit_code":{"type":["integer","null"]},"output":{"type":"string"},` +
-	`"status":{"enum":["running","completed","no_change_timeout","hard_timeout","terminated"],"type":"string"}` +
+	`"status":{"enum":["running","completed","no_change_timeout","hard_timeout","terminated"],"type":"string"},` +
+	`"truncated":{"type":"boolean"},"next_cursor":{"type":"string"}` +
 	`},"required":["cwd","exit_code","output","status"],"type":"object"}`
 
 func init() {
 	sdk.Plugin(sdk.Info{
-		Name:         Name,
-		Version:      "1.0.0",
-		Description:  "aiod built-in: shell commands in a persistent bash session.",
-		Capabilities: abi.Capabilities{Process: &abi.ProcessScope{Commands: []string{"bash"}, Cwd: []string{"$SANDBOX"}, Shell: true}},
-		Limits:       abi.Limits{TimeoutMs: 600000, MemoryMiB: 512, MaxResultBytes: 67108864},
+		Name:        Name,
+		Version:     "1.0.0",
+		Description: "aiod built-in: shell commands in a persistent bash session.",
+		Capabilities: abi.Capabilities{Process: &abi.ProcessScope{Commands: []string{"bash"}, Cwd: []string{"$SANDBOX"}, Shell: true},
+			State: &abi.StateScope{MaxBytes: stateBytes}}, // cursor.go
+		Limits: abi.Limits{TimeoutMs: 600000, MemoryMiB: 512, MaxResultBytes: 67108864},
 	})
 	sdk.AddTool(sdk.Tool{Name: Name, Title: "Run a shell command", Description: Description,
 		InputSchema: InputSchema, OutputSchema: OutputSchema,
@@ -81,6 +84,9 @@ func main() {}
 
 // Run executes the command.
 func Run(_ *sdk.Ctx, a Args) (*sdk.Result, error) {
+	if a.Cursor != nil && *a.Cursor != "" {
+		return nextPage(*a.Cursor), nil
+	}
 	if a.Cmd == nil || strings.TrimSpace(*a.Cmd) == "" {
 		return sdk.ErrorResult("cmd is required"), nil
 	}
@@ -93,13 +99,8 @@ func Run(_ *sdk.Ctx, a Args) (*sdk.Result, error) {
 		Cmd:            *a.Cmd,
 		NewSession:     a.NewSession,
 		Timeout:        time.Duration(timeout) * time.Second,
-		MaxOutputBytes: fullOutputCap,
-		Progress:       true, // output lines as progress, when the client asks for it
-	}
-	if truncate {
-		// Enough bytes for truncateChars characters and to tell that
-		// there were more.
-		req.MaxOutputBytes = truncateChars*utf8.UTFMax + 1
+		MaxOutputBytes: fullOutputCap, // truncated, the rest is paged (cursor.go)
+		Progress:       true,          // output lines as progress, when the client asks for it
 	}
 	if a.Cwd != nil {
 		req.Cwd = *a.Cwd
@@ -127,21 +128,48 @@ func Run(_ *sdk.Ctx, a Args) (*sdk.Result, error) {
 		// A new session serves this call only; the shared one is untouched.
 		_, _ = process.ShellClose(res.Session)
 	}
-	out := res.Output
-	if truncate {
-		if cut, ok := cutChars(out, truncateChars); ok || res.Truncated {
-			out = cut + TruncatedNotice
-		}
-	} else if res.Truncated {
-		out += "\n... [output truncated at 16 MiB]"
-	}
 	var exit any
 	if res.ExitCode != nil {
 		exit = *res.ExitCode
 	}
-	return sdk.JSONResult(map[string]any{
-		"status": res.Status, "output": out, "exit_code": exit, "cwd": res.Cwd,
-	}, false), nil
+	out := map[string]any{"status": res.Status, "output": res.Output, "exit_code": exit, "cwd": res.Cwd}
+	if truncate {
+		if cut, ok := cutChars(res.Output, truncateChars); ok || res.Truncated {
+			out["output"], out["truncated"] = cut+TruncatedNotice, true
+			k := kept{Status: res.Status, ExitCode: res.ExitCode, Cwd: res.Cwd, Rest: res.Output[len(cut):]}
+			if res.Truncated {
+				k.Cut = capNotice
+			}
+			if c := keep(k, time.Now()); c != "" {
+				out["next_cursor"] = c
+			}
+		}
+	} else if res.Truncated {
+		out["output"], out["truncated"] = res.Output+capNotice, true
+	}
+	return sdk.JSONResult(out, false), nil
+}
+
+// capNotice follows output cut at the host's 16 MiB.
+const capNotice = "\n... [output truncated at 16 MiB]"
+
+// nextPage answers {"cursor": c}: the next part of a truncated output.
+func nextPage(c string) *sdk.Result {
+	k, part, next, err := page(c, time.Now())
+	if err != nil {
+		return sdk.ErrorResult(err.Error())
+	}
+	var exit any
+	if k.ExitCode != nil {
+		exit = *k.ExitCode
+	}
+	out := map[string]any{"status": k.Status, "output": part, "exit_code": exit, "cwd": k.Cwd, "truncated": next != ""}
+	if next != "" {
+		out["next_cursor"] = next
+	} else {
+		out["output"] = part + k.Cut
+	}
+	return sdk.JSONResult(out, false)
 }
 
 // cutChars returns the first n characters of s and whether s was longer.
