@@ -82,6 +82,7 @@ func TestProgress(t *testing.T) {
 				if max := int(took/(250*time.Millisecond)) + 2; len(got) > max {
 					t.Errorf("%d notifications in %v: more than a few a second", len(got), took)
 				}
+				t.Logf("%d progress notifications in %v", len(got), took)
 				var lines []string
 				prev := 0.0
 				for _, p := range got {
