@@ -86,7 +86,7 @@ func TestProbe(t *testing.T) {
 			map[string]want{"files": {"absent", "workspace"}, "exec": {"absent", "bash"}, "code_interpreter": {"absent", "python3,node"},
 				"browser": {"absent", "chromium,cdp"}, "computer": {"absent", "computer-use"}},
 			map[string]string{"exec": "bubblewrap (bwrap) not found", "computer": "AIO_COMPUTER_USE_URL is not set", "browser": "no browser answers at http://"}},
-		{"partial", doctor.Options{LookPath: have("bash", "chromium"), Getenv: env("AIO_JUPYTER_ENDPOINT", "http://127.0.0.1:8888", "AIO_COMPUTER_USE_URL", "http://" + closedAddr(t)),
+		{"partial", doctor.Options{LookPath: have("bash", "chromium"), Getenv: env("AIO_JUPYTER_ENDPOINT", "http://127.0.0.1:8888", "AIO_COMPUTER_USE_URL", "http://"+closedAddr(t)),
 			CDP: closedAddr(t), CgroupRoot: cgroupRoot(t, "cpu")},
 			map[string]want{"files": {"ready", ""}, "exec": {"degraded", ""}, "code_interpreter": {"degraded", "node"}, "browser": {"degraded", "cdp"}, "computer": {"absent", "computer-use"}},
 			map[string]string{"exec": "without the pids and memory controllers", "computer": "computer-use worker probe failed", "browser": "can be launched"}},

@@ -33,7 +33,9 @@ func TestSandboxRoutes(t *testing.T) {
 	addr := serve(t, New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Capabilities: func() any { return map[string]any{"families": map[string]any{}, "browser": "the host's own"} },
 		Sandbox: &Sandbox{Doctor: d, Identity: map[string]any{"name": "aiod"}, Version: "9.9.9", WorkspaceDir: "/ws",
-			Browser: func(context.Context) any { return map[string]any{"status": "ready", "missing": []string{}, "warnings": []string{}} }},
+			Browser: func(context.Context) any {
+				return map[string]any{"status": "ready", "missing": []string{}, "warnings": []string{}}
+			}},
 	}))
 	get := func(path string, v any) {
 		t.Helper()
