@@ -175,3 +175,33 @@ func TestExtismRefused(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkExtismEcho measures a warm call of an Extism plugin's tool
+// (hyper-mcp's call_tool through the Extism host ABI) on each engine, to
+// compare with BenchmarkCallEcho (the aiod ABI).
+func BenchmarkExtismEcho(b *testing.B) {
+	for _, e := range testEngines {
+		b.Run(e.name, func(b *testing.B) {
+			eng := e.new(b)
+			dir := b.TempDir()
+			wasm := testplugins.Extism(b, "v2")
+			testplugins.Warm(b, wasm)
+			_, m, err := plugin.DescribeExtism(context.Background(), eng, wasm, "extv2", abi.Capabilities{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			os.MkdirAll(filepath.Join(dir, "extv2"), 0o755)
+			os.WriteFile(filepath.Join(dir, "extv2", "plugin.wasm"), wasm, 0o644)
+			os.WriteFile(filepath.Join(dir, "extv2", "manifest.json"), m, 0o644)
+			reg := newRegistryOn(b, eng, dir)
+			ctx := context.Background()
+			req := plugin.CallRequest{Name: "x_echo", Args: []byte(`{"text":"hello"}`)}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := reg.CallTool(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
