@@ -41,6 +41,7 @@ func pluginAddTo(args []string, stdout, stderr io.Writer) int {
 	name := fs.String("name", "", "plugin name (default: the file's name, lowercased)")
 	version := fs.String("version", "0.0.0", "plugin version written to the manifest")
 	force := fs.Bool("force", false, "replace a package of that name already in the directory")
+	cacheDir := fs.String("cache-dir", os.Getenv("AIO_CACHE_DIR"), "compiled-module cache, shared with aiod start so that it starts warm; '-' disables it (default: <user cache dir>/aiod/wazero)")
 	var hosts, config listFlag
 	fs.Var(&hosts, "allow-http", "host name (or pattern like *.example.com) the plugin asks to send HTTP requests to; repeatable (the operator's policy still decides)")
 	fs.Var(&config, "config", "KEY=VALUE the plugin reads with config_get; repeatable")
@@ -87,7 +88,15 @@ func pluginAddTo(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg[k] = v
 	}
-	dir, m, err := addExtism(context.Background(), file, *into, n, *version, want, cfg, *force)
+	if *cacheDir == "" {
+		if d, err := os.UserCacheDir(); err == nil {
+			*cacheDir = filepath.Join(d, "aiod", "wazero")
+		}
+	}
+	if *cacheDir == "-" {
+		*cacheDir = ""
+	}
+	dir, m, err := addExtism(context.Background(), file, *into, n, *version, want, cfg, *force, *cacheDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "aiod plugin add: %v\n", err)
 		return 1
@@ -102,12 +111,12 @@ func pluginAddTo(args []string, stdout, stderr io.Writer) int {
 
 // addExtism describes the module at file and writes its package into
 // into/name, atomically: the package appears whole or not at all.
-func addExtism(ctx context.Context, file, into, name, version string, want abi.Capabilities, cfg map[string]string, force bool) (string, *abi.Manifest, error) {
+func addExtism(ctx context.Context, file, into, name, version string, want abi.Capabilities, cfg map[string]string, force bool, cacheDir string) (string, *abi.Manifest, error) {
 	wasm, err := os.ReadFile(file)
 	if err != nil {
 		return "", nil, err
 	}
-	eng, err := wazero.New(wazero.Options{})
+	eng, err := wazero.New(wazero.Options{CacheDir: cacheDir})
 	if err != nil {
 		return "", nil, err
 	}

@@ -31,7 +31,10 @@ func TestPluginAdd(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	into := filepath.Join(tmp, "plugins")
-	args := []string{file, "--form", "extism", "--into", into, "--allow-http", "127.0.0.1", "--config", "greeting=hi", "--version", "1.2.3"}
+	// the compile cache the repository's tests share (a race build compiles
+	// a 3 MB module slowly)
+	cache := filepath.Join("..", "..", "build", "cache", "wazero")
+	args := []string{file, "--cache-dir", cache, "--form", "extism", "--into", into, "--allow-http", "127.0.0.1", "--config", "greeting=hi", "--version", "1.2.3"}
 	if code := pluginAdd(args); code != 0 {
 		t.Fatalf("plugin add: exit %d", code)
 	}
@@ -63,7 +66,7 @@ func TestPluginAdd(t *testing.T) {
 
 	// the package loads and serves
 	ctx := context.Background()
-	eng, err := wazero.New(wazero.Options{})
+	eng, err := wazero.New(wazero.Options{CacheDir: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +88,8 @@ func TestPluginAdd(t *testing.T) {
 		args []string
 		code int
 	}{
-		{[]string{file, "--form", "extism", "--into", into}, 1},            // hello-world exists
-		{[]string{file, "--form", "extism", "--into", into, "--force"}, 0}, // replaced
+		{[]string{file, "--cache-dir", cache, "--form", "extism", "--into", into}, 1},            // hello-world exists
+		{[]string{file, "--cache-dir", cache, "--form", "extism", "--into", into, "--force"}, 0}, // replaced
 		{[]string{file, "--form", "reactor", "--into", into, "--name", "x"}, 2},
 		{[]string{"--form", "extism", "--into", into}, 2},
 		{[]string{file, "--form", "extism", "--into", into, "--name", "bad", "--config", "novalue"}, 2},

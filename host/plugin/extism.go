@@ -292,14 +292,16 @@ func (r *Registry) checkExtism(ctx context.Context, p *Plugin) error {
 // with HTTP refused, form "extism", pinned by sha256. name names the
 // plugin; caps are the capabilities it requests.
 func DescribeExtism(ctx context.Context, eng runtime.Engine, wasm []byte, name string, want abi.Capabilities) (*abi.Manifest, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
+	// compiling is bounded by ctx only (minutes for a large module on a
+	// slow machine); running the module by a minute
 	c, err := eng.Compile(ctx, wasm, runtime.Config{Name: name,
 		Families: []hostfn.Family{hostfn.Core(), hostfn.ExtismEnv(), hostfn.ExtismHTTPDenied()}})
 	if err != nil {
 		return nil, nil, err
 	}
 	defer c.Close(ctx)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	iface, err := detectExtism(c.Exports())
 	if err != nil {
 		return nil, nil, err
