@@ -54,7 +54,7 @@ func TestPluginAdd(t *testing.T) {
 	}
 	if m.Name != "hello-world" || m.Form != abi.FormExtism || m.Version != "1.2.3" || m.SHA256 != hex.EncodeToString(sum[:]) ||
 		m.Config["greeting"] != "hi" || m.Capabilities.HTTP == nil || m.Capabilities.HTTP.Hosts[0] != "127.0.0.1" ||
-		strings.Join(tools, ",") != "x_echo,x_count,x_config,x_fetch,x_fail,x_log" || len(m.Prompts) != 1 {
+		strings.Join(tools, ",") != "x_echo,x_count,x_config,x_fetch,x_fail,x_log" || len(m.Prompts) != 1 || len(m.Resources) != 1 {
 		t.Fatalf("manifest: %s", b)
 	}
 	if got, _ := os.ReadFile(filepath.Join(into, "hello-world", "plugin.wasm")); string(got) != string(wasm) {

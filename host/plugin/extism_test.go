@@ -149,6 +149,19 @@ func testExtismForm(t *testing.T, eng runtime.Engine) {
 	if err != nil || !strings.Contains(string(pr), `"text":"hello ada"`) {
 		t.Fatalf("get_prompt: %s, %v", pr, err)
 	}
+	// its resources and completions (hyper-mcp's reference type names)
+	rr, err := reg.ReadResource(ctx, plugin.CallRequest{Name: "x://motd"})
+	if err != nil || string(rr) != `{"contents":[{"mimeType":"text/plain","text":"message of the day","uri":"x://motd"}]}` {
+		t.Fatalf("read_resource: %s, %v", rr, err)
+	}
+	co, err := reg.Complete(ctx, plugin.CallRequest{Args: []byte(`{"ref":{"type":"ref/prompt","name":"x_greet"},"argument":{"name":"who","value":"ad"}}`)})
+	if err != nil || string(co) != `{"completion":{"values":["prompt:x_greet:ad!"]}}` {
+		t.Fatalf("complete: %s, %v", co, err)
+	}
+	// a prompt no plugin declares is not asked for
+	if _, err := reg.GetPrompt(ctx, plugin.CallRequest{Name: "nope"}); err == nil {
+		t.Fatal("unknown prompt answered")
+	}
 }
 
 // TestExtismRefused: a module of form extism that is no Extism MCP plugin,

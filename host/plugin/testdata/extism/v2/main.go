@@ -102,4 +102,46 @@ func getPrompt() int32 {
 	return 0
 }
 
+//go:wasmexport list_resources
+func listResources() int32 {
+	pdk.OutputJSON(map[string]any{"resources": []map[string]any{{"uri": "x://motd", "name": "motd", "mimeType": "text/plain"}}})
+	return 0
+}
+
+//go:wasmexport read_resource
+func readResource() int32 {
+	var req struct {
+		Request struct {
+			URI string `json:"uri"`
+		} `json:"request"`
+	}
+	if err := pdk.InputJSON(&req); err != nil {
+		pdk.SetError(err)
+		return 1
+	}
+	pdk.OutputJSON(map[string]any{"contents": []map[string]string{{"uri": req.Request.URI, "mimeType": "text/plain", "text": "message of the day"}}})
+	return 0
+}
+
+//go:wasmexport complete
+func complete() int32 {
+	var req struct {
+		Request struct {
+			Ref struct {
+				Type string `json:"type"`
+				Name string `json:"name"`
+			} `json:"ref"`
+			Argument struct {
+				Value string `json:"value"`
+			} `json:"argument"`
+		} `json:"request"`
+	}
+	if err := pdk.InputJSON(&req); err != nil {
+		pdk.SetError(err)
+		return 1
+	}
+	pdk.OutputJSON(map[string]any{"completion": map[string]any{"values": []string{req.Request.Ref.Type + ":" + req.Request.Ref.Name + ":" + req.Request.Argument.Value + "!"}}})
+	return 0
+}
+
 func main() {}
