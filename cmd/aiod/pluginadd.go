@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/aiodhq/aiod/host/caps"
@@ -106,7 +107,15 @@ func pluginAddTo(args []string, stdout, stderr io.Writer) int {
 		names[i] = t.Name
 	}
 	fmt.Fprintf(stdout, "added %s: %d tools (%s), form extism, sha256 %s, in %s\n", m.Name, len(m.Tools), strings.Join(names, ", "), m.SHA256, dir)
+	if len(hosts) == 0 && slices.Contains(wasmImports(mustRead(file)), "extism:host/env.http_request") {
+		fmt.Fprintf(stdout, "note: the module imports http_request; without --allow-http HOST (and the operator's grant) its requests fail\n")
+	}
 	return 0
+}
+
+func mustRead(file string) []byte {
+	b, _ := os.ReadFile(file)
+	return b
 }
 
 // addExtism describes the module at file and writes its package into
@@ -170,4 +179,82 @@ func addExtism(ctx context.Context, file, into, name, version string, want abi.C
 		return "", nil, err
 	}
 	return dst, m, nil
+}
+
+// wasmImports lists a module's function imports as "module.name" (the
+// import section only; nil if the module does not parse).
+func wasmImports(b []byte) []string {
+	if len(b) < 8 || string(b[:4]) != "\x00asm" {
+		return nil
+	}
+	p := 8
+	uleb := func() (uint64, bool) {
+		var v uint64
+		for shift := 0; p < len(b) && shift < 64; shift += 7 {
+			c := b[p]
+			p++
+			v |= uint64(c&0x7f) << shift
+			if c&0x80 == 0 {
+				return v, true
+			}
+		}
+		return 0, false
+	}
+	name := func() (string, bool) {
+		n, ok := uleb()
+		if !ok || uint64(len(b)-p) < n {
+			return "", false
+		}
+		s := string(b[p : p+int(n)])
+		p += int(n)
+		return s, true
+	}
+	for p < len(b) {
+		id := b[p]
+		p++
+		size, ok := uleb()
+		if !ok || uint64(len(b)-p) < size {
+			return nil
+		}
+		end := p + int(size)
+		if id != 2 { // not the import section
+			p = end
+			continue
+		}
+		count, ok := uleb()
+		if !ok {
+			return nil
+		}
+		var out []string
+		for i := uint64(0); i < count && p < end; i++ {
+			mod, ok1 := name()
+			fn, ok2 := name()
+			if !ok1 || !ok2 || p >= end {
+				return out
+			}
+			kind := b[p]
+			p++
+			switch kind {
+			case 0: // function: a type index
+				out = append(out, mod+"."+fn)
+				uleb()
+			case 1: // table: reftype, limits
+				p++
+				fallthrough
+			case 2: // memory: limits
+				flags := b[p]
+				p++
+				uleb()
+				if flags&1 != 0 {
+					uleb()
+				}
+			case 3: // global: valtype, mutability
+				p += 2
+			default:
+				return out
+			}
+		}
+		return out
+	}
+	return nil
 }

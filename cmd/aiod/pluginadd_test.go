@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,6 +83,17 @@ func TestPluginAdd(t *testing.T) {
 	}
 	if err != nil || json.Unmarshal(out, &r) != nil || len(r.Content) != 1 || r.Content[0].Text != "hi" {
 		t.Fatalf("x_config: %s, %v", out, err)
+	}
+
+	// the module's imports, as plugin add reads them to warn about HTTP
+	imps := wasmImports(wasm)
+	for _, want := range []string{"extism:host/env.http_request", "extism:host/env.output_set", "wasi_snapshot_preview1.fd_write"} {
+		if !slices.Contains(imps, want) {
+			t.Errorf("imports %v lack %s", imps, want)
+		}
+	}
+	if wasmImports([]byte("not wasm")) != nil {
+		t.Error("imports of a non-module")
 	}
 
 	for _, tc := range []struct {

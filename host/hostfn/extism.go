@@ -82,6 +82,9 @@ func (k *ExtismCall) Reset() {
 		k.mem = nil
 	}
 	k.mem = k.mem[:0]
+	if len(k.blocks) > 4096 {
+		k.blocks = nil // a map keeps its buckets when cleared
+	}
 	clear(k.blocks)
 	k.freed = k.freed[:0]
 	k.inputOff, k.outOff, k.outLen, k.errOff = 0, 0, 0, 0
