@@ -27,7 +27,7 @@ func TestPluginAdd(t *testing.T) {
 	file := filepath.Join(tmp, "Hello World.wasm")
 	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", file, "./v2")
 	cmd.Dir = filepath.Join("..", "..", "host", "plugin", "testdata", "extism")
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOFLAGS=-mod=mod")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOFLAGS=-mod=vendor")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}

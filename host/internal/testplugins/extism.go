@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// ExtismDir is the module of the Extism test plugins (its own go.mod, so
-// that the main module does not depend on the Extism Go PDK).
+// ExtismDir is the module of the Extism test plugins: its own go.mod, so
+// that the main module does not depend on the Extism Go PDK, and the PDK
+// vendored (BSD-3, 100 KB), so that building them needs no network.
 func ExtismDir() string { return filepath.Join(Root(), "host", "plugin", "testdata", "extism") }
 
 // Extism compiles the Extism test plugin pkg ("v1", "v2", "hostile": a
@@ -31,7 +32,7 @@ func Extism(t testing.TB, pkg string) []byte {
 	out := filepath.Join(dir, "plugin.wasm")
 	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s", "-o", out, "./"+pkg)
 	cmd.Dir = ExtismDir()
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOFLAGS=-mod=mod")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOFLAGS=-mod=vendor")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
