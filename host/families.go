@@ -74,7 +74,12 @@ var familyTable = []struct {
 	{abi.FamilyState, func(f *families) hostfn.Family { return f.state }},
 	{abi.FamilyCDP, func(f *families) hostfn.Family { return f.cdp }},
 	{abi.FamilyUpstream, func(f *families) hostfn.Family { return f.ups }},
+	// Extism's http_request (extism:host/env) for form "extism" plugins;
+	// stateless, so one value serves every plugin
+	{abi.FamilyHTTP, func(*families) hostfn.Family { return extismHTTP }},
 }
+
+var extismHTTP = hostfn.ExtismHTTP(nil)
 
 // implemented reports whether this host implements family name.
 func implemented(name abi.Family) bool {

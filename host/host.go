@@ -236,7 +236,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout})
 	h.srv = server.New(server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: isLoopback(cfg.Host),
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Capabilities: h.capabilities,
-		Admin: &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins}})
+		Admin: &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins}, Sandbox: h.sandbox(env, cacheDir)})
 	if cfg.Watch && cfg.PluginsDir != "" {
 		w, err := startWatcher(cfg.PluginsDir, cfg.PolicyFile, cfg.WatchDebounce, h.reload, log)
 		if err != nil {

@@ -42,6 +42,7 @@ usage:
   aiod upstream review [--accept]
                        show how the upstream MCP servers' tools differ from their pins
                        (--pin-upstreams); --accept pins them as they are now
+  aiod doctor [--json] what this machine has for each plane (shell, interpreters, browser, isolation)
   aiod version         print the version
 `)
 }
@@ -59,6 +60,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return start(args[1:], stderr)
 	case "upstream":
 		return upstreamCmd(args[1:], stdout, stderr)
+	case "doctor":
+		return doctorCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0

@@ -156,9 +156,12 @@ func ValidateManifest(m *abi.Manifest) error {
 		return bad("plugin %s: abi %d is not supported (this host speaks abi %d)", m.Name, m.ABI, abi.Version)
 	}
 	switch m.Form {
-	case "", "reactor", "command":
+	case "", abi.FormReactor, abi.FormCommand, abi.FormExtism:
 	default:
-		return bad("plugin %s: form %q must be \"reactor\" or \"command\"", m.Name, m.Form)
+		return bad("plugin %s: form %q must be \"reactor\", \"command\" or \"extism\"", m.Name, m.Form)
+	}
+	if len(m.Config) > 0 && m.Form != abi.FormExtism {
+		return bad("plugin %s: config is for form \"extism\" only", m.Name)
 	}
 	if m.Module != "" && (strings.ContainsAny(m.Module, `/\`) || m.Module == "." || m.Module == "..") {
 		return bad("plugin %s: module %q must be a file name in the plugin directory", m.Name, m.Module)
@@ -248,6 +251,13 @@ func validateCapabilities(c abi.Capabilities) error {
 		for _, m := range c.CDP.Methods {
 			if !cdpMethodRE.MatchString(m) {
 				return fmt.Errorf("cdp: method %q must be Domain.method, a pattern like Domain.* or Input.dispatch*, or *", m)
+			}
+		}
+	}
+	if c.HTTP != nil {
+		for _, h := range c.HTTP.Hosts {
+			if h == "" || strings.ContainsAny(h, "\x00\n/:@ ") {
+				return fmt.Errorf("http: bad host %q (a host name or a pattern like *.example.com)", h)
 			}
 		}
 	}

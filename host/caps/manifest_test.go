@@ -60,7 +60,11 @@ func TestValidateErrors(t *testing.T) {
 		{"abi 2", func(m *abi.Manifest) { m.ABI = 2 },
 			`invalid manifest: plugin notes: abi 2 is not supported (this host speaks abi 1)`},
 		{"form", func(m *abi.Manifest) { m.Form = "Reactor" },
-			`invalid manifest: plugin notes: form "Reactor" must be "reactor" or "command"`},
+			`invalid manifest: plugin notes: form "Reactor" must be "reactor", "command" or "extism"`},
+		{"config outside extism", func(m *abi.Manifest) { m.Config = map[string]string{"k": "v"} },
+			`invalid manifest: plugin notes: config is for form "extism" only`},
+		{"http host with a port", func(m *abi.Manifest) { m.Capabilities.HTTP = &abi.HTTPScope{Hosts: []string{"example.com:80"}} },
+			`invalid manifest: plugin notes: capabilities: http: bad host "example.com:80" (a host name or a pattern like *.example.com)`},
 		{"module path", func(m *abi.Manifest) { m.Module = "../x.wasm" },
 			`invalid manifest: plugin notes: module "../x.wasm" must be a file name in the plugin directory`},
 		{"module backslash", func(m *abi.Manifest) { m.Module = `a\b` },
@@ -257,7 +261,7 @@ func TestFamilies(t *testing.T) {
 		}
 	}
 	full := abi.Capabilities{Files: &abi.FilesScope{}, Process: &abi.ProcessScope{}, State: &abi.StateScope{},
-		CDP: &abi.CDPScope{}, Upstream: &abi.UpstreamScope{}}
+		CDP: &abi.CDPScope{}, Upstream: &abi.UpstreamScope{}, HTTP: &abi.HTTPScope{}}
 	for _, f := range abi.Families {
 		if !full.Has(f) {
 			t.Errorf("full Capabilities lacks %s", f)

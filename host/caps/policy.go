@@ -162,6 +162,9 @@ type Grant struct {
 	// UpstreamServers are the upstream servers the upstream family may
 	// reach, by name.
 	UpstreamServers []string
+	// HTTPHosts are the host name patterns the http family may reach
+	// (HostAllowed).
+	HTTPHosts []string
 	// Per-call limits.
 	Timeout        time.Duration
 	MemoryPages    uint32
@@ -262,6 +265,30 @@ var grantRules = []struct {
 		g.UpstreamServers = intersectCommands(req.Upstream.Servers, allowed.Upstream.Servers)
 		return len(g.UpstreamServers) > 0
 	}},
+	{abi.FamilyHTTP, func(g *Grant, req, allowed abi.Capabilities, _ Env) bool {
+		g.HTTPHosts = intersectPatterns(lower(req.HTTP.Hosts), lower(allowed.HTTP.Hosts))
+		return len(g.HTTPHosts) > 0
+	}},
+}
+
+func lower(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.ToLower(s)
+	}
+	return out
+}
+
+// HostAllowed reports whether the http family may send a request to host
+// (a host name without port, compared case-insensitively).
+func (g *Grant) HostAllowed(host string) bool {
+	host = strings.ToLower(host)
+	for _, p := range g.HTTPHosts {
+		if matchPattern(p, host) {
+			return true
+		}
+	}
+	return false
 }
 
 // capInt picks the asked value (or the default) and caps it.

@@ -408,3 +408,43 @@ func TestFuelLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestAllowHTTP: the http grant keeps the narrower of each requested and
+// allowed host pattern, compared case-insensitively.
+func TestAllowHTTP(t *testing.T) {
+	l := func(s ...string) []string { return s }
+	for _, tc := range []struct {
+		name            string
+		req, allow      []string
+		want            []string
+		allowed, denied []string
+	}{
+		{"exact under a glob", l("api.example.com"), l("*.example.com"), l("api.example.com"), l("api.example.com", "API.Example.com"), l("www.example.com", "example.com")},
+		{"glob narrowed to exact", l("*"), l("api.github.com"), l("api.github.com"), l("api.github.com"), l("github.com", "api.github.com.evil.net")},
+		{"upper case asked", l("API.Example.COM"), l("api.example.com"), l("api.example.com"), l("api.example.com"), nil},
+		{"nothing in common", l("a.test"), l("b.test"), nil, nil, l("a.test", "b.test")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &abi.Manifest{Name: "p", Capabilities: abi.Capabilities{HTTP: &abi.HTTPScope{Hosts: tc.req}}}
+			g := (&caps.Policy{Default: &abi.Capabilities{HTTP: &abi.HTTPScope{Hosts: tc.allow}}}).Allow(m, ada)
+			if !slices.Equal(g.HTTPHosts, tc.want) || g.Has(abi.FamilyHTTP) != (len(tc.want) > 0) {
+				t.Errorf("hosts %v (granted %v), want %v", g.HTTPHosts, g.Has(abi.FamilyHTTP), tc.want)
+			}
+			for _, h := range tc.allowed {
+				if !g.HostAllowed(h) {
+					t.Errorf("%s denied", h)
+				}
+			}
+			for _, h := range tc.denied {
+				if g.HostAllowed(h) {
+					t.Errorf("%s allowed", h)
+				}
+			}
+		})
+	}
+	// not requested: not granted, whatever the policy allows
+	g := (&caps.Policy{Default: &abi.Capabilities{HTTP: &abi.HTTPScope{Hosts: l("*")}}}).Allow(&abi.Manifest{Name: "p"}, ada)
+	if g.Has(abi.FamilyHTTP) || g.HostAllowed("x.test") {
+		t.Error("http granted without being requested")
+	}
+}

@@ -207,7 +207,7 @@ func checkJSONType(t *testing.T, path string, ft reflect.Type, s map[string]any)
 		want = "integer"
 	case reflect.Slice:
 		want = "array"
-	case reflect.Struct:
+	case reflect.Struct, reflect.Map:
 		want = "object"
 	default:
 		t.Errorf("%s: Go kind %s not handled by this test", path, ft.Kind())

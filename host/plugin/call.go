@@ -78,6 +78,9 @@ func (r *Registry) invoke(ctx context.Context, p *Plugin, op uint64, req CallReq
 	c.Input = in
 	c.Output = nil
 
+	if p.extism != 0 {
+		return r.invokeExtism(ctx, p, op, req, c, owner, args)
+	}
 	if p.command {
 		if op != abi.OpToolCall {
 			return nil, errUnknownOp

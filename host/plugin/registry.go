@@ -83,6 +83,8 @@ type Registry struct {
 	loading    sync.WaitGroup
 	loadSem    chan struct{}
 	jobs       []loadJob
+	// extismVars keeps the vars of Extism plugins, per plugin and owner
+	extismVars *hostfn.ExtismVars
 }
 
 // Catalog is one immutable generation of the tool catalogue.
@@ -131,6 +133,7 @@ type Plugin struct {
 	compiled runtime.Compiled
 	families []hostfn.Family // linked; those with a Lifecycle are provisioned
 	command  bool
+	extism   extismIface  // form extism: its interface (extism.go), once checked
 	pools    sync.Map     // owner -> *pool
 	refs     atomic.Int64 // catalogues holding it + calls in flight
 	log      *slog.Logger
@@ -158,7 +161,8 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
-	r := &Registry{opts: opts, log: opts.Logger, stop: make(chan struct{}), loadSem: make(chan struct{}, goruntime.GOMAXPROCS(0))}
+	r := &Registry{opts: opts, log: opts.Logger, stop: make(chan struct{}), loadSem: make(chan struct{}, goruntime.GOMAXPROCS(0)),
+		extismVars: hostfn.NewExtismVars(0)}
 	r.calls.New = func() any { return &hostfn.Call{} }
 	r.cat.Store(&Catalog{byName: map[string]*Tool{}, listJSON: []byte("[]")})
 	// Plugins that fail to load are skipped: the registry serves the rest
@@ -545,9 +549,13 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 	if s.wasm != nil && !isWasm(s.wasm) {
 		return nil, nil, fmt.Errorf("plugin %s: %s is not a wasm module", m.Name, s.where)
 	}
-	fams := []hostfn.Family{hostfn.Core()}
+	var gated []hostfn.Family
 	if r.opts.Families != nil {
-		fams = append(fams, r.opts.Families(grant)...)
+		gated = r.opts.Families(grant)
+	}
+	fams := append([]hostfn.Family{hostfn.Core()}, gated...)
+	if m.Form == abi.FormExtism {
+		fams = r.extismFamilies(grant, gated)
 	}
 	p := &Plugin{Manifest: m, Grant: grant, Digest: digest, Builtin: s.builtin, Source: s.where,
 		key: key, command: m.Form == "command", log: r.log.With("plugin", m.Name)}
@@ -589,8 +597,12 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, wasm []byte, fams []ho
 		p.close()
 		return fmt.Errorf("plugin %s: %w", m.Name, err)
 	}
+	check := r.checkReactor
+	if p.Manifest.Form == abi.FormExtism {
+		check = r.checkExtism
+	}
 	if !p.command {
-		if err := r.checkReactor(ctx, p); err != nil {
+		if err := check(ctx, p); err != nil {
 			p.close()
 			return err
 		}

@@ -42,6 +42,9 @@ type Options struct {
 	// Admin is the operator's API under /admin/ (admin.go); nil or an
 	// empty key leaves it off.
 	Admin *Admin
+	// Sandbox serves GET /v2/sandbox and the per-domain part of GET
+	// /v1/capabilities (sandbox.go); nil leaves both out.
+	Sandbox *Sandbox
 }
 
 // Server serves /mcp and the operational routes.
@@ -72,6 +75,7 @@ func New(opts Options) *Server {
 		return c.SendString(`{"status":"ok"}`)
 	})
 	s.app.Get("/v1/capabilities", s.capabilities)
+	s.routeSandbox()
 	s.app.All("/mcp", s.handleMCP)
 	if opts.Admin != nil && opts.Admin.Key != "" {
 		s.routeAdmin(opts.Admin)
@@ -114,6 +118,7 @@ func (s *Server) capabilities(c *fiber.Ctx) error {
 	if s.opts.Capabilities != nil {
 		data = s.opts.Capabilities()
 	}
+	s.addDomains(c, data)
 	return c.JSON(map[string]any{"success": true, "message": "capabilities", "data": data, "hint": nil})
 }
 

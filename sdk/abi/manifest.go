@@ -24,13 +24,28 @@ const (
 	FamilyState    Family = "state"
 	FamilyCDP      Family = "cdp"
 	FamilyUpstream Family = "upstream"
+	// FamilyHTTP is outbound HTTP. Its functions are Extism's
+	// (extism:host/env http_request, http_status_code, http_headers),
+	// linked for plugins of form "extism" (spec/abi/extism.md); there is
+	// no aiod:http module yet.
+	FamilyHTTP Family = "http"
 )
 
 // Families lists every gated family, in a stable order.
-var Families = []Family{FamilyFiles, FamilyProcess, FamilyState, FamilyCDP, FamilyUpstream}
+var Families = []Family{FamilyFiles, FamilyProcess, FamilyState, FamilyCDP, FamilyUpstream, FamilyHTTP}
 
 // ImportModule is the wasm import module name of a family.
 func (f Family) ImportModule() string { return "aiod:" + string(f) }
+
+// The forms of a plugin module (Manifest.Form).
+const (
+	FormReactor = "reactor"
+	FormCommand = "command"
+	// FormExtism is an unchanged Extism plugin (spec/abi/extism.md): a
+	// module exporting hyper-mcp's list_tools/call_tool or the older
+	// describe/call, run on the host's own Extism host ABI.
+	FormExtism = "extism"
+)
 
 // Manifest describes a plugin package: what it provides, what it needs.
 type Manifest struct {
@@ -40,8 +55,9 @@ type Manifest struct {
 	Version string `json:"version"`
 	// ABI is the plugin ABI version the module implements; must be 1.
 	ABI int `json:"abi"`
-	// Form is "reactor" (default: a pooled module exporting aiod_call) or
-	// "command" (a WASI command run once per call, JSON on stdin/stdout).
+	// Form is "reactor" (default: a pooled module exporting aiod_call),
+	// "command" (a WASI command run once per call, JSON on stdin/stdout)
+	// or "extism" (an Extism plugin, spec/abi/extism.md).
 	Form string `json:"form,omitempty"`
 	// Module is the wasm file name inside the plugin directory; default
 	// "plugin.wasm".
@@ -61,6 +77,9 @@ type Manifest struct {
 	Capabilities Capabilities `json:"capabilities"`
 	// Limits the plugin asks for; the operator caps them.
 	Limits Limits `json:"limits"`
+	// Config is what an Extism plugin reads with config_get (form
+	// "extism" only).
+	Config map[string]string `json:"config,omitempty"`
 }
 
 // Tool is an MCP tool declaration.
@@ -90,6 +109,7 @@ type Capabilities struct {
 	State    *StateScope    `json:"state,omitempty"`
 	CDP      *CDPScope      `json:"cdp,omitempty"`
 	Upstream *UpstreamScope `json:"upstream,omitempty"`
+	HTTP     *HTTPScope     `json:"http,omitempty"`
 }
 
 // Has reports whether family f is present.
@@ -105,6 +125,8 @@ func (c Capabilities) Has(f Family) bool {
 		return c.CDP != nil
 	case FamilyUpstream:
 		return c.Upstream != nil
+	case FamilyHTTP:
+		return c.HTTP != nil
 	}
 	return false
 }
@@ -165,6 +187,14 @@ type UpstreamScope struct {
 	// Servers are the names of upstream servers (as registered with
 	// --mcp-servers) the plugin may list and call.
 	Servers []string `json:"servers"`
+}
+
+// HTTPScope scopes outbound HTTP.
+type HTTPScope struct {
+	// Hosts are the host names a request (and every redirect it follows)
+	// may go to: exact names or patterns where '*' matches any run of
+	// characters ("api.github.com", "*.example.com"). Deny by default.
+	Hosts []string `json:"hosts"`
 }
 
 // Limits a plugin asks for. Zero means the host default.

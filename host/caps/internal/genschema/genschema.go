@@ -127,6 +127,7 @@ var defs = map[string]string{
 	"StateScope":       "The state family (aiod:state, spec/abi/v1/state.md): a key-value store kept by the host.",
 	"CDPScope":         "The cdp family (aiod:cdp, spec/abi/v1/cdp.md): Chrome DevTools Protocol methods to send to the host's browser.",
 	"UpstreamScope":    "The upstream family (aiod:upstream, spec/abi/v1/upstream.md): upstream MCP servers to list and call.",
+	"HTTPScope":        "The http family (Extism's http_request for form \"extism\", spec/abi/extism.md): host names requests may go to.",
 	"Limits":           "Per-call limits the plugin asks for. 0 (or absent) means the operator's default; the operator's caps always apply (spec/policy.md).",
 }
 
@@ -137,8 +138,8 @@ var fields = map[string]field{
 	"Manifest.version": {desc: "Version of the plugin, free text (semantic versioning recommended)."},
 	"Manifest.abi": {desc: "The plugin ABI version the module implements (spec/abi/v1.md). Must be 1.",
 		required: true, schema: object{{"const", abi.Version}}},
-	"Manifest.form": {desc: "How the module runs: \"reactor\" (a module exporting aiod_call, kept warm in a pool; the default) or \"command\" (a WASI command run once per call, JSON on stdin and stdout). Empty means \"reactor\".",
-		schema: object{{"enum", []any{"reactor", "command", ""}}, {"default", "reactor"}}},
+	"Manifest.form": {desc: "How the module runs: \"reactor\" (a module exporting aiod_call, kept warm in a pool; the default), \"command\" (a WASI command run once per call, JSON on stdin and stdout) or \"extism\" (an unchanged Extism plugin, spec/abi/extism.md). Empty means \"reactor\".",
+		schema: object{{"enum", []any{"reactor", "command", "extism", ""}}, {"default", "reactor"}}},
 	"Manifest.module": {desc: "File name of the wasm module in the plugin's directory: no '/' or '\\', not \".\" or \"..\". Empty means \"plugin.wasm\".",
 		schema: object{{"pattern", ModulePattern}, {"not", object{{"enum", []any{".", ".."}}}}, {"default", "plugin.wasm"}}},
 	"Manifest.sha256": {desc: "SHA-256 digest of the module, 64 lowercase hex digits. When set, the host refuses a module with another digest. Empty means not pinned.",
@@ -150,6 +151,7 @@ var fields = map[string]field{
 	"Manifest.resourceTemplates": {desc: "Resource templates the plugin provides."},
 	"Manifest.capabilities":      {desc: "Host function families the plugin requests. Absent: none (the always-linked aiod:core only)."},
 	"Manifest.limits":            {desc: "Per-call limits the plugin asks for. Absent: the operator's defaults."},
+	"Manifest.config":            {desc: "Form \"extism\" only: the values the plugin reads with Extism's config_get, by key."},
 
 	"Tool.name": {desc: "Tool name as clients see it: 1 to 128 letters, digits, '_', '-' and '.'.",
 		required: true, schema: object{{"pattern", ToolNamePattern}}},
@@ -196,6 +198,7 @@ var fields = map[string]field{
 	"Capabilities.state":    {desc: "A key-value store per client, kept between calls."},
 	"Capabilities.cdp":      {desc: "Reserved."},
 	"Capabilities.upstream": {desc: "Reserved."},
+	"Capabilities.http":     {desc: "Send HTTP requests (Extism plugins' http_request)."},
 
 	"FilesScope.paths": {desc: "Directory trees the plugin asks for. Absent or empty: none (the family is not granted)."},
 	"PathScope.path":   {desc: "The tree's root.", required: true, schema: ref("scopePath"), replace: true},
@@ -216,6 +219,9 @@ var fields = map[string]field{
 	"CDPScope.new_targets": {desc: "May open and close targets (tabs)."},
 	"UpstreamScope.servers": {desc: "Names of upstream servers (as registered with --mcp-servers) the plugin may list and call; \"*\" means any.",
 		required: true, schema: object{{"items", object{{"type", "string"}, {"minLength", 1}}}}},
+
+	"HTTPScope.hosts": {desc: "Host names requests, and every redirect they follow, may go to: exact names or patterns where * matches any run of characters (\"*.example.com\"). Deny by default; the grant keeps the narrower of each requested and allowed pattern.",
+		required: true, schema: object{{"items", object{{"type", "string"}, {"pattern", `^[^\x00\n/:@ ]+$`}}}}},
 
 	"Limits.memory_mib": {desc: "Linear memory per instance, in MiB, at most 4096. Default 256; the operator caps it (1024 by default).",
 		schema: object{{"minimum", 0}, {"maximum", 4096}}},
@@ -485,6 +491,15 @@ func (g *generator) typeSchema(t reflect.Type, key string) (object, error) {
 			return nil, err
 		}
 		return object{{"type", "array"}, {"items", items}}, nil
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			break
+		}
+		vals, err := g.typeSchema(t.Elem(), key)
+		if err != nil {
+			return nil, err
+		}
+		return object{{"type", "object"}, {"additionalProperties", vals}}, nil
 	case reflect.Struct:
 		if !g.seen[t] {
 			g.seen[t] = true

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/aiodhq/aiod/host"
+	"github.com/aiodhq/aiod/host/doctor"
+	"github.com/aiodhq/aiod/host/proc"
+)
+
+// containment asks a process manager, as aiod start makes one, how it
+// would contain the programs it runs.
+func containment() doctor.Check {
+	m := proc.New(proc.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer m.Close()
+	return doctor.ContainmentCheck(m.Containment())
+}
+
+// doctorCmd is `aiod doctor [--json]`: what this machine has for each
+// plane, by the probes behind GET /v1/capabilities (host/doctor).
+func doctorCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("aiod doctor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	cacheDir := fs.String("cache-dir", os.Getenv("AIO_CACHE_DIR"), "compiled-module cache directory to check (default: <user cache dir>/aiod/wazero, as aiod start)")
+	workspace := fs.String("workspace", os.Getenv("AIO_WORKSPACE"), "workspace directory to check")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "aiod doctor: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *cacheDir == "" {
+		if d, err := os.UserCacheDir(); err == nil {
+			*cacheDir = filepath.Join(d, "aiod", "wazero")
+		}
+	}
+	r := doctor.Probe(context.Background(), doctor.Options{CacheDir: *cacheDir, Workspace: *workspace, Cgroups: containment})
+	if *asJSON {
+		out := map[string]any{"version": host.Version, "checks": r.Checks, "capabilities": r.DomainsMap(), "at": r.At}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			fmt.Fprintf(stderr, "aiod doctor: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(stdout, "aiod %s doctor\n\nchecks:\n", host.VersionString())
+	for _, c := range r.Checks {
+		mark := "ok"
+		if !c.OK {
+			mark = "--"
+		}
+		fmt.Fprintf(stdout, "  %-3s %-14s %s\n", mark, c.Name, c.Detail)
+	}
+	fmt.Fprintf(stdout, "\nplanes:\n")
+	for _, name := range doctor.Domains {
+		d := r.Domains[name]
+		line := fmt.Sprintf("  %-17s %-9s", name, d.Status)
+		if len(d.Missing) > 0 {
+			line += " missing: " + strings.Join(d.Missing, ", ")
+		}
+		fmt.Fprintln(stdout, strings.TrimRight(line, " "))
+		for _, w := range d.Warnings {
+			fmt.Fprintf(stdout, "  %17s ! %s\n", "", w)
+		}
+	}
+	return 0
+}

@@ -1,0 +1,143 @@
+package doctor_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aiodhq/aiod/host/doctor"
+)
+
+// cgroupRoot makes a cgroup v2 look-alike with the given controllers,
+// holding this process's own group directory.
+func cgroupRoot(t *testing.T, controllers string) string {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte(controllers+"\n"), 0o644)
+	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "0::"); ok {
+			os.MkdirAll(filepath.Join(root, p), 0o755)
+		}
+	}
+	return root
+}
+
+func closedAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestProbe(t *testing.T) {
+	cdp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/json/version" {
+			w.Write([]byte(`{"Browser":"Chrome/1"}`))
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer cdp.Close()
+	worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer worker.Close()
+	cdpAddr := strings.TrimPrefix(cdp.URL, "http://")
+	have := func(names ...string) func(string) (string, error) {
+		return func(n string) (string, error) {
+			for _, h := range names {
+				if h == n {
+					return "/nonexistent/bin/" + n, nil
+				}
+			}
+			return "", errors.New("not found")
+		}
+	}
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	type want struct{ status, missing string }
+	for _, tc := range []struct {
+		name string
+		o    doctor.Options
+		want map[string]want
+		warn map[string]string // a warning the domain must carry
+	}{
+		{"everything", doctor.Options{LookPath: have("bash", "python3", "node", "chromium", "bwrap"),
+			Getenv: env("AIO_COMPUTER_USE_URL", worker.URL), CDP: cdpAddr, CgroupRoot: cgroupRoot(t, "cpu memory pids"), CacheDir: t.TempDir()},
+			map[string]want{"files": {"ready", ""}, "exec": {"ready", ""}, "code_interpreter": {"ready", ""}, "browser": {"ready", ""}, "computer": {"ready", ""}}, nil},
+		{"nothing", doctor.Options{LookPath: have(), Getenv: env(), CDP: closedAddr(t), CgroupRoot: t.TempDir(), Workspace: "/nonexistent/ws"},
+			map[string]want{"files": {"absent", "workspace"}, "exec": {"absent", "bash"}, "code_interpreter": {"absent", "python3,node"},
+				"browser": {"absent", "chromium,cdp"}, "computer": {"absent", "computer-use"}},
+			map[string]string{"exec": "bubblewrap (bwrap) not found", "computer": "AIO_COMPUTER_USE_URL is not set", "browser": "no browser answers at http://"}},
+		{"partial", doctor.Options{LookPath: have("bash", "chromium"), Getenv: env("AIO_JUPYTER_ENDPOINT", "http://127.0.0.1:8888", "AIO_COMPUTER_USE_URL", "http://"+closedAddr(t)),
+			CDP: closedAddr(t), CgroupRoot: cgroupRoot(t, "cpu")},
+			map[string]want{"files": {"ready", ""}, "exec": {"degraded", ""}, "code_interpreter": {"degraded", "node"}, "browser": {"degraded", "cdp"}, "computer": {"absent", "computer-use"}},
+			map[string]string{"exec": "without the pids and memory controllers", "computer": "computer-use worker probe failed", "browser": "can be launched"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := doctor.Probe(context.Background(), tc.o)
+			if len(r.Domains) != len(doctor.Domains) {
+				t.Fatalf("%d domains, want %d", len(r.Domains), len(doctor.Domains))
+			}
+			for name, w := range tc.want {
+				d := r.Domains[name]
+				if d.Status != w.status || strings.Join(d.Missing, ",") != w.missing {
+					t.Errorf("%s: %s missing %q, want %s missing %q (warnings %q)", name, d.Status, d.Missing, w.status, w.missing, d.Warnings)
+				}
+				if d.Missing == nil || d.Warnings == nil {
+					t.Errorf("%s: missing and warnings must be lists, not null", name)
+				}
+			}
+			for name, w := range tc.warn {
+				if !strings.Contains(strings.Join(r.Domains[name].Warnings, "|"), w) {
+					t.Errorf("%s warnings %q lack %q", name, r.Domains[name].Warnings, w)
+				}
+			}
+		})
+	}
+	r := doctor.Probe(context.Background(), doctor.Options{LookPath: have("python3", "node"), Getenv: env(), CDP: closedAddr(t)})
+	if got := r.Domains["code_interpreter"].Map()["kinds"]; !reflect.DeepEqual(got, []string{"python", "javascript"}) {
+		t.Errorf("kinds %v", got)
+	}
+	if c := r.Check("compile_cache"); c.OK {
+		t.Errorf("no cache dir reported ok: %+v", c)
+	}
+}
+
+// TestDoctorCache: a report is served for the TTL; refresh probes again.
+func TestDoctorCache(t *testing.T) {
+	var probes atomic.Int32
+	d := doctor.New(doctor.Options{LookPath: func(n string) (string, error) {
+		if n == "bash" {
+			probes.Add(1)
+		}
+		return "", errors.New("no")
+	}, Getenv: func(string) string { return "" }, CDP: closedAddr(t)}, time.Hour)
+	ctx := context.Background()
+	a := d.Report(ctx, false)
+	b := d.Report(ctx, false)
+	if probes.Load() != 1 || !a.At.Equal(b.At) {
+		t.Fatalf("cached: %d probes", probes.Load())
+	}
+	d.Report(ctx, true)
+	if probes.Load() != 2 {
+		t.Fatalf("refresh: %d probes, want 2", probes.Load())
+	}
+}

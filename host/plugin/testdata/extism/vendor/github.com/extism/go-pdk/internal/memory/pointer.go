@@ -1,0 +1,3 @@
+package memory
+
+type ExtismPointer uint64
