@@ -141,6 +141,9 @@ type Config struct {
 	// Logger receives the one warning about weaker containment; nil
 	// means slog.Default().
 	Logger *slog.Logger
+	// Sandbox, when set, runs every unit under bubblewrap (see Sandbox);
+	// nil runs programs as the daemon's user with the host's filesystem.
+	Sandbox *Sandbox
 
 	noCgroup bool // tests: force the watchdog
 }
@@ -218,6 +221,7 @@ type Manager struct {
 	cgLeft   []*unitCgroup
 	cgGone   bool // cg's parent was removed
 	contain  Containment
+	sb       *sandboxState // with Config.Sandbox
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -227,12 +231,18 @@ type Manager struct {
 // New returns a Manager. Call Close to kill everything it started.
 func New(cfg Config) *Manager {
 	cfg.fill()
+	if cfg.Sandbox != nil {
+		sb := *cfg.Sandbox
+		sb.fill()
+		cfg.Sandbox = &sb
+	}
 	m := &Manager{
 		cfg:      cfg,
 		units:    map[*unit]struct{}{},
 		sessions: map[Key]*session{},
 		done:     make(chan struct{}),
 		iso:      isoNone,
+		sb:       &sandboxState{},
 	}
 	if cfg.Isolation == IsolationAuto {
 		m.iso = preferredIso()
@@ -302,6 +312,7 @@ func (m *Manager) Close() error {
 		}
 		m.wg.Wait()
 		m.releaseCgroups()
+		m.sb.close()
 	})
 	return nil
 }
