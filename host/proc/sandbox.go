@@ -140,6 +140,19 @@ func toSandbox(mounts []Mount, p string) (string, bool) {
 // Sandboxed reports whether the Manager runs its units under bubblewrap.
 func (m *Manager) Sandboxed() bool { return m.cfg.Sandbox != nil }
 
+// FirstDir is where owner's units start by default under a sandbox (the
+// first of its directories), "" without one.
+func (m *Manager) FirstDir(owner string) string {
+	if m.cfg.Sandbox == nil {
+		return ""
+	}
+	mounts, err := m.cfg.Sandbox.Dirs(owner)
+	if err != nil || len(mounts) == 0 {
+		return ""
+	}
+	return mounts[0].Path
+}
+
 // CheckCwdFor is CheckCwd for a program of owner: without a sandbox it is
 // CheckCwd; with one, dir and roots are sandbox paths, checked as the
 // owner's host directories they show (symlinks resolved there), and the
