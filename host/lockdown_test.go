@@ -53,8 +53,8 @@ func TestLockdownRefusesToStart(t *testing.T) {
 		{"no authentication", host.Config{}, []string{"authentication: set --api-key"}},
 		{"no data dir", host.Config{APIKey: "k", LockdownConfig: host.LockdownConfig{Lockdown: true}}, []string{"--data-dir"}},
 		{"unpinned plugin", host.Config{APIKey: "k", PluginsDir: plugins},
-			[]string{`plugin echo: the policy must pin its module, "plugins": {"echo": {"sha256": "` + digest + `"}}`}},
-		{"wrong pin", host.Config{APIKey: "k", PluginsDir: plugins, PolicyFile: wrong}, []string{"plugin echo: module sha256 " + digest + " does not match the policy's pin"}},
+			[]string{`plugin echo: not pinned by the policy: add "plugins": {"echo": {"sha256": "` + digest + `"}}`}},
+		{"wrong pin", host.Config{APIKey: "k", PluginsDir: plugins, PolicyFile: wrong}, []string{"plugin echo: not pinned by the policy: its module's sha256 " + digest + " does not match the pin"}},
 		{"everything at once", host.Config{PluginsDir: plugins, Workspace: t.TempDir(), AllowUnauthenticated: true},
 			[]string{"authentication", "--allow-unauthenticated is not allowed", "--workspace is not used", "plugin echo"}},
 		{"plugins dir among the tenants'", host.Config{APIKey: "k", PluginsDir: filepath.Join(data, "tenants", "alice", "workspace")},
@@ -122,7 +122,7 @@ func TestLockdownStarts(t *testing.T) {
 	// the reload, naming the pin to add; the pinned one keeps serving.
 	testplugins.Package(t, plugins, "plugins/examples/hash", nil, nil)
 	_ = h.Reload(context.Background())
-	if e := h.Registry().Catalog().LoadError("hash"); !strings.Contains(e, `the policy must pin its module, "plugins": {"hash": {"sha256": "`) {
+	if e := h.Registry().Catalog().LoadError("hash"); !strings.Contains(e, `plugin hash: not pinned by the policy: add "plugins": {"hash": {"sha256": "`) {
 		t.Errorf("hash, unpinned: load error %q", e)
 	}
 	for _, tool := range h.Registry().Catalog().Tools {

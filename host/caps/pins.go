@@ -8,7 +8,7 @@ import (
 
 // ErrNotPinned marks a plugin whose module the policy does not pin (or
 // pins to another digest) when pins are required (lockdown).
-var ErrNotPinned = errors.New("plugin not pinned by the policy")
+var ErrNotPinned = errors.New("not pinned by the policy")
 
 // splitPins takes the "sha256" member out of each entry of a policy
 // document's "plugins" (`"plugins": {"echo": {"sha256": "<hex>", ...}}`):
@@ -62,9 +62,9 @@ func (p *Policy) CheckPin(name, digest string) error {
 	pin, ok := p.Pins[name]
 	switch {
 	case !ok:
-		return fmt.Errorf("%w: plugin %s: the policy must pin its module, \"plugins\": {%q: {\"sha256\": %q}}", ErrNotPinned, name, name, digest)
+		return fmt.Errorf("plugin %s: %w: add \"plugins\": {%q: {\"sha256\": %q}}", name, ErrNotPinned, name, digest)
 	case pin != digest:
-		return fmt.Errorf("%w: plugin %s: module sha256 %s does not match the policy's pin %s", ErrNotPinned, name, digest, pin)
+		return fmt.Errorf("plugin %s: %w: its module's sha256 %s does not match the pin %s", name, ErrNotPinned, digest, pin)
 	}
 	return nil
 }

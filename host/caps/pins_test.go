@@ -55,7 +55,7 @@ func TestPolicyPins(t *testing.T) {
 		t.Error(err)
 	}
 	other := strings.Repeat("f", 64)
-	for _, c := range []struct{ name, digest, want string }{{"echo", other, "does not match"}, {"hash", pin, `"hash": {"sha256": "` + pin}} {
+	for _, c := range []struct{ name, digest, want string }{{"echo", other, "does not match the pin"}, {"hash", pin, `"hash": {"sha256": "` + pin}} {
 		err := p.CheckPin(c.name, c.digest)
 		if !errors.Is(err, ErrNotPinned) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("CheckPin(%s) = %v, want ErrNotPinned and %q", c.name, err, c.want)
