@@ -43,6 +43,14 @@
 // not a sandbox: the processes share the host's filesystem, network and
 // /proc, and a program run as root can leave by means of its own (write
 // its pid to another cgroup, or nest a PID namespace).
+//
+// # Sandbox
+//
+// With Config.Sandbox (lockdown) every unit is also a bubblewrap sandbox
+// (bwrap and prlimit from the machine): read-only system directories, the
+// owner's directories writable, no network, uid 10001 without
+// capabilities, per-process CPU, address space and file size limits; the
+// cgroup limits above apply to it unchanged (see Sandbox).
 package proc
 
 import (
