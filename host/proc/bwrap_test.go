@@ -234,3 +234,28 @@ func TestSandboxForkBomb(t *testing.T) {
 		t.Errorf("took %v", d)
 	}
 }
+
+// TestSandboxSessionDirLinks: a sandboxed shell can change its session's
+// directory (/run/aiod); a link it puts where the host writes the next
+// command is removed, never followed to a host file.
+func TestSandboxSessionDirLinks(t *testing.T) {
+	m, _ := newSandboxed(t, Config{})
+	victim := filepath.Join(t.TempDir(), "host-file")
+	if err := os.WriteFile(victim, []byte("untouched"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key := Key{Plugin: "p", Owner: "alice", Session: "s"}
+	for i, plant := range []string{"ln -sf " + shQuote(victim) + " /run/aiod/cmd", "rm -f /run/aiod/cmd && mkfifo /run/aiod/cmd", "rm -f /run/aiod/cmd && mkdir -p /run/aiod/cmd/x"} {
+		res, err := m.Exec(ctxT(t), key, plant, "", 10*time.Second, ExecOptions{})
+		if err != nil || res.Status != StatusCompleted {
+			t.Fatalf("%s: %+v %v", plant, res, err)
+		}
+		res, err = m.Exec(ctxT(t), key, "echo next"+strconv.Itoa(i), "", 10*time.Second, ExecOptions{})
+		if err != nil || string(res.Output) != "next"+strconv.Itoa(i)+"\n" {
+			t.Errorf("after %s: %+v %v", plant, res, err)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "untouched" {
+			t.Fatalf("after %s the host file holds %q", plant, b)
+		}
+	}
+}

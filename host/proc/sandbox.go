@@ -1,8 +1,11 @@
 package proc
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/aiodhq/aiod/host/internal/pathx"
 )
@@ -202,4 +205,38 @@ func (m *Manager) CheckCwdFor(owner, dir string, roots []string) (string, error)
 		return "", errorf(ErrDenied, "cwd %s is outside the granted directories", clean)
 	}
 	return back, nil
+}
+
+// writePrivate writes a file of a session's directory, which the session's
+// programs can change (a sandboxed shell sees it at /run/aiod): a link put
+// in its place is not followed (it could name any host file, written with
+// the daemon's rights), a FIFO does not block the writer; whatever is
+// there that is not a regular file is removed and the file made anew.
+func writePrivate(name string, data []byte) error {
+	err := writeRegular(name, data, 0)
+	if err != nil && os.RemoveAll(name) == nil {
+		err = writeRegular(name, data, os.O_EXCL)
+	}
+	return err
+}
+
+func writeRegular(name string, data []byte, flag int) error {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file", name)
+	}
+	if err == nil {
+		err = f.Truncate(0)
+	}
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

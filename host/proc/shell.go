@@ -340,7 +340,7 @@ func (m *Manager) execLocked(ctx context.Context, s *session, command, cwd strin
 	s.seq++
 	seq := s.seq
 	tok := randomToken()
-	if err := os.WriteFile(filepath.Join(s.dir, "cmd"), []byte(command), 0o600); err != nil {
+	if err := writePrivate(filepath.Join(s.dir, "cmd"), []byte(command)); err != nil {
 		return nil, fmt.Errorf("write command: %w", err)
 	}
 	col := &collector{mark: []byte("\x00" + tok + ":"), seq: strconv.FormatUint(seq, 10), max: maxOut, done: make(chan struct{})}
