@@ -188,7 +188,8 @@ func hostPID(u *unit, nsPid int) int {
 }
 
 // CheckSandbox runs a trivial command in owner's sandbox and checks what
-// it reports: the sandbox's uid and a read-only /usr. It is what lockdown runs at start-up; the error says what did
+// it reports: the sandbox's uid, a read-only /usr and no network interface
+// but loopback. It is what lockdown runs at start-up; the error says what did
 // not work.
 func (m *Manager) CheckSandbox(ctx context.Context, owner string) error {
 	if m.cfg.Sandbox == nil {
@@ -196,7 +197,7 @@ func (m *Manager) CheckSandbox(ctx context.Context, owner string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	script := `id -u; if touch /usr/.aiod-probe 2>/dev/null; then echo usr-writable; fi; echo ok`
+	script := `id -u; if touch /usr/.aiod-probe 2>/dev/null; then echo usr-writable; fi; echo net: $(tail -n +3 /proc/net/dev | cut -d: -f1); echo ok`
 	res, err := m.Spawn(ctx, SpawnRequest{Owner: owner, Path: "/bin/sh", Args: []string{"sh", "-c", script}, Env: SandboxEnv(m.cfg.BaseEnv, "/"), Timeout: 15 * time.Second})
 	if err != nil {
 		return fmt.Errorf("sandbox start: %w", err)
@@ -211,6 +212,15 @@ func (m *Manager) CheckSandbox(ctx context.Context, owner string) error {
 	}
 	if strings.Contains(out, "usr-writable") {
 		return errors.New("sandbox: /usr is writable")
+	}
+	ifs := "(none listed)"
+	for _, l := range lines {
+		if v, ok := strings.CutPrefix(l, "net:"); ok {
+			ifs = strings.TrimSpace(v)
+		}
+	}
+	if ifs != "lo" {
+		return fmt.Errorf("sandbox: network interfaces %s, want only loopback", ifs)
 	}
 	return nil
 }
