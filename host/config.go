@@ -58,3 +58,16 @@ func BuildCommit() string {
 
 // VersionString is "<Version> (<commit>)", e.g. "0.2.0 (8851bea)".
 func VersionString() string { return fmt.Sprintf("%s (%s)", Version, BuildCommit()) }
+
+// LockdownConfig is the locked-down multi-tenant mode (spec/lockdown.md):
+// every process under bubblewrap, each tenant in its own /workspace and
+// /tmp, plugins pinned by sha256, upstream tools pinned; a start that
+// lacks any of it is refused.
+type LockdownConfig struct {
+	// Lockdown turns the mode on (--lockdown, AIO_LOCKDOWN).
+	Lockdown bool
+	// DataDir holds the tenants' directories,
+	// <DataDir>/tenants/<owner>/{workspace,tmp} (--data-dir, AIO_DATA_DIR);
+	// required in lockdown.
+	DataDir string
+}

@@ -31,13 +31,20 @@ type families struct {
 	once  sync.Once
 }
 
-// newFamilies makes the families' state; br is the host's browser and
-// ups its upstream set (nil without upstream servers).
-func newFamilies(log *slog.Logger, br *browser.Browser, ups *upstream.Set) *families {
-	m := proc.New(proc.Config{BaseEnv: baseEnv(os.Environ()), Logger: log})
+// newFamilies makes the families' state; br is the host's browser, ups
+// its upstream set (nil without upstream servers) and lock its lockdown
+// (nil without).
+func newFamilies(log *slog.Logger, br *browser.Browser, ups *upstream.Set, lock *lockdown) *families {
+	pc := proc.Config{BaseEnv: baseEnv(os.Environ()), Logger: log}
+	files := hostfn.NewFiles(fsroot.Options{})
+	if lock != nil {
+		pc = lock.procConfig(pc)
+		files.SetOwnerDirs(lock.fileDirs)
+	}
+	m := proc.New(pc)
 	return &families{
 		log:   log,
-		files: hostfn.NewFiles(fsroot.Options{}),
+		files: files,
 		procs: m,
 		proc:  hostfn.NewProcess(m),
 		state: hostfn.NewState(hostfn.NewStateStore(0)),

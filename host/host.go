@@ -87,6 +87,7 @@ type Config struct {
 	// Builtins are the embedded built-in plugins; nil for none.
 	Builtins fs.FS
 	Logger   *slog.Logger
+	LockdownConfig
 }
 
 // Host is a running aiod.
@@ -167,6 +168,13 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 			return nil, fmt.Errorf("cache dir: %w", err)
 		}
 	}
+	var lock *lockdown
+	if cfg.Lockdown {
+		if lock, err = startLockdown(&cfg, policy, cacheDir); err != nil {
+			return nil, err
+		}
+		env = lock.env()
+	}
 	eng, err := newEngine(cfg.Engine, EngineOptions{CacheDir: cacheDir})
 	if err != nil {
 		return nil, err
@@ -193,8 +201,18 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		// names it excludes are the registry's, looked up at each use.
 		h.ups = newUpstreamSet(cfg.Upstreams, h.pluginTool, pins, cfg)
 	}
-	fams := newFamilies(log, br, h.ups)
+	fams := newFamilies(log, br, h.ups, lock)
 	h.fams = fams
+	if lock != nil {
+		if err := lock.checkRuntime(ctx, fams.procs); err != nil {
+			eng.Close(ctx)
+			fams.Close()
+			h.closeUpstreams()
+			br.Close()
+			return nil, err
+		}
+		lock.log(log, fams.procs)
+	}
 	if cfg.Builtins == nil {
 		log.Warn("this binary has no built-in plugins (build it with `make build`)")
 	}
@@ -218,7 +236,8 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		IdleTimeout:   cfg.IdleTimeout,
 		Logger:        log,
 		// list at once from the manifests, compile in the background
-		Background: true,
+		Background:  true,
+		RequirePins: cfg.Lockdown,
 	})
 	if err != nil && reg == nil {
 		eng.Close(ctx)

@@ -23,6 +23,9 @@ type Policy struct {
 	Default *abi.Capabilities `json:"default,omitempty"`
 	// Limits are the operator's caps on what manifests ask for.
 	Limits OperatorLimits `json:"limits"`
+	// Pins are the module digests (hex sha256) the policy pins, by plugin
+	// name: the "sha256" of a plugin's entry (pins.go).
+	Pins map[string]string `json:"-"`
 }
 
 // OperatorLimits cap and default the per-call limits.
@@ -62,9 +65,14 @@ const (
 // ParsePolicy decodes an operator policy strictly.
 func ParsePolicy(data []byte) (*Policy, error) {
 	var p Policy
+	data, pins, err := splitPins(data)
+	if err != nil {
+		return nil, fmt.Errorf("invalid policy: %w", err)
+	}
 	if err := StrictUnmarshal(data, &p); err != nil {
 		return nil, fmt.Errorf("invalid policy: %w", err)
 	}
+	p.Pins = pins
 	for name, c := range p.Plugins {
 		if err := validateCapabilities(c); err != nil {
 			return nil, fmt.Errorf("invalid policy: plugin %s: %w", name, err)

@@ -91,8 +91,9 @@ type Set struct {
 
 type root struct {
 	caps.Root
-	mu sync.Mutex
-	r  *os.Root // opened lazily, cached
+	dir string // the host directory of Path when it differs (NewMapped)
+	mu  sync.Mutex
+	r   *os.Root // opened lazily, cached
 }
 
 // New makes a Set of roots. Each root path must be absolute; it is
@@ -226,7 +227,11 @@ func (s *Set) open(r *root, op, path string) (*os.Root, error) {
 	if s.isClosed() {
 		return nil, closedError(op, path)
 	}
-	or, err := os.OpenRoot(r.Path)
+	dir := r.Path
+	if r.dir != "" {
+		dir = r.dir
+	}
+	or, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, osError(op, path, err)
 	}

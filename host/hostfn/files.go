@@ -19,7 +19,26 @@ import (
 // message, operation, path, retryable) besides code and message.
 type FilesFamily struct {
 	opts fsroot.Options
-	sets sync.Map // *caps.Grant -> *fsroot.Set
+	sets sync.Map // setKey -> *fsroot.Set
+	// ownerDirs, when set, gives each owner its own directories
+	// (SetOwnerDirs).
+	ownerDirs func(owner string) (map[string]string, error)
+}
+
+// setKey is a grant's Set, per owner when the family maps directories
+// per owner ("" otherwise).
+type setKey struct {
+	g     *caps.Grant
+	owner string
+}
+
+// SetOwnerDirs makes every owner see its own directories: dirs maps the
+// directories of the grants as plugins see them (/workspace, /tmp) to
+// that owner's host directories, and a Set is kept per grant and owner
+// (fsroot.NewMapped; roots outside the mapped directories are left out).
+// Call it before the family serves calls.
+func (f *FilesFamily) SetOwnerDirs(dirs func(owner string) (map[string]string, error)) {
+	f.ownerDirs = dirs
 }
 
 // Files returns the files family with the default limits.
@@ -49,21 +68,41 @@ func (f *FilesFamily) Defs() []Def {
 // Set returns the fsroot.Set of grant g, opening it on first use; it is
 // cached per grant until Release. It fails (denied) if g grants no files.
 func (f *FilesFamily) Set(g *caps.Grant) (*fsroot.Set, error) {
-	return f.set(g, "resolve", "")
+	return f.set(g, "", "resolve", "")
 }
 
-func (f *FilesFamily) set(g *caps.Grant, op, path string) (*fsroot.Set, error) {
+// SetFor is Set for the calls of owner (the same as Set unless
+// SetOwnerDirs was called).
+func (f *FilesFamily) SetFor(g *caps.Grant, owner string) (*fsroot.Set, error) {
+	return f.set(g, owner, "resolve", "")
+}
+
+func (f *FilesFamily) set(g *caps.Grant, owner, op, path string) (*fsroot.Set, error) {
 	if g == nil || !g.Has(abi.FamilyFiles) || len(g.FileRoots) == 0 {
 		return nil, FileError(fsroot.DeniedError(op, path, "the plugin has no files grant"))
 	}
-	if s, ok := f.sets.Load(g); ok {
+	if f.ownerDirs == nil {
+		owner = ""
+	}
+	key := setKey{g, owner}
+	if s, ok := f.sets.Load(key); ok {
 		return s.(*fsroot.Set), nil
 	}
-	s, err := fsroot.New(g.FileRoots, f.opts)
+	var s *fsroot.Set
+	var err error
+	if f.ownerDirs != nil {
+		var dirs map[string]string
+		if dirs, err = f.ownerDirs(owner); err != nil {
+			return nil, Errorf(abi.Internal, "directories of %q: %v", owner, err)
+		}
+		s, err = fsroot.NewMapped(g.FileRoots, dirs, f.opts)
+	} else {
+		s, err = fsroot.New(g.FileRoots, f.opts)
+	}
 	if err != nil {
 		return nil, Errorf(abi.Internal, "%v", err)
 	}
-	if prev, loaded := f.sets.LoadOrStore(g, s); loaded {
+	if prev, loaded := f.sets.LoadOrStore(key, s); loaded {
 		s.Close() // nothing opened yet
 		return prev.(*fsroot.Set), nil
 	}
@@ -82,9 +121,14 @@ func (f *FilesFamily) Cleanup(g *caps.Grant) { f.Release(g) }
 // Release closes and forgets the Set of grant g (when its plugin is
 // unloaded). Calls still running with it fail.
 func (f *FilesFamily) Release(g *caps.Grant) {
-	if s, ok := f.sets.LoadAndDelete(g); ok {
-		s.(*fsroot.Set).Close()
-	}
+	f.sets.Range(func(k, v any) bool {
+		if k.(setKey).g == g {
+			if s, ok := f.sets.LoadAndDelete(k); ok {
+				s.(*fsroot.Set).Close()
+			}
+		}
+		return true
+	})
 }
 
 // Close releases every Set.
@@ -148,7 +192,7 @@ func fileOp[Req, Resp any](f *FilesFamily, op string, fn func(context.Context, *
 		if err := decodeStrict(op, raw, &req); err != nil {
 			return nil, err
 		}
-		s, err := f.set(c.Grant, op, pathOf(raw))
+		s, err := f.set(c.Grant, c.Owner, op, pathOf(raw))
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +282,7 @@ func (f *FilesFamily) read(ctx context.Context, c *Call, raw []byte) ([]byte, er
 	if err := decodeStrict(fsroot.OpRead, raw, &req); err != nil {
 		return nil, err
 	}
-	s, err := f.set(c.Grant, fsroot.OpRead, req.Path)
+	s, err := f.set(c.Grant, c.Owner, fsroot.OpRead, req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +310,7 @@ func (f *FilesFamily) write(ctx context.Context, c *Call, raw []byte) ([]byte, e
 	if err := decodeStrict(op, hdr, &req); err != nil {
 		return nil, err
 	}
-	s, err := f.set(c.Grant, op, req.Path)
+	s, err := f.set(c.Grant, c.Owner, op, req.Path)
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func (f *ProcessFamily) spawn(ctx context.Context, c *Call, req *abi.ProcessSpaw
 	if err != nil {
 		return nil, procError(err)
 	}
-	dir, err := cwdFor(g, req.Cwd)
+	dir, err := cwdFor(f.m, c.Owner, g, req.Cwd)
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +72,7 @@ func (f *ProcessFamily) spawn(ctx context.Context, c *Call, req *abi.ProcessSpaw
 		Path: path, Args: req.Argv, Env: env, Dir: dir,
 		Timeout:   callTimeout(ctx, req.TimeoutMs, f.m.Config()),
 		MaxOutput: req.MaxOutputBytes,
+		Owner:     c.Owner,
 	}
 	if req.Stdin != nil {
 		sr.Stdin = []byte(*req.Stdin)
@@ -115,11 +116,11 @@ func (f *ProcessFamily) shellExec(ctx context.Context, c *Call, req *abi.Process
 	key := proc.Key{Plugin: c.Plugin, Owner: c.Owner, Session: session}
 	var cwd string
 	if req.Cwd != "" {
-		if cwd, err = cwdFor(g, req.Cwd); err != nil {
+		if cwd, err = cwdFor(f.m, c.Owner, g, req.Cwd); err != nil {
 			return nil, err
 		}
 	}
-	start, err := cwdFor(g, "")
+	start, err := cwdFor(f.m, c.Owner, g, "")
 	if err != nil {
 		return nil, err
 	}
@@ -187,18 +188,24 @@ func (f *ProcessFamily) which(_ context.Context, c *Call, req *abi.ProcessWhichR
 	return resp, nil
 }
 
-// cwdFor checks a requested cwd against the grant; "" means the first
-// granted root that exists.
-func cwdFor(g *caps.Grant, cwd string) (string, error) {
+// cwdFor checks a requested cwd of owner against the grant; "" means the
+// first granted root that exists (under a sandbox, the owner's first
+// directory if it is granted). Under a sandbox the paths are the
+// sandbox's, checked as the owner's directories (proc.CheckCwdFor).
+func cwdFor(m *proc.Manager, owner string, g *caps.Grant, cwd string) (string, error) {
 	if cwd != "" {
-		dir, err := proc.CheckCwd(cwd, g.CwdRoots)
+		dir, err := m.CheckCwdFor(owner, cwd, g.CwdRoots)
 		if err != nil {
 			return "", procError(err)
 		}
 		return dir, nil
 	}
-	for _, r := range g.CwdRoots {
-		if dir, err := proc.CheckCwd(r, g.CwdRoots); err == nil {
+	roots := g.CwdRoots
+	if first := m.FirstDir(owner); first != "" {
+		roots = append([]string{first}, roots...)
+	}
+	for _, r := range roots {
+		if dir, err := m.CheckCwdFor(owner, r, g.CwdRoots); err == nil {
 			return dir, nil
 		}
 	}

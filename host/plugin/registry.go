@@ -65,6 +65,9 @@ type Options struct {
 	// reloads load before they swap.
 	Background bool
 	Logger     *slog.Logger
+	// RequirePins refuses a plugin from Dir whose module the policy does
+	// not pin by sha256 (caps.Policy.CheckPin; lockdown).
+	RequirePins bool
 }
 
 // Registry is the set of loaded plugins. Safe for concurrent use.
@@ -538,6 +541,11 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 	policy := r.opts.Policy
 	if s.builtin && r.opts.BuiltinPolicy != nil {
 		policy = r.opts.BuiltinPolicy
+	}
+	if r.opts.RequirePins && !s.builtin {
+		if err := policy.CheckPin(m.Name, digest); err != nil {
+			return nil, nil, err
+		}
 	}
 	grant := policy.Allow(m, r.opts.Env)
 	msum := sha256.Sum256(s.manifest)

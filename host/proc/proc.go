@@ -43,6 +43,14 @@
 // not a sandbox: the processes share the host's filesystem, network and
 // /proc, and a program run as root can leave by means of its own (write
 // its pid to another cgroup, or nest a PID namespace).
+//
+// # Sandbox
+//
+// With Config.Sandbox (lockdown) every unit is also a bubblewrap sandbox
+// (bwrap and prlimit from the machine): read-only system directories, the
+// owner's directories writable, no network, uid 10001 without
+// capabilities, per-process CPU, address space and file size limits; the
+// cgroup limits above apply to it unchanged (see Sandbox).
 package proc
 
 import (
@@ -141,6 +149,9 @@ type Config struct {
 	// Logger receives the one warning about weaker containment; nil
 	// means slog.Default().
 	Logger *slog.Logger
+	// Sandbox, when set, runs every unit under bubblewrap (see Sandbox);
+	// nil runs programs as the daemon's user with the host's filesystem.
+	Sandbox *Sandbox
 
 	noCgroup bool // tests: force the watchdog
 }
@@ -218,6 +229,7 @@ type Manager struct {
 	cgLeft   []*unitCgroup
 	cgGone   bool // cg's parent was removed
 	contain  Containment
+	sb       *sandboxState // with Config.Sandbox
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -227,12 +239,18 @@ type Manager struct {
 // New returns a Manager. Call Close to kill everything it started.
 func New(cfg Config) *Manager {
 	cfg.fill()
+	if cfg.Sandbox != nil {
+		sb := *cfg.Sandbox
+		sb.fill()
+		cfg.Sandbox = &sb
+	}
 	m := &Manager{
 		cfg:      cfg,
 		units:    map[*unit]struct{}{},
 		sessions: map[Key]*session{},
 		done:     make(chan struct{}),
 		iso:      isoNone,
+		sb:       &sandboxState{},
 	}
 	if cfg.Isolation == IsolationAuto {
 		m.iso = preferredIso()
@@ -302,6 +320,7 @@ func (m *Manager) Close() error {
 		}
 		m.wg.Wait()
 		m.releaseCgroups()
+		m.sb.close()
 	})
 	return nil
 }

@@ -343,7 +343,7 @@ func (m *Manager) execLocked(ctx context.Context, s *session, command, cwd strin
 	s.seq++
 	seq := s.seq
 	tok := randomToken()
-	if err := os.WriteFile(filepath.Join(s.dir, "cmd"), []byte(command), 0o600); err != nil {
+	if err := writePrivate(filepath.Join(s.dir, "cmd"), []byte(command)); err != nil {
 		return nil, fmt.Errorf("write command: %w", err)
 	}
 	col := &collector{mark: []byte("\x00" + tok + ":"), seq: strconv.FormatUint(seq, 10), max: maxOut, done: make(chan struct{}), onOutput: onOutput}
@@ -376,7 +376,11 @@ func (m *Manager) execLocked(ctx context.Context, s *session, command, cwd strin
 		// Kill the command's process group; the shell then reaps it and
 		// reports. If it does not, or the job never started, the shell
 		// goes too.
-		if pid := col.jobPid(); pid > 0 {
+		pid := col.jobPid()
+		if pid > 0 && m.cfg.Sandbox != nil {
+			pid = hostPID(sh.u, pid) // the job printed its pid in the sandbox's namespace
+		}
+		if pid > 0 {
 			killGroup(pid)
 			select {
 			case <-col.done:
@@ -439,8 +443,15 @@ func (m *Manager) startShell(s *session, cwd, startDir string) (*shell, error) {
 		s.dir = d
 	}
 	dir := "/"
+	if m.cfg.Sandbox != nil {
+		dir = ""
+	}
 	for _, d := range []string{cwd, s.cwd, startDir} {
-		if fi, err := os.Stat(d); d != "" && err == nil && fi.IsDir() {
+		host := d
+		if m.cfg.Sandbox != nil && d != "" {
+			host = m.sandboxHostDir(s.key.Owner, d)
+		}
+		if fi, err := os.Stat(host); host != "" && err == nil && fi.IsDir() {
 			dir = d
 			break
 		}
@@ -460,6 +471,14 @@ func (m *Manager) startShell(s *session, cwd, startDir string) (*shell, error) {
 		Env: m.cfg.BaseEnv, Dir: dir,
 		Stdin: inR, Stdout: outW, Stderr: outW,
 	}
+	sdir := s.dir // the session directory as the shell sees it
+	if m.cfg.Sandbox != nil {
+		sdir = sessionMount
+		if err = m.sandboxCmd(cmd, s.key.Owner, []bind{{host: s.dir, path: sessionMount}}); err != nil {
+			closeAll(inR, inW, outR, outW)
+			return nil, err
+		}
+	}
 	u, err := m.start(cmd)
 	inR.Close()
 	outW.Close()
@@ -476,7 +495,7 @@ func (m *Manager) startShell(s *session, cwd, startDir string) (*shell, error) {
 		close(sh.dead)
 	}()
 	// Source the prelude as "bash" (see its first line).
-	boot := "__aiod_d=" + shQuote(s.dir) + "; __aiod_start=$PWD; builtin shopt -u sourcepath; builtin cd -- \"$__aiod_d\" && builtin source bash\n"
+	boot := "__aiod_d=" + shQuote(sdir) + "; __aiod_start=$PWD; builtin shopt -u sourcepath; builtin cd -- \"$__aiod_d\" && builtin source bash\n"
 	if _, err := inW.Write([]byte(boot)); err != nil {
 		sh.stop(m)
 		return nil, fmt.Errorf("start shell: %w", err)

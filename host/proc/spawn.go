@@ -34,6 +34,9 @@ type SpawnRequest struct {
 	// OnOutput, if set, sees stdout and stderr as they are read (from two
 	// goroutines), beyond MaxOutput too; it must not block or keep p.
 	OnOutput func(p []byte)
+	// Owner is whose sandbox the program runs in (Config.Sandbox); Dir
+	// is then a path inside it.
+	Owner string
 }
 
 // SpawnResult is the outcome of a spawn.
@@ -82,7 +85,11 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*SpawnResult, er
 		return nil, errorf(ErrTooLarge, "stdin is %d bytes, max %d", len(req.Stdin), MaxStdinBytes)
 	}
 	if req.Dir != "" {
-		if fi, err := os.Stat(req.Dir); err != nil || !fi.IsDir() {
+		host := req.Dir
+		if m.cfg.Sandbox != nil {
+			host = m.sandboxHostDir(req.Owner, req.Dir)
+		}
+		if fi, err := os.Stat(host); host == "" || err != nil || !fi.IsDir() {
 			return nil, errorf(ErrNotFound, "cwd %s does not exist or is not a directory", req.Dir)
 		}
 	}
@@ -112,6 +119,12 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*SpawnResult, er
 	cmd := &exec.Cmd{Path: req.Path, Args: req.Args, Env: req.Env, Dir: req.Dir, Stdout: outW, Stderr: errW}
 	if inR != nil {
 		cmd.Stdin = inR
+	}
+	if m.cfg.Sandbox != nil {
+		if err = m.sandboxCmd(cmd, req.Owner, nil); err != nil {
+			closeAll(outR, outW, errR, errW, inR, inW)
+			return nil, err
+		}
 	}
 	start := time.Now()
 	u, err := m.start(cmd)
@@ -187,6 +200,14 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*SpawnResult, er
 		res.Signal = SignalName(ws.Signal())
 	}
 	return res, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 func startError(path string, err error) error {

@@ -1,0 +1,305 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/internal/pathx"
+	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/proc"
+)
+
+// Lockdown limits (seed 003's sandbox): per process 120 s of wall clock
+// (the process family's longest timeout), and per unit 256 processes and
+// 4 GiB of memory; output is capped at 64 KiB. The per-process CPU, address
+// space and file size limits are proc.Sandbox's defaults.
+const (
+	LockdownMaxTimeout = 120 * time.Second
+	LockdownMaxProcs   = 256
+	LockdownMaxMemory  = 4 << 30
+	LockdownMaxOutput  = 64 << 10
+)
+
+// The directories a tenant's programs and file tools see.
+const (
+	sandboxWorkspace = "/workspace"
+	sandboxTmp       = "/tmp"
+)
+
+// lockdown is what a locked-down host adds: each owner's directories
+// under <data dir>/tenants, and the checks that refuse a start.
+type lockdown struct {
+	dataDir string // absolute
+	tenants string // <dataDir>/tenants
+}
+
+func newLockdown(dataDir string) (*lockdown, error) {
+	if dataDir == "" {
+		return nil, errors.New("give --data-dir (AIO_DATA_DIR): the tenants' directories live there")
+	}
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	return &lockdown{dataDir: abs, tenants: filepath.Join(abs, "tenants")}, nil
+}
+
+// startLockdown checks a locked-down configuration and makes its
+// directories; upstream tools are always pinned (the pin file defaults to
+// <data dir>/upstream-pins.json).
+func startLockdown(cfg *Config, policy *caps.Policy, cacheDir string) (*lockdown, error) {
+	l, err := newLockdown(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("lockdown: %w", err)
+	}
+	if cfg.PinUpstreams == "" {
+		cfg.PinUpstreams = filepath.Join(l.dataDir, "upstream-pins.json")
+	}
+	if err := l.check(cfg, policy, cacheDir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(l.dataDir, "run"), 0o700); err != nil {
+		return nil, fmt.Errorf("lockdown: %w", err)
+	}
+	return l, nil
+}
+
+// checkOwner is the owner of the sandbox check run at start-up; its
+// directories are not a tenant's.
+const checkOwner = "\x00check"
+
+var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// ownerDir is the directory of owner's files: its name when that is a
+// plain file name, else "x-" and a digest of it (an OAuth subject may hold
+// any character), so no owner name can climb out of the tenants directory
+// or name another's.
+func (l *lockdown) ownerDir(owner string) string {
+	switch {
+	case owner == checkOwner:
+		return filepath.Join(l.dataDir, "check")
+	case owner == "":
+		owner = plugin.DefaultOwner
+	}
+	if !safeName.MatchString(owner) || strings.HasPrefix(owner, "x-") {
+		sum := sha256.Sum256([]byte(owner))
+		owner = "x-" + hex.EncodeToString(sum[:16])
+	}
+	return filepath.Join(l.tenants, owner)
+}
+
+// mounts are owner's /workspace and /tmp, created on first use.
+func (l *lockdown) mounts(owner string) ([]proc.Mount, error) {
+	d := l.ownerDir(owner)
+	ms := []proc.Mount{
+		{Host: filepath.Join(d, "workspace"), Path: sandboxWorkspace},
+		{Host: filepath.Join(d, "tmp"), Path: sandboxTmp},
+	}
+	for _, m := range ms {
+		if err := os.MkdirAll(m.Host, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	return ms, nil
+}
+
+// fileDirs is mounts for the files family.
+func (l *lockdown) fileDirs(owner string) (map[string]string, error) {
+	ms, err := l.mounts(owner)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(ms))
+	for _, m := range ms {
+		out[m.Path] = m.Host
+	}
+	return out, nil
+}
+
+// env is what grants' path variables mean in lockdown: $HOME is
+// /workspace and $TMP /tmp, so $SANDBOX is both, as every tenant sees
+// them; no host directory is named.
+func (l *lockdown) env() caps.Env { return caps.Env{Home: sandboxWorkspace, Tmp: sandboxTmp} }
+
+// procConfig turns the process manager's configuration into lockdown's:
+// every unit in the bubblewrap sandbox, with seed 003's limits.
+func (l *lockdown) procConfig(c proc.Config) proc.Config {
+	c.Sandbox = &proc.Sandbox{Dirs: l.mounts}
+	c.BaseEnv = proc.SandboxEnv(c.BaseEnv, sandboxWorkspace)
+	c.MaxTimeout = LockdownMaxTimeout
+	c.DefaultTimeout = min(c.DefaultTimeout, LockdownMaxTimeout)
+	c.MaxProcs = LockdownMaxProcs
+	c.MaxMemory = LockdownMaxMemory
+	c.DefaultMaxOutput = LockdownMaxOutput
+	c.MaxOutputLimit = LockdownMaxOutput
+	c.TempDir = filepath.Join(l.dataDir, "run")
+	return c
+}
+
+// lockdownAuthConfigured reports whether every request must authenticate.
+// An API key is one way; tenantAuthConfigured is the place for tenant keys
+// in the policy and OAuth.
+func lockdownAuthConfigured(cfg *Config, p *caps.Policy) bool {
+	return cfg.APIKey != "" || tenantAuthConfigured(cfg, p)
+}
+
+// tenantAuthConfigured reports whether the policy's tenants (keys) or
+// OAuth authenticate requests. This branch has neither; the tenant work
+// extends it (tenants with at least one key in p, or an OAuth issuer in
+// cfg).
+func tenantAuthConfigured(_ *Config, _ *caps.Policy) bool { return false }
+
+// lockdownProtected are the paths of aiod's own that no tenant directory
+// may overlap, by what they are. The audit log joins them where it exists.
+func lockdownProtected(cfg *Config, cacheDir string) map[string]string {
+	out := map[string]string{}
+	add := func(what, p string) {
+		if p == "" || p == "-" {
+			return
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			out[what] = abs
+		}
+	}
+	add("plugins directory", cfg.PluginsDir)
+	add("cache directory", cacheDir)
+	add("policy file", cfg.PolicyFile)
+	add("upstream pin file", cfg.PinUpstreams)
+	return out
+}
+
+// realish resolves the symbolic links of the longest existing prefix of
+// p, so that overlaps are judged on the real directories.
+func realish(p string) string {
+	p = filepath.Clean(p)
+	rest := ""
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(p, rest)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
+}
+
+// check refuses a locked-down start, naming every missing piece, from the
+// configuration alone (check runtime does the sandbox and the cgroups).
+func (l *lockdown) check(cfg *Config, policy *caps.Policy, cacheDir string) error {
+	var missing []string
+	if !lockdownAuthConfigured(cfg, policy) {
+		missing = append(missing, "authentication: set --api-key (AIO_API_KEY) or tenants with keys in the policy")
+	}
+	if cfg.AllowUnauthenticated {
+		missing = append(missing, "--allow-unauthenticated is not allowed")
+	}
+	if cfg.Workspace != "" {
+		missing = append(missing, "--workspace is not used: each tenant has its own /workspace under --data-dir")
+	}
+	tenants := realish(l.tenants)
+	for what, p := range lockdownProtected(cfg, cacheDir) {
+		rp := realish(p)
+		if pathx.Within(rp, tenants) || pathx.Within(tenants, rp) {
+			missing = append(missing, fmt.Sprintf("the tenants' directories (%s) and the %s (%s) overlap: keep them apart", l.tenants, what, p))
+		}
+	}
+	if cfg.PluginsDir != "" {
+		for _, e := range unpinnedPlugins(cfg.PluginsDir, policy) {
+			missing = append(missing, e.Error())
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	return fmt.Errorf("lockdown: refusing to start:\n  - %s", strings.Join(missing, "\n  - "))
+}
+
+// checkRuntime is the part of the check that runs something: the units
+// get kernel process limits (cgroups, the memory limit included), and a
+// trivial command runs in the sandbox.
+func (l *lockdown) checkRuntime(ctx context.Context, m *proc.Manager) error {
+	var missing []string
+	c := m.Containment()
+	if c.Mode == proc.ModeWatchdog {
+		missing = append(missing, "cgroups for process limits: "+c.Reason)
+	} else if c.Reason != "" {
+		missing = append(missing, "cgroups: "+c.Reason)
+	}
+	if err := m.CheckSandbox(ctx, checkOwner); err != nil {
+		missing = append(missing, "the bubblewrap sandbox (Debian package bubblewrap): "+err.Error())
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("lockdown: refusing to start:\n  - %s", strings.Join(missing, "\n  - "))
+}
+
+// unpinnedPlugins lists the packages of dir whose module the policy does
+// not pin by sha256 (as the registry reads them: a subdirectory with a
+// manifest.json and its module).
+func unpinnedPlugins(dir string, policy *caps.Policy) []error {
+	fsys := os.DirFS(dir)
+	ents, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return []error{fmt.Errorf("plugins dir %s: %w", dir, err)}
+	}
+	var errs []error
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		mb, err := fs.ReadFile(fsys, path.Join(e.Name(), "manifest.json"))
+		if err != nil {
+			continue // not a package
+		}
+		m, err := caps.ParseManifest(mb)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("plugin %s: %w", e.Name(), err))
+			continue
+		}
+		mod := m.Module
+		if mod == "" {
+			mod = "plugin.wasm"
+		}
+		b, err := fs.ReadFile(fsys, path.Join(e.Name(), mod))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("plugin %s: module: %w", m.Name, err))
+			continue
+		}
+		sum := sha256.Sum256(b)
+		if err := policy.CheckPin(m.Name, hex.EncodeToString(sum[:])); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// logLockdown says once what lockdown set up.
+func (l *lockdown) log(log *slog.Logger, m *proc.Manager) {
+	log.Info("lockdown: processes run under bubblewrap, each tenant in its own /workspace and /tmp",
+		"tenants", l.tenants, "containment", m.Containment().Mode,
+		"max_procs", LockdownMaxProcs, "max_memory", LockdownMaxMemory, "max_output", LockdownMaxOutput)
+}

@@ -1,0 +1,37 @@
+//go:build !linux
+
+package proc
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+)
+
+const sessionMount = "/run/aiod"
+
+type sandboxState struct{}
+
+type bind struct{ host, path string }
+
+func (*sandboxState) close() {}
+
+var errNoSandbox = errors.New("the bubblewrap sandbox needs Linux")
+
+func (m *Manager) sandboxCmd(*exec.Cmd, string, []bind) error {
+	return errorf(ErrNotFound, "sandbox: %v", errNoSandbox)
+}
+
+func (m *Manager) sandboxHostDir(owner, dir string) string {
+	mounts, err := m.cfg.Sandbox.Dirs(owner)
+	if err != nil {
+		return ""
+	}
+	h, _ := toHost(mounts, dir)
+	return h
+}
+
+func hostPID(*unit, int) int { return 0 }
+
+// CheckSandbox fails: there is no sandbox off Linux.
+func (m *Manager) CheckSandbox(context.Context, string) error { return errNoSandbox }
