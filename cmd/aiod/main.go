@@ -2,6 +2,7 @@
 //
 //	aiod start [flags]    serve MCP at http://HOST:PORT/mcp
 //	aiod upstream review  compare the upstream tools with their pins (--accept pins them)
+//	aiod plugin ...       write, build and check plugins (plugin.go)
 //	aiod version          print the version
 //
 // Every flag of start also reads an environment variable (the flag wins);
@@ -42,6 +43,8 @@ usage:
   aiod upstream review [--accept]
                        show how the upstream MCP servers' tools differ from their pins
                        (--pin-upstreams); --accept pins them as they are now
+  aiod plugin new|build|inspect|verify|test
+                       write, build and check a plugin (aiod plugin help)
   aiod version         print the version
 `)
 }
@@ -59,6 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return start(args[1:], stderr)
 	case "upstream":
 		return upstreamCmd(args[1:], stdout, stderr)
+	case "plugin":
+		return pluginCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
