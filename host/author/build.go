@@ -15,15 +15,17 @@ type BuildOptions struct {
 	Lang Lang // "" detects it from the entry source file
 	// Into installs the package as Into/<plugin name>; empty writes it to
 	// <dir>/build/<plugin name>.
-	Into  string
-	Tools Tools
-	Pack  host.PackOptions
+	Into string
+	// Scratch is where the module is compiled; empty is <dir>/build.
+	Scratch string
+	Tools   Tools
+	Pack    host.PackOptions
 }
 
 // Built is what Build made.
 type Built struct {
 	Lang       Lang
-	Module     string // the compiled module, <dir>/build/plugin.wasm
+	Module     string // the compiled module, <scratch>/plugin.wasm
 	PackageDir string // where the package was written
 	Package    *host.Package
 	Steps      []Step // compile, then pack
@@ -40,7 +42,11 @@ func Build(ctx context.Context, dir string, o BuildOptions) (*Built, error) {
 		}
 		lang = l
 	}
-	b := &Built{Lang: lang, Module: filepath.Join(dir, "build", "plugin.wasm")}
+	scratch := o.Scratch
+	if scratch == "" {
+		scratch = filepath.Join(dir, "build")
+	}
+	b := &Built{Lang: lang, Module: filepath.Join(scratch, "plugin.wasm")}
 	step, err := o.Tools.Compile(ctx, dir, lang, b.Module)
 	if err != nil {
 		return nil, err

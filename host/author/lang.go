@@ -72,7 +72,10 @@ var toolchains = map[Lang]toolchain{
 		hints: [][2]string{
 			{"libclang_rt.builtins-wasm32.a", "libclang-rt-14-dev-wasm32"},
 			{"crt1-reactor.o", "wasi-libc"},
-			{"file not found", "wasi-libc"},
+			{"'stdlib.h' file not found", "wasi-libc"},
+			{"'string.h' file not found", "wasi-libc"},
+			{"'stdint.h' file not found", "wasi-libc"},
+			{"'stdio.h' file not found", "wasi-libc"},
 			{"wasm-ld", "lld"},
 		},
 	},
@@ -136,16 +139,30 @@ func Detect(dir string) (Lang, error) {
 var ErrToolchain = errors.New("toolchain missing")
 
 // Tools locates compilers. Path, if set, is searched instead of $PATH (and
-// then /usr/bin/rustc is not preferred), which tests use.
+// then /usr/bin/rustc is not preferred), which tests use; PathPrepend is
+// searched before it. The compiler runs with that search path as PATH.
 type Tools struct {
-	Path string
+	Path        string
+	PathPrepend string
+}
+
+// searchPath is the PATH compilers are looked up in and run with.
+func (t Tools) searchPath() string {
+	p := t.Path
+	if p == "" {
+		p = os.Getenv("PATH")
+	}
+	if t.PathPrepend != "" {
+		p = t.PathPrepend + string(os.PathListSeparator) + p
+	}
+	return p
 }
 
 func (t Tools) look(name string) (string, error) {
-	if t.Path == "" {
-		return exec.LookPath(name)
-	}
-	for _, d := range filepath.SplitList(t.Path) {
+	for _, d := range filepath.SplitList(t.searchPath()) {
+		if d == "" {
+			continue
+		}
 		p := filepath.Join(d, name)
 		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
 			return p, nil
@@ -233,9 +250,7 @@ func (t Tools) Compile(ctx context.Context, dir string, lang Lang, out string) (
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), tc.env...)
-	if t.Path != "" {
-		cmd.Env = append(cmd.Env, "PATH="+t.Path)
-	}
+	cmd.Env = append(cmd.Env, "PATH="+t.searchPath())
 	var stderr bytes.Buffer
 	cmd.Stdout = &stderr
 	cmd.Stderr = &stderr

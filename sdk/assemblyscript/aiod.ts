@@ -131,7 +131,7 @@ export function stateSet(key: string, value: string): u32 {
 
 // textResult is a CallToolResult with one text block.
 export function textResult(text: string, isError: bool): string {
-  return "{\"content\":[{\"type\":\"text\",\"text\":" + quote(text) + (isError ? "}],\"isError\":true}" : "}]}");
+  return "{\"content\":[{\"type\":\"text\",\"text\":" + quote(text) + (isError ? "}],\"isError\":true}" : "}],\"isError\":false}");
 }
 
 const HEX = "0123456789abcdef";

@@ -113,7 +113,7 @@ static inline void aiod_buf_json_string(aiod_buf *b, const char *s, size_t n) {
 static inline int aiod_text_result(aiod_buf *out, const char *text, size_t n, int is_error) {
   aiod_buf_puts(out, "{\"content\":[{\"type\":\"text\",\"text\":");
   aiod_buf_json_string(out, text, n);
-  aiod_buf_puts(out, is_error ? "}],\"isError\":true}" : "}]}");
+  aiod_buf_puts(out, is_error ? "}],\"isError\":true}" : "}],\"isError\":false}");
   return AIOD_RET_OK;
 }
 

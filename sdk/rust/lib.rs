@@ -139,7 +139,7 @@ pub mod state {
 pub fn text_result(text: &str, is_error: bool) -> String {
     let mut s = String::from("{\"content\":[{\"type\":\"text\",\"text\":");
     s.push_str(&quote(text));
-    s.push_str(if is_error { "}],\"isError\":true}" } else { "}]}" });
+    s.push_str(if is_error { "}],\"isError\":true}" } else { "}],\"isError\":false}" });
     s
 }
 

@@ -4,12 +4,12 @@
  * (plugins/examples/tally-*; host/e2e TestTallyLanguages).
  *
  * Build: aiod plugin build plugins/examples/tally-c, or by hand:
- *   clang --target=wasm32-wasi -mexec-model=reactor -O2 -I sdk/c -o plugin.wasm main.c
+ *   clang --target=wasm32-wasi -mexec-model=reactor -O2 -o plugin.wasm main.c
  */
 #include <stdio.h>
 
 #define AIOD_STATE
-#include "aiod.h"
+#include "../../../sdk/c/aiod.h"
 
 static const char describe[] =
     "{\"name\":\"tally-c\",\"version\":\"1.0.0\",\"abi\":1,"
