@@ -99,7 +99,7 @@ export class FamilyResult {
   constructor(public code: u32, public body: string) {}
 }
 
-function familyCall(fn: (ptr: usize, len: u32) => u64, req: string): FamilyResult {
+export function familyCall(fn: (ptr: usize, len: u32) => u64, req: string): FamilyResult {
   const b = String.UTF8.encode(req);
   const r = fn(changetype<usize>(b), <u32>b.byteLength);
   const code = <u32>(r >> 32);
