@@ -23,7 +23,7 @@ import (
 const pluginUsage = `usage:
   aiod plugin new NAME [--lang go|c|rust|assemblyscript] [--dir DIR] [--sdk AIOD_TREE]
                        a new plugin project (one tool, a build script, examples.json, a README)
-  aiod plugin build [DIR] [--into PLUGINS_DIR] [--lang L]
+  aiod plugin build [DIR] [--into PLUGINS_DIR] [--lang L] [--work DIR] [--cache-dir DIR]
                        compile the project and pack it into a plugin package
   aiod plugin inspect FILE.wasm|PACKAGE_DIR [--json]
                        ABI version, form, tools and schemas, capabilities, limits, imports, size, digest
@@ -169,6 +169,7 @@ func pluginBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	into := fs.String("into", "", "install the package as PLUGINS_DIR/<name> (default: DIR/build/<name>)")
 	lang := fs.String("lang", "", "language (default: from the entry source file)")
 	cacheDir := fs.String("cache-dir", "", "also compile into this compilation cache (as aiod start --cache-dir)")
+	work := fs.String("work", "", "compile the module in this directory (default: DIR/build)")
 	pos, err := parseArgs(fs, args, 0, 1)
 	if err != nil {
 		return err
@@ -177,7 +178,7 @@ func pluginBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(pos) == 1 {
 		dir = pos[0]
 	}
-	o := author.BuildOptions{Into: *into, Pack: host.PackOptions{CacheDir: *cacheDir}}
+	o := author.BuildOptions{Into: *into, Scratch: *work, Pack: host.PackOptions{CacheDir: *cacheDir}}
 	if *lang != "" {
 		if o.Lang, err = author.ParseLang(*lang); err != nil {
 			return usageError{err}
