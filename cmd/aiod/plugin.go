@@ -56,6 +56,8 @@ func pluginCmd(args []string, stdout, stderr io.Writer) int {
 		code, err = pluginVerify(ctx, rest, stdout, stderr)
 	case "test":
 		code, err = pluginTest(ctx, rest, stdout, stderr)
+	// "add" (aiod plugin add FILE.wasm --form extism) is routed here by
+	// the change that defines pluginAdd.
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, pluginUsage)
 		return 0
