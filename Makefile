@@ -15,9 +15,17 @@ BUILTINS := $(sort $(dir $(wildcard plugins/sandbox/*/main.go)))
 # is not among them: it needs an upstream grant, so it is built by its tests.
 EXTRA    := plugins/examples/echo/ plugins/examples/hash/ $(dir $(wildcard plugins/conformance/main.go))
 
+# The tally example in every plugin language (plugins/examples/tally-*),
+# built by `aiod plugin build` into build/examples/ (not build/plugins/:
+# their echo tool would clash with the echo example's). Each needs its
+# toolchain (README, "Write a plugin"); a missing one fails the build,
+# naming the Debian or npm package. asc comes from the pinned Node tools.
+TALLIES  := $(wildcard plugins/examples/tally-*/)
+NODE_TOOLS ?= $(or $(AIOD_NODE_TOOLS),$(CURDIR)/.tools/node)
+
 GOFILES  := $(shell find . -name '*.go' -not -path './.tools/*' -not -path './build/*')
 
-.PHONY: all build builtins plugins run test test-go test-wasmtime conformance bench check fmt vet clean
+.PHONY: all build builtins plugins examples run test test-go test-wasmtime conformance bench check fmt vet clean
 
 all: build plugins
 
@@ -46,10 +54,18 @@ plugins: bin/aiodpack
 		bin/aiodpack -cache-dir build/cache/wazero -into build/plugins build/wasm/$$n.wasm; \
 	done
 
+examples: build
+	@host/e2e/testdata/install.sh >/dev/null
+	@mkdir -p build/examples
+	@set -e; for d in $(TALLIES); do \
+		PATH="$(NODE_TOOLS)/node_modules/.bin:$$PATH" bin/aiod plugin build $$d --into build/examples \
+			--work build/work/$$(basename $$d) --cache-dir build/cache/wazero; \
+	done
+
 run: build plugins
 	bin/aiod start --host $(HOST) --port $(PORT) --plugins-dir build/plugins --cache-dir build/cache/wazero --engine $(ENGINE)
 
-test: build plugins test-go test-wasmtime conformance
+test: build plugins examples test-go test-wasmtime conformance
 	$(MAKE) conformance ENGINE=wasmtime
 
 # The official MCP conformance suites (0.1.16; 0.2.0-alpha.12 with

@@ -2,6 +2,7 @@
 //
 //	aiod start [flags]    serve MCP at http://HOST:PORT/mcp
 //	aiod upstream review  compare the upstream tools with their pins (--accept pins them)
+//	aiod plugin ...       write, build and check plugins (plugin.go)
 //	aiod version          print the version
 //
 // Every flag of start also reads an environment variable (the flag wins);
@@ -43,6 +44,8 @@ usage:
                        show how the upstream MCP servers' tools differ from their pins
                        (--pin-upstreams); --accept pins them as they are now
   aiod doctor [--json] what this machine has for each plane (shell, interpreters, browser, isolation)
+  aiod plugin new|build|inspect|verify|test
+                       write, build and check a plugin (aiod plugin help)
   aiod version         print the version
 `)
 }
@@ -62,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return upstreamCmd(args[1:], stdout, stderr)
 	case "doctor":
 		return doctorCmd(args[1:], stdout, stderr)
+	case "plugin":
+		return pluginCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0

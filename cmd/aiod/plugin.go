@@ -1,0 +1,421 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aiodhq/aiod/host"
+	"github.com/aiodhq/aiod/host/author"
+	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/plugins/builtin"
+)
+
+const pluginUsage = `usage:
+  aiod plugin new NAME [--lang go|c|rust|assemblyscript] [--dir DIR] [--sdk AIOD_TREE]
+                       a new plugin project (one tool, a build script, examples.json, a README)
+  aiod plugin build [DIR] [--into PLUGINS_DIR] [--lang L] [--work DIR] [--cache-dir DIR]
+                       compile the project and pack it into a plugin package
+  aiod plugin inspect FILE.wasm|PACKAGE_DIR [--json]
+                       ABI version, form, tools and schemas, capabilities, limits, imports, size, digest
+  aiod plugin verify PACKAGE_DIR [--policy FILE] [--json]
+                       what the policy grants and refuses, and why
+  aiod plugin test DIR [--args FILE] [--engine E] [--json]
+                       call each tool of examples.json (or --args) on every engine, print the answers
+  aiod plugin add FILE.wasm --form extism --into PLUGINS_DIR [--allow-http HOST] [--name N]
+                       pack an Extism plugin as it is (manifest from its tool list, pinned by sha256)
+`
+
+// pluginCmd is `aiod plugin SUBCOMMAND`. Exit 0: done; 1: a failure (or
+// verify: the host would refuse the package; test: an answer differs
+// from its expectation); 2: usage.
+func pluginCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, pluginUsage)
+		return 2
+	}
+	ctx := context.Background()
+	sub, rest := args[0], args[1:]
+	var err error
+	code := 0
+	switch sub {
+	case "new":
+		err = pluginNew(rest, stdout, stderr)
+	case "build":
+		err = pluginBuild(ctx, rest, stdout, stderr)
+	case "inspect":
+		err = pluginInspect(ctx, rest, stdout, stderr)
+	case "verify":
+		code, err = pluginVerify(ctx, rest, stdout, stderr)
+	case "test":
+		code, err = pluginTest(ctx, rest, stdout, stderr)
+	case "add":
+		return pluginAddTo(rest, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, pluginUsage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "aiod plugin: unknown subcommand %q\n%s", sub, pluginUsage)
+		return 2
+	}
+	var ue usageError
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "aiod plugin %s: %v\n%s", sub, err, pluginUsage)
+		return 2
+	case err != nil:
+		fmt.Fprintf(stderr, "aiod plugin %s: %v\n", sub, err)
+		return 1
+	}
+	return code
+}
+
+type usageError struct{ error }
+
+// parseArgs parses flags placed before, between or after the positional
+// arguments, and checks their count.
+func parseArgs(fs *flag.FlagSet, args []string, min, max int) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(pos) < min || len(pos) > max {
+		return nil, usageError{fmt.Errorf("expected %d to %d arguments, got %d", min, max, len(pos))}
+	}
+	return pos, nil
+}
+
+func flagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("aiod plugin "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func pluginNew(args []string, stdout, stderr io.Writer) error {
+	fs := flagSet("new", stderr)
+	lang := fs.String("lang", "go", "language: go, c, rust or assemblyscript")
+	dir := fs.String("dir", "", "project directory (default: ./NAME)")
+	sdk := fs.String("sdk", os.Getenv("AIOD_SDK"), "Go only: the aiod source tree whose sdk/ the project uses (env AIOD_SDK; default: the tree this aiod was built in, when found)")
+	pos, err := parseArgs(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	l, err := author.ParseLang(*lang)
+	if err != nil {
+		return usageError{err}
+	}
+	name := pos[0]
+	if *dir == "" {
+		*dir = name
+	}
+	if l == author.Go && *sdk == "" {
+		*sdk = findTree()
+	}
+	files, err := author.New(name, *dir, author.NewOptions{Lang: l, GoSDK: *sdk})
+	if err != nil {
+		return err
+	}
+	sort.Strings(files)
+	fmt.Fprintf(stdout, "created %s (%s): %s\nnext: aiod plugin build %s --into PLUGINS_DIR\n", *dir, l, strings.Join(files, ", "), *dir)
+	return nil
+}
+
+// findTree returns the aiod source tree this binary sits in (bin/aiod) or
+// the working directory is in, or "".
+func findTree() string {
+	var starts []string
+	if exe, err := os.Executable(); err == nil {
+		if exe, err = filepath.EvalSymlinks(exe); err == nil {
+			starts = append(starts, filepath.Dir(exe))
+		}
+	}
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	for _, d := range starts {
+		for {
+			if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && bytes.Contains(b, []byte("module github.com/aiodhq/aiod\n")) {
+				return d
+			}
+			up := filepath.Dir(d)
+			if up == d {
+				break
+			}
+			d = up
+		}
+	}
+	return ""
+}
+
+func pluginBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flagSet("build", stderr)
+	into := fs.String("into", "", "install the package as PLUGINS_DIR/<name> (default: DIR/build/<name>)")
+	lang := fs.String("lang", "", "language (default: from the entry source file)")
+	cacheDir := fs.String("cache-dir", "", "also compile into this compilation cache (as aiod start --cache-dir)")
+	work := fs.String("work", "", "compile the module in this directory (default: DIR/build)")
+	pos, err := parseArgs(fs, args, 0, 1)
+	if err != nil {
+		return err
+	}
+	dir := "."
+	if len(pos) == 1 {
+		dir = pos[0]
+	}
+	o := author.BuildOptions{Into: *into, Scratch: *work, Pack: host.PackOptions{CacheDir: *cacheDir}}
+	if *lang != "" {
+		if o.Lang, err = author.ParseLang(*lang); err != nil {
+			return usageError{err}
+		}
+	}
+	b, err := author.Build(ctx, dir, o)
+	if err != nil {
+		return err
+	}
+	for _, s := range b.Steps {
+		fmt.Fprintf(stdout, "%8s  %s\n", s.Duration.Round(time.Millisecond), s.Command)
+	}
+	m, err := caps.ParseManifest(b.Package.Manifest)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "built %s %s (%s, %d bytes, %d tools) into %s\n", m.Name, m.Version, b.Lang, len(b.Package.Wasm), len(m.Tools), b.PackageDir)
+	return nil
+}
+
+func pluginInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flagSet("inspect", stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseArgs(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	r, err := author.Inspect(ctx, pos[0], host.PackOptions{})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(stdout, r)
+	}
+	printReport(stdout, r)
+	return nil
+}
+
+func printReport(w io.Writer, r *author.Report) {
+	fmt.Fprintf(w, "module    %s\nsize      %d bytes\nsha256    %s\n", r.Module, r.Size, r.SHA256)
+	if r.Pinned != "" {
+		state := "matches"
+		if r.DigestOK != nil && !*r.DigestOK {
+			state = "DOES NOT MATCH"
+		}
+		fmt.Fprintf(w, "pinned    %s (%s)\n", r.Pinned, state)
+	}
+	form := r.Form
+	if r.Declared != "" && r.Declared != r.Form {
+		form += " (manifest: " + r.Declared + ")"
+	}
+	fmt.Fprintf(w, "form      %s\n", form)
+	if m := r.Manifest; m != nil {
+		fmt.Fprintf(w, "plugin    %s %s, abi %d\n", m.Name, m.Version, m.ABI)
+		if m.Description != "" {
+			fmt.Fprintf(w, "          %s\n", m.Description)
+		}
+		fmt.Fprintf(w, "tools     %d\n", len(m.Tools))
+		for _, t := range m.Tools {
+			fmt.Fprintf(w, "  %s: %s\n    input  %s\n", t.Name, t.Description, compact(t.InputSchema))
+			if len(t.OutputSchema) > 0 {
+				fmt.Fprintf(w, "    output %s\n", compact(t.OutputSchema))
+			}
+		}
+		c, _ := json.Marshal(m.Capabilities)
+		l, _ := json.Marshal(m.Limits)
+		fmt.Fprintf(w, "capabilities %s\nlimits    %s\n", c, l)
+	}
+	fmt.Fprintf(w, "imports   %d\n", len(r.Imports))
+	for _, im := range r.Imports {
+		fmt.Fprintf(w, "  %s.%s (%s)\n", im.Module, im.Name, im.Kind)
+	}
+	var ex []string
+	for _, e := range r.Exports {
+		ex = append(ex, e.Name)
+	}
+	fmt.Fprintf(w, "exports   %s\n", strings.Join(ex, ", "))
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "problem   %s\n", p)
+	}
+}
+
+func compact(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func pluginVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flagSet("verify", stderr)
+	policyFile := fs.String("policy", "", "operator policy file (default: none, deny by default)")
+	workspace := fs.String("workspace", "", "the workspace $SANDBOX and $WORKSPACE resolve to, as aiod start --workspace")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseArgs(fs, args, 1, 1)
+	if err != nil {
+		return 0, err
+	}
+	o := author.VerifyOptions{Builtins: builtin.FS()}
+	if *policyFile != "" {
+		data, err := os.ReadFile(*policyFile)
+		if err != nil {
+			return 0, err
+		}
+		if o.Policy, err = caps.ParsePolicy(data); err != nil {
+			return 0, fmt.Errorf("policy %s: %w", *policyFile, err)
+		}
+		o.PolicyName = "policy " + *policyFile
+	}
+	if *workspace != "" {
+		home, _ := os.UserHomeDir()
+		o.Env = caps.Env{Home: home, Tmp: os.TempDir(), Workspace: *workspace}
+	}
+	v, err := author.Verify(ctx, pos[0], o)
+	if err != nil {
+		return 0, err
+	}
+	code := 0
+	if !v.Loads {
+		code = 1
+	}
+	if *asJSON {
+		return code, writeJSON(stdout, v)
+	}
+	verdict := "loads"
+	if !v.Loads {
+		verdict = "REFUSED"
+	}
+	fmt.Fprintf(stdout, "plugin %s: %s\n", v.Plugin, verdict)
+	for _, f := range v.Families {
+		if f.Granted {
+			fmt.Fprintf(stdout, "  grant   %-8s %s\n", f.Family, f.Detail)
+		} else {
+			fmt.Fprintf(stdout, "  refuse  %-8s %s\n", f.Family, f.Why)
+		}
+	}
+	for _, r := range v.Refused {
+		fmt.Fprintf(stdout, "  refused: %s\n", r)
+	}
+	for _, w := range v.Warnings {
+		fmt.Fprintf(stdout, "  warning: %s\n", w)
+	}
+	l := v.Limits
+	fmt.Fprintf(stdout, "  limits  timeout %d ms, memory %d MiB, result %d bytes, %d instances", l.TimeoutMs, l.MemoryMiB, l.MaxResultBytes, l.MaxInstances)
+	if l.Fuel > 0 {
+		fmt.Fprintf(stdout, ", fuel %d", l.Fuel)
+	}
+	fmt.Fprintln(stdout)
+	return code, nil
+}
+
+func pluginTest(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flagSet("test", stderr)
+	argsFile := fs.String("args", "", "calls to make (default: DIR/examples.json): [{\"tool\", \"arguments\", \"expect\"}]")
+	engine := fs.String("engine", "", fmt.Sprintf("run on this engine only (default: every one built in: %v)", host.Engines()))
+	policyFile := fs.String("policy", "", "grant what this policy grants (default: what the manifest asks for)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseArgs(fs, args, 1, 1)
+	if err != nil {
+		return 0, err
+	}
+	dir := pos[0]
+	pkg := dir
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+		// A project: build it into a scratch package first.
+		tmp, err := os.MkdirTemp("", "aiod-plugin-build-")
+		if err != nil {
+			return 0, err
+		}
+		defer os.RemoveAll(tmp)
+		b, err := author.Build(ctx, dir, author.BuildOptions{Into: tmp})
+		if err != nil {
+			return 0, err
+		}
+		pkg = b.PackageDir
+	}
+	file := *argsFile
+	if file == "" {
+		file = filepath.Join(dir, author.ExamplesFile)
+	}
+	examples, err := author.ReadExamples(file)
+	if err != nil {
+		return 0, err
+	}
+	o := author.TestOptions{}
+	if *engine != "" {
+		o.Engines = []string{*engine}
+	}
+	if *policyFile != "" {
+		data, err := os.ReadFile(*policyFile)
+		if err != nil {
+			return 0, err
+		}
+		if o.Policy, err = caps.ParsePolicy(data); err != nil {
+			return 0, fmt.Errorf("policy %s: %w", *policyFile, err)
+		}
+	}
+	answers, err := author.RunExamples(ctx, pkg, examples, o)
+	if err != nil {
+		return 0, err
+	}
+	failed := 0
+	for _, a := range answers {
+		if a.Failed != "" {
+			failed++
+		}
+	}
+	if *asJSON {
+		if err := writeJSON(stdout, answers); err != nil {
+			return 0, err
+		}
+	} else {
+		for _, a := range answers {
+			mark := "ok  "
+			if a.Failed != "" {
+				mark = "FAIL"
+			}
+			fmt.Fprintf(stdout, "%s %-8s %s %s -> %s (%s)\n", mark, a.Engine, a.Tool, compact(a.Args), a.Result, a.Duration.Round(time.Microsecond))
+			if a.Failed != "" {
+				fmt.Fprintf(stdout, "     %s\n", a.Failed)
+			}
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(stderr, "aiod plugin test: %d of %d answers differ from their expectation\n", failed, len(answers))
+		return 1, nil
+	}
+	return 0, nil
+}
