@@ -87,6 +87,8 @@ type Config struct {
 	// Builtins are the embedded built-in plugins; nil for none.
 	Builtins fs.FS
 	Logger   *slog.Logger
+	// TenancyConfig: OAuth, the audit log (config.go; wiring.go).
+	TenancyConfig
 }
 
 // Host is a running aiod.
@@ -106,6 +108,7 @@ type Host struct {
 	// policyErr is why the policy file was last refused ("" if it was not).
 	reloadMu  sync.Mutex
 	policyErr atomic.Pointer[string]
+	tenancy   tenancy // wiring.go
 }
 
 // ErrUnauthenticatedExposure is returned when binding beyond loopback
@@ -134,9 +137,6 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 			return nil, fmt.Errorf("profiler address %q: must be a loopback host:port (127.0.0.1:6060)", cfg.PprofAddr)
 		}
 	}
-	if !isLoopback(cfg.Host) && cfg.APIKey == "" && !cfg.AllowUnauthenticated {
-		return nil, fmt.Errorf("%w: %s is reachable from other machines; set --api-key (AIO_API_KEY) or pass --allow-unauthenticated", ErrUnauthenticatedExposure, cfg.Host)
-	}
 	if cfg.AdminKey != "" && cfg.AdminKey == cfg.APIKey {
 		return nil, errors.New("the admin key must differ from the API key: every client holding the API key would be an operator")
 	}
@@ -148,6 +148,9 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 			return nil, err
 		}
 		policy = p
+	}
+	if !isLoopback(cfg.Host) && !authConfigured(cfg, policy) && !cfg.AllowUnauthenticated {
+		return nil, fmt.Errorf("%w: %s is reachable from other machines; set --api-key (AIO_API_KEY), tenant keys in the policy or OAuth, or pass --allow-unauthenticated", ErrUnauthenticatedExposure, cfg.Host)
 	}
 	env, err := sandboxEnv(cfg.Workspace)
 	if err != nil {
@@ -232,11 +235,17 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if h.ups != nil {
 		served = &catalog{Registry: reg, ups: h.ups}
 	}
-	h.mcp = mcp.NewServer(served, mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
-		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout})
-	h.srv = server.New(server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: isLoopback(cfg.Host),
+	if err := h.startTenancy(policy); err != nil {
+		h.Close(ctx)
+		return nil, err
+	}
+	h.mcp = mcp.NewServer(h.tenancy.set.Catalog(served), mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
+		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout, Middleware: h.tenancy.middleware()})
+	srvOpts := server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: isLoopback(cfg.Host),
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Capabilities: h.capabilities,
-		Admin: &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins}})
+		Admin: &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins}}
+	h.tenancy.serverOptions(&srvOpts)
+	h.srv = server.New(srvOpts)
 	if cfg.Watch && cfg.PluginsDir != "" {
 		w, err := startWatcher(cfg.PluginsDir, cfg.PolicyFile, cfg.WatchDebounce, h.reload, log)
 		if err != nil {
@@ -284,7 +293,7 @@ func (h *Host) Close(ctx context.Context) error {
 		errs = append(errs, h.watch.Close())
 	}
 	h.mcp.Close()
-	errs = append(errs, h.closeUpstreams())
+	errs = append(errs, h.closeUpstreams(), h.tenancy.close())
 	if h.reg != nil {
 		errs = append(errs, h.reg.Close(ctx))
 	}

@@ -42,6 +42,7 @@ usage:
   aiod upstream review [--accept]
                        show how the upstream MCP servers' tools differ from their pins
                        (--pin-upstreams); --accept pins them as they are now
+  aiod key new         print a fresh API key and the line to paste into a tenant's "keys"
   aiod version         print the version
 `)
 }
@@ -59,6 +60,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return start(args[1:], stderr)
 	case "upstream":
 		return upstreamCmd(args[1:], stdout, stderr)
+	case "key":
+		return keyCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
@@ -114,6 +117,7 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.env["mcp-servers"] = "EXTRA_MCP_SERVERS"
 	s.str(&c.PinUpstreams, "pin-upstreams", "AIO_PIN_UPSTREAMS", "", "pin file of the upstream MCP servers' tools: a tool that is new or whose definition changed is withheld until `aiod upstream review --accept`")
 	s.duration(&c.UpstreamListTimeout, "upstream-list-timeout", "AIO_UPSTREAM_LIST_TIMEOUT", upstream.DefaultListTimeout, "longest a tools/list waits for one upstream MCP server; one that has not answered by then is left out (0: the default)")
+	s.tenancyFlags(c)
 	s.value(&modeValue{&c.Browser.Mode}, "browser", "AIO_BROWSER", string(browser.DefaultMode), "browser plane: attach (a browser at --browser-host:--browser-port), launch (aiod runs headless Chromium) or off")
 	s.str(&c.Browser.Host, "browser-host", "BROWSER_REMOTE_DEBUGGING_HOST", browser.DefaultHost, "attach: the browser's DevTools host")
 	s.int(&c.Browser.Port, "browser-port", "BROWSER_REMOTE_DEBUGGING_PORT", browser.DefaultPort, "attach: the browser's DevTools port")

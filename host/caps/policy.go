@@ -23,6 +23,9 @@ type Policy struct {
 	Default *abi.Capabilities `json:"default,omitempty"`
 	// Limits are the operator's caps on what manifests ask for.
 	Limits OperatorLimits `json:"limits"`
+	// Tenants are the clients of a multi-tenant host, by name
+	// (spec/tenants.md; tenants.go). Empty: the single-tenant form.
+	Tenants map[string]Tenant `json:"tenants,omitempty"`
 }
 
 // OperatorLimits cap and default the per-call limits.
@@ -74,6 +77,9 @@ func ParsePolicy(data []byte) (*Policy, error) {
 		if err := validateCapabilities(*p.Default); err != nil {
 			return nil, fmt.Errorf("invalid policy: default: %w", err)
 		}
+	}
+	if err := ValidateTenants(p.Tenants); err != nil {
+		return nil, fmt.Errorf("invalid policy: %w", err)
 	}
 	return &p, nil
 }

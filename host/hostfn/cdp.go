@@ -24,6 +24,9 @@ import (
 // attached them.
 type CDPFamily struct {
 	b *browser.Browser
+	// ownerAllowed says whether an owner (tenant) may use the browser at
+	// all (SetOwnerPolicy); nil: every owner may.
+	ownerAllowed func(owner string) bool
 
 	mu       sync.Mutex
 	sessions map[cdpOwner]map[string]*browser.Session
@@ -132,9 +135,16 @@ func methodAllowed(g *caps.Grant, method string) error {
 	return nil
 }
 
-func cdpGrant(c *Call) (*caps.Grant, error) {
+// SetOwnerPolicy sets which owners (tenants) may use the browser; a
+// refused owner's every cdp call is denied. Call it before serving.
+func (f *CDPFamily) SetOwnerPolicy(allowed func(owner string) bool) { f.ownerAllowed = allowed }
+
+func (f *CDPFamily) grant(c *Call) (*caps.Grant, error) {
 	if c.Grant == nil || !c.Grant.Has(abi.FamilyCDP) {
 		return nil, Errorf(abi.Denied, "the plugin has no cdp grant")
+	}
+	if f.ownerAllowed != nil && !f.ownerAllowed(c.Owner) {
+		return nil, Errorf(abi.Denied, "the browser is not enabled for this tenant (the policy's tenants.<name>.browser)")
 	}
 	return c.Grant, nil
 }
@@ -152,7 +162,7 @@ func (f *CDPFamily) conn(ctx context.Context) (*browser.Conn, error) {
 }
 
 func (f *CDPFamily) info(ctx context.Context, c *Call, _ *struct{}) (*abi.CDPInfoResponse, error) {
-	if _, err := cdpGrant(c); err != nil {
+	if _, err := f.grant(c); err != nil {
 		return nil, err
 	}
 	conn, err := f.conn(ctx)
@@ -165,7 +175,7 @@ func (f *CDPFamily) info(ctx context.Context, c *Call, _ *struct{}) (*abi.CDPInf
 }
 
 func (f *CDPFamily) targets(ctx context.Context, c *Call, _ *struct{}) (*abi.CDPTargetsResponse, error) {
-	if _, err := cdpGrant(c); err != nil {
+	if _, err := f.grant(c); err != nil {
 		return nil, err
 	}
 	conn, err := f.conn(ctx)
@@ -186,7 +196,7 @@ func (f *CDPFamily) targets(ctx context.Context, c *Call, _ *struct{}) (*abi.CDP
 }
 
 func (f *CDPFamily) attach(ctx context.Context, c *Call, req *abi.CDPAttachRequest) (*abi.CDPAttachResponse, error) {
-	g, err := cdpGrant(c)
+	g, err := f.grant(c)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +280,7 @@ func (f *CDPFamily) drop(c *Call, id string) {
 }
 
 func (f *CDPFamily) detach(ctx context.Context, c *Call, req *abi.CDPSessionRequest) (*abi.CDPDetachResponse, error) {
-	if _, err := cdpGrant(c); err != nil {
+	if _, err := f.grant(c); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
@@ -289,7 +299,7 @@ func (f *CDPFamily) detach(ctx context.Context, c *Call, req *abi.CDPSessionRequ
 // call is raw JSON in and out: the response is the browser's result
 // object, passed through unparsed.
 func (f *CDPFamily) call(ctx context.Context, c *Call, raw []byte) ([]byte, error) {
-	g, err := cdpGrant(c)
+	g, err := f.grant(c)
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +351,7 @@ func (f *CDPFamily) call(ctx context.Context, c *Call, raw []byte) ([]byte, erro
 }
 
 func (f *CDPFamily) events(ctx context.Context, c *Call, req *abi.CDPEventsRequest) (*abi.CDPEventsResponse, error) {
-	g, err := cdpGrant(c)
+	g, err := f.grant(c)
 	if err != nil {
 		return nil, err
 	}
