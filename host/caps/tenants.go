@@ -105,9 +105,10 @@ func validateTenant(name string, t Tenant, owner map[string]string) error {
 	if name == ReservedTenant {
 		return fmt.Errorf("the name %q is reserved for the single-tenant form (--api-key)", ReservedTenant)
 	}
-	for _, k := range t.Keys {
+	for i, k := range t.Keys {
 		if !keyHashRE.MatchString(k) {
-			return fmt.Errorf("key %q: must be \"sha256:\" and 64 lowercase hex digits (aiod key new prints one)", redactKey(k))
+			// never echoed: it may be a key pasted by mistake
+			return fmt.Errorf("keys[%d]: must be \"sha256:\" and 64 lowercase hex digits, the digest of the key (aiod key new prints one)", i)
 		}
 		if o, dup := owner[k]; dup {
 			if o == name {
@@ -140,15 +141,6 @@ func validateTenant(name string, t Tenant, owner map[string]string) error {
 		return fmt.Errorf("workspace %q: must be an absolute path", t.Workspace)
 	}
 	return nil
-}
-
-// redactKey shows enough of a malformed key entry to find it, never a
-// whole secret someone pasted by mistake.
-func redactKey(k string) string {
-	if len(k) > 12 {
-		return k[:12] + "…"
-	}
-	return k
 }
 
 // KeyHashes returns the digests of t's keys (validated entries only).
