@@ -221,7 +221,8 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		IdleTimeout:   cfg.IdleTimeout,
 		Logger:        log,
 		// list at once from the manifests, compile in the background
-		Background: true,
+		Background:     true,
+		OwnerInstances: h.tenancy.instances,
 	})
 	if err != nil && reg == nil {
 		eng.Close(ctx)
@@ -240,7 +241,8 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, err
 	}
 	h.mcp = mcp.NewServer(h.tenancy.set.Catalog(served), mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
-		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout, Middleware: h.tenancy.middleware()})
+		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout, Middleware: h.tenancy.middleware(),
+		SessionsPerOwner: h.tenancy.sessions})
 	srvOpts := server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: isLoopback(cfg.Host),
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Capabilities: h.capabilities,
 		Admin: &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins}}

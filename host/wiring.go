@@ -108,6 +108,22 @@ func (t *tenancy) update(p *caps.Policy, apiKey string) {
 	}
 }
 
+// instances is the owner's instances quota (0: none; plugin.Options).
+func (t *tenancy) instances(owner string) int {
+	if t.set == nil {
+		return 0
+	}
+	return t.set.ForOwner(owner).Quotas().Instances
+}
+
+// sessions is the owner's sessions quota (0: none; mcp.Options).
+func (t *tenancy) sessions(owner string) int {
+	if t.set == nil {
+		return 0
+	}
+	return t.set.ForOwner(owner).Quotas().Sessions
+}
+
 func (t *tenancy) close() error { return t.audit.Close() }
 
 // warmInstances counts the idle warm instances of each tenant.

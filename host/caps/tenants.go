@@ -10,6 +10,10 @@ import (
 	"strings"
 )
 
+// The tenants schema is generated from the patterns below;
+// TestTenantsSchemaUpToDate fails when the committed file differs.
+//go:generate go run ./internal/gentenants/cmd/gentenants ../../spec/tenants.schema.json
+
 // The tenants of a multi-tenant host (spec/tenants.md): who may call, with
 // which tools, upstreams and browser, within which quotas. Pure data and
 // validation; host/tenant enforces it.

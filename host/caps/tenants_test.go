@@ -1,11 +1,17 @@
 package caps_test
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/caps/internal/gentenants"
 )
 
 func keyOf(s string) string { return caps.KeyLine(sha256.Sum256([]byte(s))) }
@@ -65,5 +71,82 @@ func TestTenantAllowLists(t *testing.T) {
 	k := caps.Tenant{Keys: []string{keyOf("k")}}
 	if hs := k.KeyHashes(); len(hs) != 1 || hs[0] != sha256.Sum256([]byte("k")) {
 		t.Errorf("KeyHashes = %x", hs)
+	}
+}
+
+const tenantsSchemaFile = "../../spec/tenants.schema.json"
+
+func TestTenantsSchemaUpToDate(t *testing.T) {
+	want, err := gentenants.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(tenantsSchemaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s is not what the generator writes: run go generate ./host/caps", tenantsSchemaFile)
+	}
+}
+
+// TestTenantsSchemaAgrees: the schema and caps.ParsePolicy accept the
+// examples of spec/tenants.md and refuse the same malformed tenants (the
+// duplicate digest across tenants is the one rule only ParsePolicy sees).
+func TestTenantsSchemaAgrees(t *testing.T) {
+	b, err := os.ReadFile(tenantsSchemaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate := func(doc string) error {
+		var v any
+		if err := json.Unmarshal([]byte(doc), &v); err != nil {
+			return err
+		}
+		return rs.Validate(v)
+	}
+	doc, err := os.ReadFile("../../spec/tenants.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, block := range strings.Split(string(doc), "```json policy\n")[1:] {
+		ex := block[:strings.Index(block, "```")]
+		n++
+		if _, err := caps.ParsePolicy([]byte(ex)); err != nil {
+			t.Errorf("spec/tenants.md example %d: %v", n, err)
+		}
+		if err := validate(ex); err != nil {
+			t.Errorf("spec/tenants.md example %d: schema: %v", n, err)
+		}
+	}
+	if n == 0 {
+		t.Fatal("spec/tenants.md has no example")
+	}
+	ka := keyOf("a")
+	for _, bad := range []string{
+		`{"tenants":{"default":{"keys":[]}}}`,
+		`{"tenants":{"Alice":{"keys":[]}}}`,
+		`{"tenants":{"alice":{"keys":["plain"]}}}`,
+		`{"tenants":{"alice":{"keys":["` + ka + `"],"quotas":{"sessions":-1}}}}`,
+		`{"tenants":{"alice":{"keys":["` + ka + `"],"quotas":{"other":1}}}}`,
+		`{"tenants":{"alice":{"keys":["` + ka + `"],"workspace":"rel"}}}`,
+		`{"tenants":{"alice":{"keys":["` + ka + `"],"upstreams":["A B"]}}}`,
+		`{"tenants":{"alice":{"keys":["` + ka + `"],"browser":"yes"}}}`,
+		`{"tenants":{"alice":{"keys":["` + ka + `"],"extra":1}}}`,
+	} {
+		_, perr := caps.ParsePolicy([]byte(bad))
+		serr := validate(bad)
+		if perr == nil || serr == nil {
+			t.Errorf("%s: ParsePolicy %v, schema %v: both must refuse it", bad, perr, serr)
+		}
 	}
 }

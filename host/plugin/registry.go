@@ -65,6 +65,9 @@ type Options struct {
 	// reloads load before they swap.
 	Background bool
 	Logger     *slog.Logger
+	// OwnerInstances, when set, caps the instances of one plugin an owner
+	// (tenant) holds below the grant's MaxInstances (0: no further cap).
+	OwnerInstances func(owner string) int
 }
 
 // Registry is the set of loaded plugins. Safe for concurrent use.
@@ -131,8 +134,9 @@ type Plugin struct {
 	compiled runtime.Compiled
 	families []hostfn.Family // linked; those with a Lifecycle are provisioned
 	command  bool
-	pools    sync.Map     // owner -> *pool
-	refs     atomic.Int64 // catalogues holding it + calls in flight
+	pools    sync.Map               // owner -> *pool
+	ownerMax func(owner string) int // Options.OwnerInstances
+	refs     atomic.Int64           // catalogues holding it + calls in flight
 	log      *slog.Logger
 	closed   atomic.Bool
 	// ready is closed once a plugin listed at start-up is compiled and
@@ -550,7 +554,7 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 		fams = append(fams, r.opts.Families(grant)...)
 	}
 	p := &Plugin{Manifest: m, Grant: grant, Digest: digest, Builtin: s.builtin, Source: s.where,
-		key: key, command: m.Form == "command", log: r.log.With("plugin", m.Name)}
+		key: key, command: m.Form == "command", log: r.log.With("plugin", m.Name), ownerMax: r.opts.OwnerInstances}
 	p.refs.Add(1)
 	return p, fams, nil
 }
@@ -823,7 +827,13 @@ func (p *Plugin) pool(owner string) *pool {
 	if v, ok := p.pools.Load(owner); ok {
 		return v.(*pool)
 	}
-	np := newPool(p.Grant.MaxInstances, func(ctx context.Context) (runtime.Instance, error) {
+	max := p.Grant.MaxInstances
+	if p.ownerMax != nil {
+		if n := p.ownerMax(owner); n > 0 {
+			max = min(max, n)
+		}
+	}
+	np := newPool(max, func(ctx context.Context) (runtime.Instance, error) {
 		return p.compiled.Instantiate(ctx)
 	})
 	v, loaded := p.pools.LoadOrStore(owner, np)
