@@ -55,7 +55,7 @@ type reply struct {
 
 // do sends one request to url+path with the key as a bearer token (none
 // when empty) and the extra headers.
-func do(t *testing.T, method, url, key, body string, hdr map[string]string) reply {
+func do(t testing.TB, method, url, key, body string, hdr map[string]string) reply {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")

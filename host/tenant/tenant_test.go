@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -236,5 +237,20 @@ func TestCatalogHides(t *testing.T) {
 	}
 	if len(inner.calls) != 3 {
 		t.Fatalf("allowed calls: %v", inner.calls)
+	}
+}
+
+// BenchmarkAuthenticate1000 is the cost of resolving a key against 1,000
+// tenants (every digest compared, no early exit).
+func BenchmarkAuthenticate1000(b *testing.B) {
+	ts := map[string]caps.Tenant{}
+	for i := range 1000 {
+		ts[fmt.Sprintf("t%d", i)] = caps.Tenant{Keys: []string{key(fmt.Sprintf("k%d", i))}}
+	}
+	s := New(ts, "")
+	for b.Loop() {
+		if _, ok := s.Authenticate("k500"); !ok {
+			b.Fatal("no match")
+		}
 	}
 }
