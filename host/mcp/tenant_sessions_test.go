@@ -34,3 +34,20 @@ func TestSessionsPerOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestStateBoundToOwner: an MRTR requestState sealed for one
+// tenant does not open for another, even for the same method and params.
+func TestRequestStateBoundToOwner(t *testing.T) {
+	s := newStateSealer(time.Minute)
+	digest := paramsDigest("echo", []byte(`{"text":"x"}`))
+	tok, err := s.seal(&requestState{Round: 1}, stateBinding("alice", "tools/call", digest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.open(tok, stateBinding("bob", "tools/call", digest)); err == nil {
+		t.Fatal("bob opened alice's requestState")
+	}
+	if st, err := s.open(tok, stateBinding("alice", "tools/call", digest)); err != nil || st.Round != 1 {
+		t.Fatalf("alice's own state: %v %v", st, err)
+	}
+}
