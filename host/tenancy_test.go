@@ -274,6 +274,7 @@ func TestTenantIsolation(t *testing.T) {
 			}
 		}
 		seen := map[string]bool{}
+		listBytes := map[string]int{}
 		wantDigest := sha256.Sum256([]byte(`{"text":"one"}`))
 		for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
 			var e struct {
@@ -287,9 +288,15 @@ func TestTenantIsolation(t *testing.T) {
 				t.Fatalf("bad line %q: %v", line, err)
 			}
 			seen[e.Tenant+" "+e.Method+" "+e.Tool+" "+e.Outcome] = true
+			if e.Method == "tools/list" && e.Session == "" {
+				listBytes[e.Tenant] = *e.ResultBytes
+			}
 			if e.Tenant == "carol" && e.Outcome == "ok" && e.ArgsSHA256 != hex.EncodeToString(wantDigest[:]) {
 				t.Errorf("carol's call: args_sha256 %s, want the digest of its arguments", e.ArgsSHA256)
 			}
+		}
+		if listBytes["bob"] == 0 || listBytes["bob"] >= listBytes["alice"] {
+			t.Errorf("tools/list result bytes: bob %d, alice %d: want the filtered sizes (bob sees fewer tools)", listBytes["bob"], listBytes["alice"])
 		}
 		for _, want := range []string{"alice tools/list  ok", "bob tools/call echo denied", "bob tools/call nosuchtool denied",
 			"carol tools/call echo ok", "carol tools/call echo quota", "alice tools/call sandbox_execute_bash ok"} {

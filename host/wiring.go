@@ -88,13 +88,14 @@ func (h *Host) startTenancy(p *caps.Policy) error {
 
 // middleware is the chain every MCP request passes: the tenant first (it
 // puts the tenant in the context the others read), then the audit log and
-// the metrics.
+// the metrics, and innermost the allow-list filter of the lists (so the
+// audit's result bytes are what the tenant was sent).
 func (t *tenancy) middleware() []mcp.Middleware {
 	mw := []mcp.Middleware{t.set.Middleware()}
 	if t.audit != nil {
 		mw = append(mw, t.audit.Middleware())
 	}
-	return append(mw, t.metrics.Middleware())
+	return append(mw, t.metrics.Middleware(), t.set.Filter())
 }
 
 func (t *tenancy) serverOptions(o *server.Options) {

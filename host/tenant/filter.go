@@ -9,15 +9,29 @@ import (
 	"github.com/aiodhq/aiod/host/plugin"
 )
 
-// Middleware puts the request's tenant in its context and removes from
-// every list what the tenant may not use: tools and prompts by name,
-// resources by URI, resource templates by URI template. Calls of hidden
-// names are refused by Catalog, as names that do not exist.
+// Middleware puts the request's tenant in its context, for what runs
+// after it: the audit log, the metrics, Filter, the upstream catalogue.
+// It must be the outermost of them.
 func (s *Set) Middleware() mcp.Middleware {
 	return func(next mcp.Handler) mcp.Handler {
 		return func(ctx context.Context, req *mcp.Request) (json.RawMessage, error) {
-			t := s.ForOwner(req.Principal.Owner)
-			ctx = WithTenant(ctx, t)
+			return next(WithTenant(ctx, s.ForOwner(req.Principal.Owner)), req)
+		}
+	}
+}
+
+// Filter removes from every list what the request's tenant (from the
+// context Middleware set) may not use: tools and prompts by name,
+// resources by URI, resource templates by URI template. It goes innermost,
+// so that the audit log and the metrics see the lists as sent. Calls of
+// hidden names are refused by Catalog, as names that do not exist.
+func (s *Set) Filter() mcp.Middleware {
+	return func(next mcp.Handler) mcp.Handler {
+		return func(ctx context.Context, req *mcp.Request) (json.RawMessage, error) {
+			t := FromContext(ctx)
+			if t == nil {
+				t = s.ForOwner(req.Principal.Owner)
+			}
 			res, err := next(ctx, req)
 			if err != nil || t.Unrestricted {
 				return res, err
