@@ -71,3 +71,23 @@ type LockdownConfig struct {
 	// required in lockdown.
 	DataDir string
 }
+
+// TenancyConfig is the multi-tenant part of Config (embedded in it): the
+// tenants themselves are the policy file's "tenants" (spec/tenants.md);
+// these say how clients prove who they are and what is recorded.
+type TenancyConfig struct {
+	// OAuth bearer tokens (spec/tenants.md §4): all three of issuer,
+	// audience and JWKS (a file, or a loopback http(s) URL) turn it on;
+	// OAuthTenantClaim names the claim holding the tenant ("sub" when
+	// empty).
+	OAuthIssuer      string
+	OAuthAudience    string
+	OAuthJWKS        string
+	OAuthTenantClaim string
+	// AuditLog, when set, is the file that gets one JSON line per MCP
+	// request (spec/tenants.md §5).
+	AuditLog string
+	// AuditRequired refuses a request whose audit line cannot be written
+	// (set by lockdown).
+	AuditRequired bool
+}

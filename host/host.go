@@ -88,6 +88,8 @@ type Config struct {
 	Builtins fs.FS
 	Logger   *slog.Logger
 	LockdownConfig
+	// TenancyConfig: OAuth, the audit log (config.go; wiring.go).
+	TenancyConfig
 }
 
 // Host is a running aiod.
@@ -107,6 +109,7 @@ type Host struct {
 	// policyErr is why the policy file was last refused ("" if it was not).
 	reloadMu  sync.Mutex
 	policyErr atomic.Pointer[string]
+	tenancy   tenancy // wiring.go
 }
 
 // ErrUnauthenticatedExposure is returned when binding beyond loopback
@@ -135,9 +138,6 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 			return nil, fmt.Errorf("profiler address %q: must be a loopback host:port (127.0.0.1:6060)", cfg.PprofAddr)
 		}
 	}
-	if !isLoopback(cfg.Host) && cfg.APIKey == "" && !cfg.AllowUnauthenticated {
-		return nil, fmt.Errorf("%w: %s is reachable from other machines; set --api-key (AIO_API_KEY) or pass --allow-unauthenticated", ErrUnauthenticatedExposure, cfg.Host)
-	}
 	if cfg.AdminKey != "" && cfg.AdminKey == cfg.APIKey {
 		return nil, errors.New("the admin key must differ from the API key: every client holding the API key would be an operator")
 	}
@@ -149,6 +149,9 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 			return nil, err
 		}
 		policy = p
+	}
+	if !isLoopback(cfg.Host) && !authConfigured(cfg, policy) && !cfg.AllowUnauthenticated {
+		return nil, fmt.Errorf("%w: %s is reachable from other machines; set --api-key (AIO_API_KEY), tenant keys in the policy or OAuth, or pass --allow-unauthenticated", ErrUnauthenticatedExposure, cfg.Host)
 	}
 	env, err := sandboxEnv(cfg.Workspace)
 	if err != nil {
@@ -236,8 +239,9 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		IdleTimeout:   cfg.IdleTimeout,
 		Logger:        log,
 		// list at once from the manifests, compile in the background
-		Background:  true,
-		RequirePins: cfg.Lockdown,
+		Background:     true,
+		RequirePins:    cfg.Lockdown,
+		OwnerInstances: h.tenancy.instances,
 	})
 	if err != nil && reg == nil {
 		eng.Close(ctx)
@@ -251,11 +255,23 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if h.ups != nil {
 		served = &catalog{Registry: reg, ups: h.ups}
 	}
-	h.mcp = mcp.NewServer(served, mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
-		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout})
-	h.srv = server.New(server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: isLoopback(cfg.Host),
+	if err := h.startTenancy(policy); err != nil {
+		h.Close(ctx)
+		return nil, err
+	}
+	if lock != nil {
+		set := h.tenancy.set
+		ws := func(owner string) string { return set.ForOwner(owner).Policy.Workspace }
+		lock.workspace.Store(&ws)
+	}
+	h.mcp = mcp.NewServer(h.tenancy.set.Catalog(served), mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
+		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout, Middleware: h.tenancy.middleware(),
+		SessionsPerOwner: h.tenancy.sessions})
+	srvOpts := server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: isLoopback(cfg.Host),
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Capabilities: h.capabilities,
-		Admin: &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins}, Sandbox: h.sandbox(env, cacheDir)})
+		Admin: &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins}, Sandbox: h.sandbox(env, cacheDir)}
+	h.tenancy.serverOptions(&srvOpts)
+	h.srv = server.New(srvOpts)
 	if cfg.Watch && cfg.PluginsDir != "" {
 		w, err := startWatcher(cfg.PluginsDir, cfg.PolicyFile, cfg.WatchDebounce, h.reload, log)
 		if err != nil {
@@ -303,7 +319,7 @@ func (h *Host) Close(ctx context.Context) error {
 		errs = append(errs, h.watch.Close())
 	}
 	h.mcp.Close()
-	errs = append(errs, h.closeUpstreams())
+	errs = append(errs, h.closeUpstreams(), h.tenancy.close())
 	if h.reg != nil {
 		errs = append(errs, h.reg.Close(ctx))
 	}

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aiodhq/aiod/host/caps"
@@ -44,6 +46,10 @@ const (
 type lockdown struct {
 	dataDir string // absolute
 	tenants string // <dataDir>/tenants
+	// workspace is the directory a tenant's policy names for its
+	// /workspace ("" when it names none: <tenants>/<owner>/workspace);
+	// set once the tenants are known, read at each use (reloads).
+	workspace atomic.Pointer[func(owner string) string]
 }
 
 func newLockdown(dataDir string) (*lockdown, error) {
@@ -74,6 +80,8 @@ func startLockdown(cfg *Config, policy *caps.Policy, cacheDir string) (*lockdown
 	if cfg.PinUpstreams == "" {
 		cfg.PinUpstreams = filepath.Join(l.dataDir, "upstream-pins.json")
 	}
+	// a call whose audit line cannot be written is refused
+	cfg.AuditRequired = true
 	if err := l.check(cfg, policy, cacheDir); err != nil {
 		return nil, err
 	}
@@ -110,8 +118,14 @@ func (l *lockdown) ownerDir(owner string) string {
 // mounts are owner's /workspace and /tmp, created on first use.
 func (l *lockdown) mounts(owner string) ([]proc.Mount, error) {
 	d := l.ownerDir(owner)
+	ws := filepath.Join(d, "workspace")
+	if f := l.workspace.Load(); f != nil && owner != checkOwner {
+		if named := (*f)(owner); named != "" {
+			ws = named
+		}
+	}
 	ms := []proc.Mount{
-		{Host: filepath.Join(d, "workspace"), Path: sandboxWorkspace},
+		{Host: ws, Path: sandboxWorkspace},
 		{Host: filepath.Join(d, "tmp"), Path: sandboxTmp},
 	}
 	for _, m := range ms {
@@ -155,19 +169,6 @@ func (l *lockdown) procConfig(c proc.Config) proc.Config {
 	return c
 }
 
-// lockdownAuthConfigured reports whether every request must authenticate.
-// An API key is one way; tenantAuthConfigured is the place for tenant keys
-// in the policy and OAuth.
-func lockdownAuthConfigured(cfg *Config, p *caps.Policy) bool {
-	return cfg.APIKey != "" || tenantAuthConfigured(cfg, p)
-}
-
-// tenantAuthConfigured reports whether the policy's tenants (keys) or
-// OAuth authenticate requests. This branch has neither; the tenant work
-// extends it (tenants with at least one key in p, or an OAuth issuer in
-// cfg).
-func tenantAuthConfigured(_ *Config, _ *caps.Policy) bool { return false }
-
 // lockdownProtected are the paths of aiod's own that no tenant directory
 // may overlap, by what they are. The audit log joins them where it exists.
 func lockdownProtected(cfg *Config, cacheDir string) map[string]string {
@@ -184,6 +185,42 @@ func lockdownProtected(cfg *Config, cacheDir string) map[string]string {
 	add("cache directory", cacheDir)
 	add("policy file", cfg.PolicyFile)
 	add("upstream pin file", cfg.PinUpstreams)
+	add("audit log", cfg.AuditLog)
+	return out
+}
+
+// tenantWorkspaceOverlaps are the problems of the workspaces tenants name
+// in the policy: each must keep apart from aiod's own paths, from the data
+// directory and from every other tenant's.
+func tenantWorkspaceOverlaps(l *lockdown, cfg *Config, policy *caps.Policy, cacheDir string) []string {
+	if policy == nil {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(policy.Tenants))
+	protected := lockdownProtected(cfg, cacheDir)
+	protected["data directory"] = l.dataDir
+	var out []string
+	for i, name := range names {
+		ws := policy.Tenants[name].Workspace
+		if ws == "" {
+			continue
+		}
+		rw := realish(ws)
+		for what, p := range protected {
+			if rp := realish(p); pathx.Within(rp, rw) || pathx.Within(rw, rp) {
+				out = append(out, fmt.Sprintf("tenant %q's workspace (%s) and the %s (%s) overlap: keep them apart", name, ws, what, p))
+			}
+		}
+		for _, other := range names[i+1:] {
+			ow := policy.Tenants[other].Workspace
+			if ow == "" {
+				continue
+			}
+			if ro := realish(ow); pathx.Within(ro, rw) || pathx.Within(rw, ro) {
+				out = append(out, fmt.Sprintf("tenants %q and %q have overlapping workspaces (%s, %s)", name, other, ws, ow))
+			}
+		}
+	}
 	return out
 }
 
@@ -209,14 +246,17 @@ func realish(p string) string {
 // configuration alone (check runtime does the sandbox and the cgroups).
 func (l *lockdown) check(cfg *Config, policy *caps.Policy, cacheDir string) error {
 	var missing []string
-	if !lockdownAuthConfigured(cfg, policy) {
-		missing = append(missing, "authentication: set --api-key (AIO_API_KEY) or tenants with keys in the policy")
+	if !authConfigured(*cfg, policy) {
+		missing = append(missing, "authentication: set --api-key (AIO_API_KEY), tenants with keys in the policy, or OAuth (--oauth-issuer, --oauth-audience, --oauth-jwks)")
 	}
 	if cfg.AllowUnauthenticated {
 		missing = append(missing, "--allow-unauthenticated is not allowed")
 	}
 	if cfg.Workspace != "" {
 		missing = append(missing, "--workspace is not used: each tenant has its own /workspace under --data-dir")
+	}
+	if cfg.AuditLog == "" {
+		missing = append(missing, "an audit log: set --audit-log FILE (AIO_AUDIT_LOG); lockdown refuses a call it cannot audit")
 	}
 	tenants := realish(l.tenants)
 	for what, p := range lockdownProtected(cfg, cacheDir) {
@@ -225,6 +265,7 @@ func (l *lockdown) check(cfg *Config, policy *caps.Policy, cacheDir string) erro
 			missing = append(missing, fmt.Sprintf("the tenants' directories (%s) and the %s (%s) overlap: keep them apart", l.tenants, what, p))
 		}
 	}
+	missing = append(missing, tenantWorkspaceOverlaps(l, cfg, policy, cacheDir)...)
 	if cfg.PluginsDir != "" {
 		for _, e := range unpinnedPlugins(cfg.PluginsDir, policy) {
 			missing = append(missing, e.Error())

@@ -61,6 +61,13 @@ func TestLockdownRefusesToStart(t *testing.T) {
 			[]string{"and the plugins directory (" + filepath.Join(data, "tenants", "alice", "workspace") + ") overlap"}},
 		{"cache dir holding the tenants'", host.Config{APIKey: "k", PolicyFile: pinned, CacheDir: data},
 			[]string{"and the cache directory (" + data + ") overlap"}},
+		{"no audit log", host.Config{APIKey: "k", PolicyFile: pinned}, []string{"an audit log: set --audit-log FILE"}},
+		{"audit log among the tenants'", host.Config{APIKey: "k", PolicyFile: pinned, TenancyConfig: host.TenancyConfig{AuditLog: filepath.Join(data, "tenants", "a", "audit.log")}},
+			[]string{"and the audit log"}},
+		{"tenant workspace holding the plugins", host.Config{APIKey: "k", PluginsDir: plugins, PolicyFile: writePolicy(t, `{"plugins": {"echo": {"sha256": "`+digest+`"}}, "tenants": {"eve": {"keys": [], "workspace": "`+filepath.Dir(plugins)+`"}}}`)},
+			[]string{`tenant "eve"'s workspace (` + filepath.Dir(plugins) + `) and the plugins directory`}},
+		{"two tenants, one workspace", host.Config{APIKey: "k", PolicyFile: writePolicy(t, `{"tenants": {"a": {"keys": [], "workspace": "/srv/w"}, "b": {"keys": [], "workspace": "/srv/w/b"}}}`)},
+			[]string{`tenants "a" and "b" have overlapping workspaces`}},
 		{"policy file in a tenant's workspace", host.Config{APIKey: "k", PolicyFile: filepath.Join(data, "tenants", "bob", "workspace", "policy.json")},
 			[]string{"and the policy file"}},
 	}
@@ -108,7 +115,8 @@ func TestLockdownStarts(t *testing.T) {
 	data := t.TempDir()
 	policy := writePolicy(t, `{"plugins": {"echo": {"sha256": "`+digest+`"}}}`)
 	h, _, _ := runHost(t, host.Config{APIKey: "k", PluginsDir: plugins, PolicyFile: policy,
-		LockdownConfig: host.LockdownConfig{Lockdown: true, DataDir: data}})
+		LockdownConfig: host.LockdownConfig{Lockdown: true, DataDir: data},
+		TenancyConfig:  host.TenancyConfig{AuditLog: filepath.Join(t.TempDir(), "audit.log")}})
 	out, err := h.Registry().CallTool(context.Background(), plugin.CallRequest{Owner: "alice", Name: "echo", Args: []byte(`{"text":"hi"}`)})
 	if err != nil || !strings.Contains(string(out), "hi") {
 		t.Fatalf("echo: %s %v", out, err)

@@ -53,6 +53,7 @@ func (h *Host) reload(ctx context.Context) (*ReloadResult, error) {
 			res.PolicyError = err.Error()
 		} else {
 			h.reg.SetPolicy(p, builtinPolicy(p))
+			h.tenancy.update(p, h.cfg.APIKey)
 		}
 		h.policyErr.Store(&res.PolicyError)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/tenant"
 	"github.com/aiodhq/aiod/host/upstream"
 )
 
@@ -46,6 +47,16 @@ func newUpstreamSet(servers []upstream.Server, exclude func(string) bool, pins *
 func (c *catalog) ListTools(ctx context.Context) []byte {
 	own := c.Registry.Catalog().ToolsJSON()
 	tools := c.ups.Tools(ctx)
+	// A tenant sees the tools of the upstreams its allow-list names only.
+	if t := tenant.FromContext(ctx); t != nil {
+		kept := tools[:0:0]
+		for _, u := range tools {
+			if t.UpstreamAllowed(u.Server) {
+				kept = append(kept, u)
+			}
+		}
+		tools = kept
+	}
 	if len(tools) == 0 {
 		return own
 	}
@@ -79,6 +90,9 @@ func (c *catalog) CallTool(ctx context.Context, req plugin.CallRequest) ([]byte,
 	res, err := c.Registry.CallTool(ctx, req)
 	if !errors.Is(err, plugin.ErrUnknownTool) {
 		return res, err
+	}
+	if server, _, ok := c.ups.Route(req.Name); ok && !tenant.FromContext(ctx).UpstreamAllowed(server) {
+		return nil, plugin.ErrUnknownTool // another tenant's upstream does not exist for this one
 	}
 	res, err = c.ups.Call(ctx, req.Name, req.Args, relayNotify(req.Notify))
 	var re *upstream.RPCError

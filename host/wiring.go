@@ -1,10 +1,152 @@
 package host
 
 import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+
+	"github.com/aiodhq/aiod/host/audit"
+	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/server"
+	"github.com/aiodhq/aiod/host/tenant"
 )
 
 // The protocol layer serves any mcp.Catalog; the plugin registry is the
 // one the host wires in.
 var _ mcp.Catalog = (*plugin.Registry)(nil)
+
+// tenancy is the host's multi-tenant wiring (spec/tenants.md): the
+// tenants of the policy, OAuth, the audit log and the metrics.
+type tenancy struct {
+	set     *tenant.Set
+	oauth   *server.Verifier
+	audit   *audit.Log
+	metrics *server.Metrics
+}
+
+// authConfigured reports whether requests must authenticate: an API key,
+// a tenant key in the policy, or OAuth.
+func authConfigured(cfg Config, p *caps.Policy) bool {
+	if cfg.APIKey != "" || cfg.OAuthJWKS != "" {
+		return true
+	}
+	for _, t := range p.Tenants {
+		if len(t.Keys) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// startTenancy makes the tenant set, the OAuth verifier, the audit log and
+// the metrics from cfg and the policy.
+func (h *Host) startTenancy(p *caps.Policy) error {
+	cfg := h.cfg
+	t := &h.tenancy
+	t.set = tenant.New(p.Tenants, cfg.APIKey)
+	if cfg.OAuthIssuer != "" || cfg.OAuthAudience != "" || cfg.OAuthJWKS != "" {
+		v, err := server.LoadOAuth(server.OAuth{Issuer: cfg.OAuthIssuer, Audience: cfg.OAuthAudience, JWKS: cfg.OAuthJWKS, TenantClaim: cfg.OAuthTenantClaim})
+		if err != nil {
+			return err
+		}
+		t.oauth = v
+	}
+	if cfg.AuditRequired && cfg.AuditLog == "" {
+		return errors.New("an audit log is required (--audit-log FILE)")
+	}
+	if cfg.AuditLog != "" {
+		l, err := audit.Open(cfg.AuditLog, audit.Options{Required: cfg.AuditRequired})
+		if err != nil {
+			return err
+		}
+		t.audit = l
+	}
+	if cfg.AdminKey != "" {
+		for _, tn := range p.Tenants {
+			for _, sum := range tn.KeyHashes() {
+				if sum == sha256.Sum256([]byte(cfg.AdminKey)) {
+					return fmt.Errorf("the admin key is also a tenant's key: every client holding it would be an operator")
+				}
+			}
+		}
+	}
+	set := t.set
+	h.fams.cdp.SetOwnerPolicy(func(owner string) bool { return set.ForOwner(owner).BrowserAllowed() })
+	t.metrics = server.NewMetrics(server.MetricsSources{
+		WarmInstances: h.warmInstances,
+		Sessions:      func() int { return h.mcp.SessionCount() },
+		ProcessUnits:  func() int { return h.fams.procs.Sessions() },
+		LoadErrors:    func() int { return len(h.reg.Catalog().LoadErrors()) },
+		Browser:       func(ctx context.Context) bool { return h.browser.Status(ctx).Status == "ready" },
+		Upstreams:     h.upstreamsUp,
+	})
+	return nil
+}
+
+// middleware is the chain every MCP request passes: the tenant first (it
+// puts the tenant in the context the others read), then the audit log and
+// the metrics, and innermost the allow-list filter of the lists (so the
+// audit's result bytes are what the tenant was sent).
+func (t *tenancy) middleware() []mcp.Middleware {
+	mw := []mcp.Middleware{t.set.Middleware()}
+	if t.audit != nil {
+		mw = append(mw, t.audit.Middleware())
+	}
+	return append(mw, t.metrics.Middleware(), t.set.Filter())
+}
+
+func (t *tenancy) serverOptions(o *server.Options) {
+	o.Tenants, o.OAuth, o.Audit, o.Metrics = t.set, t.oauth, t.audit, t.metrics
+}
+
+// update takes the tenants of a reloaded policy.
+func (t *tenancy) update(p *caps.Policy, apiKey string) {
+	if t.set != nil {
+		t.set.Update(p.Tenants, apiKey)
+	}
+}
+
+// instances is the owner's instances quota (0: none; plugin.Options).
+func (t *tenancy) instances(owner string) int {
+	if t.set == nil {
+		return 0
+	}
+	return t.set.ForOwner(owner).Quotas().Instances
+}
+
+// sessions is the owner's sessions quota (0: none; mcp.Options).
+func (t *tenancy) sessions(owner string) int {
+	if t.set == nil {
+		return 0
+	}
+	return t.set.ForOwner(owner).Quotas().Sessions
+}
+
+func (t *tenancy) close() error { return t.audit.Close() }
+
+// warmInstances counts the idle warm instances of each tenant.
+func (h *Host) warmInstances() map[string]int {
+	out := map[string]int{}
+	for _, p := range h.reg.Catalog().Plugins {
+		for _, n := range h.tenancy.set.Names() {
+			if k := p.IdleInstances(n); k > 0 {
+				out[n] += k
+			}
+		}
+	}
+	return out
+}
+
+func (h *Host) upstreamsUp(ctx context.Context) map[string]bool {
+	out := map[string]bool{}
+	if h.ups == nil {
+		return out
+	}
+	for _, s := range h.ups.Status(ctx) {
+		out[s.Name] = s.Reachable
+	}
+	return out
+}

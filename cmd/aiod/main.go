@@ -46,6 +46,7 @@ usage:
   aiod doctor [--json] what this machine has for each plane (shell, interpreters, browser, isolation)
   aiod plugin new|build|inspect|verify|test
                        write, build and check a plugin (aiod plugin help)
+  aiod key new         print a fresh API key and the line to paste into a tenant's "keys"
   aiod version         print the version
 `)
 }
@@ -67,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return doctorCmd(args[1:], stdout, stderr)
 	case "plugin":
 		return pluginCmd(args[1:], stdout, stderr)
+	case "key":
+		return keyCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
@@ -122,6 +125,7 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.env["mcp-servers"] = "EXTRA_MCP_SERVERS"
 	s.str(&c.PinUpstreams, "pin-upstreams", "AIO_PIN_UPSTREAMS", "", "pin file of the upstream MCP servers' tools: a tool that is new or whose definition changed is withheld until `aiod upstream review --accept`")
 	s.duration(&c.UpstreamListTimeout, "upstream-list-timeout", "AIO_UPSTREAM_LIST_TIMEOUT", upstream.DefaultListTimeout, "longest a tools/list waits for one upstream MCP server; one that has not answered by then is left out (0: the default)")
+	s.tenancyFlags(c)
 	s.value(&modeValue{&c.Browser.Mode}, "browser", "AIO_BROWSER", string(browser.DefaultMode), "browser plane: attach (a browser at --browser-host:--browser-port), launch (aiod runs headless Chromium) or off")
 	s.str(&c.Browser.Host, "browser-host", "BROWSER_REMOTE_DEBUGGING_HOST", browser.DefaultHost, "attach: the browser's DevTools host")
 	s.int(&c.Browser.Port, "browser-port", "BROWSER_REMOTE_DEBUGGING_PORT", browser.DefaultPort, "attach: the browser's DevTools port")

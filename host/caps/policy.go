@@ -26,6 +26,9 @@ type Policy struct {
 	// Pins are the module digests (hex sha256) the policy pins, by plugin
 	// name: the "sha256" of a plugin's entry (pins.go).
 	Pins map[string]string `json:"-"`
+	// Tenants are the clients of a multi-tenant host, by name
+	// (spec/tenants.md; tenants.go). Empty: the single-tenant form.
+	Tenants map[string]Tenant `json:"tenants,omitempty"`
 }
 
 // OperatorLimits cap and default the per-call limits.
@@ -82,6 +85,9 @@ func ParsePolicy(data []byte) (*Policy, error) {
 		if err := validateCapabilities(*p.Default); err != nil {
 			return nil, fmt.Errorf("invalid policy: default: %w", err)
 		}
+	}
+	if err := ValidateTenants(p.Tenants); err != nil {
+		return nil, fmt.Errorf("invalid policy: %w", err)
 	}
 	return &p, nil
 }

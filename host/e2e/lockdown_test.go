@@ -15,7 +15,7 @@ import (
 
 // pinPolicy writes a policy pinning every package of the plugins
 // directory by its module's sha256, and returns its path.
-func pinPolicy(t *testing.T, plugins string) string {
+func pinPolicy(t *testing.T, plugins string, extra ...map[string]any) string {
 	t.Helper()
 	ents, err := os.ReadDir(plugins)
 	if err != nil {
@@ -41,7 +41,13 @@ func pinPolicy(t *testing.T, plugins string) string {
 		sum := sha256.Sum256(b)
 		pins[m.Name] = map[string]string{"sha256": hex.EncodeToString(sum[:])}
 	}
-	b, _ := json.Marshal(map[string]any{"plugins": pins})
+	doc := map[string]any{"plugins": pins}
+	for _, e := range extra {
+		for k, v := range e {
+			doc[k] = v
+		}
+	}
+	b, _ := json.Marshal(doc)
 	p := filepath.Join(t.TempDir(), "policy.json")
 	if err := os.WriteFile(p, b, 0o600); err != nil {
 		t.Fatal(err)
@@ -84,15 +90,20 @@ func TestLockdownRefusesToStart(t *testing.T) {
 // run as uid 10001 without network, and the files are the tenant's, under
 // the data directory.
 //
-// Each tenant is one API key. On this branch the only key is AIO_API_KEY
-// (tenant "default"); with tenant keys in the policy, the second tenant
-// joins the list below and the same probes check that neither sees the
-// other's files.
+// Two tenants, alice and bob, each with a key in the policy's tenants:
+// the same probes run for both, neither sees the other's files, and the
+// audit log has a line for each of their calls.
 func TestLockdownServes(t *testing.T) {
 	_, plugins := binaries(t)
 	data := dataDir(t)
-	tenants := []struct{ name, key string }{{"default", "lockdown-e2e-key"}}
-	a := start(t, nil, "--lockdown", "--policy", pinPolicy(t, plugins), "--data-dir", data, "--api-key", tenants[0].key)
+	tenants := []struct{ name, key string }{{"alice", "lockdown-e2e-key-alice"}, {"bob", "lockdown-e2e-key-bob"}}
+	specs := map[string]any{}
+	for _, tn := range tenants {
+		sum := sha256.Sum256([]byte(tn.key))
+		specs[tn.name] = map[string]any{"keys": []string{"sha256:" + hex.EncodeToString(sum[:])}, "tools": []string{"sandbox_*"}}
+	}
+	auditLog := filepath.Join(t.TempDir(), "audit.log")
+	a := start(t, nil, "--lockdown", "--policy", pinPolicy(t, plugins, map[string]any{"tenants": specs}), "--data-dir", data, "--audit-log", auditLog)
 	call := func(key string, id int, tool string, args any) (string, bool) {
 		t.Helper()
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
@@ -135,5 +146,29 @@ func TestLockdownServes(t *testing.T) {
 				t.Errorf("%s probes lack %q: %s", tn.name, w, text)
 			}
 		}
+	}
+	// each wrote its own /tmp/agent-data.txt; now alice's differs and bob
+	// still reads his own
+	if text, isErr := call("lockdown-e2e-key-alice", 6, "sandbox_file_operations", map[string]any{"action": "write", "path": "/workspace/secret.txt", "content": "alice only"}); isErr {
+		t.Fatalf("alice write: %s", text)
+	}
+	text, _ := call("lockdown-e2e-key-bob", 7, "sandbox_execute_bash", map[string]any{"cmd": "cat /workspace/secret.txt 2>&1; ls " + filepath.Join(data, "tenants") + " 2>&1"})
+	if strings.Contains(text, "alice only") || !strings.Contains(text, "No such file") {
+		t.Errorf("bob sees alice's file: %s", text)
+	}
+	if text, isErr := call("lockdown-e2e-key-bob", 8, "sandbox_file_operations", map[string]any{"action": "read", "path": "/workspace/secret.txt"}); !isErr || strings.Contains(text, "alice only") {
+		t.Errorf("bob reads alice's file through the file tool: %s", text)
+	}
+	b, err := os.ReadFile(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range tenants {
+		if !strings.Contains(string(b), `"tenant":"`+tn.name+`"`) {
+			t.Errorf("audit log has no line of %s:\n%s", tn.name, b)
+		}
+	}
+	if strings.Contains(string(b), "alice only") || strings.Contains(string(b), "lockdown-e2e-key") {
+		t.Errorf("audit log holds an argument value or a key:\n%s", b)
 	}
 }

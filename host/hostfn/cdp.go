@@ -2,8 +2,10 @@ package hostfn
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,9 +26,20 @@ import (
 // attached them.
 type CDPFamily struct {
 	b *browser.Browser
+	// ownerAllowed says whether an owner (tenant) may use the browser at
+	// all (SetOwnerPolicy); nil: every owner may.
+	ownerAllowed func(owner string) bool
 
 	mu       sync.Mutex
 	sessions map[cdpOwner]map[string]*browser.Session
+	// contexts are the tenants' browser contexts (Target.createBrowserContext),
+	// by owner, on the connection that made them.
+	contexts map[string]ownerContext
+}
+
+type ownerContext struct {
+	conn *browser.Conn
+	id   string
 }
 
 type cdpOwner struct {
@@ -37,7 +50,7 @@ type cdpOwner struct {
 // NewCDP returns the cdp family over b (nil: no browser; every call is
 // unavailable). The caller owns b.
 func NewCDP(b *browser.Browser) *CDPFamily {
-	return &CDPFamily{b: b, sessions: map[cdpOwner]map[string]*browser.Session{}}
+	return &CDPFamily{b: b, sessions: map[cdpOwner]map[string]*browser.Session{}, contexts: map[string]ownerContext{}}
 }
 
 // Name is abi.FamilyCDP.
@@ -132,9 +145,16 @@ func methodAllowed(g *caps.Grant, method string) error {
 	return nil
 }
 
-func cdpGrant(c *Call) (*caps.Grant, error) {
+// SetOwnerPolicy sets which owners (tenants) may use the browser; a
+// refused owner's every cdp call is denied. Call it before serving.
+func (f *CDPFamily) SetOwnerPolicy(allowed func(owner string) bool) { f.ownerAllowed = allowed }
+
+func (f *CDPFamily) grant(c *Call) (*caps.Grant, error) {
 	if c.Grant == nil || !c.Grant.Has(abi.FamilyCDP) {
 		return nil, Errorf(abi.Denied, "the plugin has no cdp grant")
+	}
+	if f.ownerAllowed != nil && !f.ownerAllowed(c.Owner) {
+		return nil, Errorf(abi.Denied, "the browser is not enabled for this tenant (the policy's tenants.<name>.browser)")
 	}
 	return c.Grant, nil
 }
@@ -152,7 +172,7 @@ func (f *CDPFamily) conn(ctx context.Context) (*browser.Conn, error) {
 }
 
 func (f *CDPFamily) info(ctx context.Context, c *Call, _ *struct{}) (*abi.CDPInfoResponse, error) {
-	if _, err := cdpGrant(c); err != nil {
+	if _, err := f.grant(c); err != nil {
 		return nil, err
 	}
 	conn, err := f.conn(ctx)
@@ -165,7 +185,7 @@ func (f *CDPFamily) info(ctx context.Context, c *Call, _ *struct{}) (*abi.CDPInf
 }
 
 func (f *CDPFamily) targets(ctx context.Context, c *Call, _ *struct{}) (*abi.CDPTargetsResponse, error) {
-	if _, err := cdpGrant(c); err != nil {
+	if _, err := f.grant(c); err != nil {
 		return nil, err
 	}
 	conn, err := f.conn(ctx)
@@ -174,9 +194,9 @@ func (f *CDPFamily) targets(ctx context.Context, c *Call, _ *struct{}) (*abi.CDP
 	}
 	ctx, cancel := context.WithTimeout(ctx, cdpTimeout(ctx, 0))
 	defer cancel()
-	ts, err := conn.Targets(ctx)
+	ts, err := f.ownTargets(ctx, conn, c.Owner)
 	if err != nil {
-		return nil, cdpError("Target.getTargets", err)
+		return nil, err
 	}
 	resp := &abi.CDPTargetsResponse{Targets: make([]abi.CDPTarget, 0, len(ts))}
 	for _, t := range ts {
@@ -186,7 +206,7 @@ func (f *CDPFamily) targets(ctx context.Context, c *Call, _ *struct{}) (*abi.CDP
 }
 
 func (f *CDPFamily) attach(ctx context.Context, c *Call, req *abi.CDPAttachRequest) (*abi.CDPAttachResponse, error) {
-	g, err := cdpGrant(c)
+	g, err := f.grant(c)
 	if err != nil {
 		return nil, err
 	}
@@ -197,20 +217,28 @@ func (f *CDPFamily) attach(ctx context.Context, c *Call, req *abi.CDPAttachReque
 	ctx, cancel := context.WithTimeout(ctx, cdpTimeout(ctx, 0))
 	defer cancel()
 	id := target.ID(req.TargetID)
+	ts, err := f.ownTargets(ctx, conn, c.Owner)
+	if err != nil {
+		return nil, err
+	}
 	if id == "" {
-		ts, err := conn.Targets(ctx)
-		if err != nil {
-			return nil, cdpError("Target.getTargets", err)
-		}
 		for _, t := range ts {
 			if t.Type == "page" {
 				id = t.TargetID
 				break
 			}
 		}
+		if id == "" && isolated(c.Owner) {
+			// a tenant's first page, in its own browser context
+			if id, err = f.newPage(ctx, conn, c.Owner); err != nil {
+				return nil, err
+			}
+		}
 		if id == "" {
 			return nil, Errorf(abi.NotFound, "the browser has no page open")
 		}
+	} else if isolated(c.Owner) && !slices.ContainsFunc(ts, func(t *target.Info) bool { return t.TargetID == id }) {
+		return nil, Errorf(abi.NotFound, "no target %q", id) // another tenant's target does not exist for this one
 	}
 	key := cdpOwner{g, c.Owner}
 	f.mu.Lock()
@@ -270,7 +298,7 @@ func (f *CDPFamily) drop(c *Call, id string) {
 }
 
 func (f *CDPFamily) detach(ctx context.Context, c *Call, req *abi.CDPSessionRequest) (*abi.CDPDetachResponse, error) {
-	if _, err := cdpGrant(c); err != nil {
+	if _, err := f.grant(c); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
@@ -289,7 +317,7 @@ func (f *CDPFamily) detach(ctx context.Context, c *Call, req *abi.CDPSessionRequ
 // call is raw JSON in and out: the response is the browser's result
 // object, passed through unparsed.
 func (f *CDPFamily) call(ctx context.Context, c *Call, raw []byte) ([]byte, error) {
-	g, err := cdpGrant(c)
+	g, err := f.grant(c)
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +342,11 @@ func (f *CDPFamily) call(ctx context.Context, c *Call, raw []byte) ([]byte, erro
 		if err != nil {
 			return nil, err
 		}
-		res, err = conn.Raw(ctx, req.Method, req.Params)
+		params, err := f.browserLevel(ctx, conn, c.Owner, req.Method, req.Params)
+		if err != nil {
+			return nil, err
+		}
+		res, err = conn.Raw(ctx, req.Method, params)
 		if err != nil {
 			return nil, cdpError(req.Method, err)
 		}
@@ -341,7 +373,7 @@ func (f *CDPFamily) call(ctx context.Context, c *Call, raw []byte) ([]byte, erro
 }
 
 func (f *CDPFamily) events(ctx context.Context, c *Call, req *abi.CDPEventsRequest) (*abi.CDPEventsResponse, error) {
-	g, err := cdpGrant(c)
+	g, err := f.grant(c)
 	if err != nil {
 		return nil, err
 	}
@@ -435,4 +467,125 @@ func cdpError(method string, err error) error {
 		return Errorf(abi.Unavailable, "%s%v", prefix, err)
 	}
 	return Errorf(abi.Internal, "%s%v", prefix, err)
+}
+
+// Tenants' browsers. An owner other than the single-tenant one ("" or
+// "default") gets its own browser context (Target.createBrowserContext:
+// its own cookies, storage and cache) the first time it needs a page, and
+// sees only that context's targets: targets lists them, attach picks or
+// opens a page there and refuses another's target as unknown, and a
+// browser-level call (no session) is confined to what cannot reach another
+// context.
+
+// isolated reports whether owner gets a browser context of its own.
+func isolated(owner string) bool { return owner != "" && owner != "default" }
+
+// isolatedBrowserLevel are the browser-level methods (sent without a
+// session) an isolated owner may send: the version, and opening or closing
+// its own targets. Everything else at the browser level could read or
+// change another context (Target.getTargets, Storage.*, Browser.*).
+var isolatedBrowserLevel = map[string]bool{"Browser.getVersion": true, "Target.createTarget": true, "Target.closeTarget": true}
+
+// ownTargets lists the targets owner may see: all of them for the single
+// tenant, those of its browser context for another.
+func (f *CDPFamily) ownTargets(ctx context.Context, conn *browser.Conn, owner string) ([]*target.Info, error) {
+	ts, err := conn.Targets(ctx)
+	if err != nil {
+		return nil, cdpError("Target.getTargets", err)
+	}
+	if !isolated(owner) {
+		return ts, nil
+	}
+	bc := f.knownContext(conn, owner)
+	out := ts[:0:0]
+	for _, t := range ts {
+		if bc != "" && string(t.BrowserContextID) == bc {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func (f *CDPFamily) knownContext(conn *browser.Conn, owner string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if oc, ok := f.contexts[owner]; ok && oc.conn == conn {
+		return oc.id
+	}
+	return ""
+}
+
+// browserContext returns owner's browser context, making it on first use
+// (and again on a new connection: a restarted browser has lost it).
+func (f *CDPFamily) browserContext(ctx context.Context, conn *browser.Conn, owner string) (string, error) {
+	if id := f.knownContext(conn, owner); id != "" {
+		return id, nil
+	}
+	var res struct {
+		BrowserContextID string `json:"browserContextId"`
+	}
+	if err := conn.Call(ctx, "Target.createBrowserContext", map[string]any{"disposeOnDetach": false}, &res); err != nil {
+		return "", cdpError("Target.createBrowserContext", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if oc, ok := f.contexts[owner]; ok && oc.conn == conn { // another call made one first
+		go conn.Call(context.Background(), "Target.disposeBrowserContext", map[string]any{"browserContextId": res.BrowserContextID}, nil)
+		return oc.id, nil
+	}
+	f.contexts[owner] = ownerContext{conn: conn, id: res.BrowserContextID}
+	return res.BrowserContextID, nil
+}
+
+// newPage opens about:blank in owner's browser context.
+func (f *CDPFamily) newPage(ctx context.Context, conn *browser.Conn, owner string) (target.ID, error) {
+	bc, err := f.browserContext(ctx, conn, owner)
+	if err != nil {
+		return "", err
+	}
+	var res struct {
+		TargetID target.ID `json:"targetId"`
+	}
+	if err := conn.Call(ctx, "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": bc}, &res); err != nil {
+		return "", cdpError("Target.createTarget", err)
+	}
+	return res.TargetID, nil
+}
+
+// browserLevel checks a browser-level call of an isolated owner, and puts
+// its browser context into Target.createTarget; other owners' params pass
+// unchanged.
+func (f *CDPFamily) browserLevel(ctx context.Context, conn *browser.Conn, owner, method string, params []byte) ([]byte, error) {
+	if !isolated(owner) {
+		return params, nil
+	}
+	if !isolatedBrowserLevel[method] {
+		return nil, Errorf(abi.Denied, "CDP method %s is not available without a session to a tenant: it reaches beyond the tenant's browser context (attach to a page and send it there)", method)
+	}
+	m := map[string]json.RawMessage{}
+	if p := strings.TrimSpace(string(params)); p != "" && p != "null" {
+		if err := json.Unmarshal(params, &m); err != nil {
+			return nil, Errorf(abi.Invalid, "params: %v", err)
+		}
+	}
+	switch method {
+	case "Target.createTarget":
+		bc, err := f.browserContext(ctx, conn, owner)
+		if err != nil {
+			return nil, err
+		}
+		m["browserContextId"], _ = json.Marshal(bc)
+		delete(m, "newWindow") // a window belongs to the default context
+	case "Target.closeTarget":
+		var id target.ID
+		_ = json.Unmarshal(m["targetId"], &id)
+		ts, err := f.ownTargets(ctx, conn, owner)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(ts, func(t *target.Info) bool { return t.TargetID == id }) {
+			return nil, Errorf(abi.NotFound, "no target %q", id)
+		}
+	}
+	return json.Marshal(m)
 }

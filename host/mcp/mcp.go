@@ -87,6 +87,10 @@ type Options struct {
 	// Middleware wraps every method the method table serves (see
 	// Request), the first outermost.
 	Middleware []Middleware
+	// SessionsPerOwner, when set, is the most legacy sessions one owner
+	// (tenant) holds at once (0: no such limit): at it, the owner's least
+	// recently used idle session makes room, else initialize answers 503.
+	SessionsPerOwner func(owner string) int
 }
 
 // NewServer returns the protocol layer over cat. Close ends it.
@@ -104,6 +108,7 @@ func NewServer(cat Catalog, opts Options) *Server {
 		handler:  chain(route, opts.Middleware),
 		sessions: newSessions(opts.MaxSessions, opts.SessionIdleTimeout),
 		sealer:   newStateSealer(opts.RequestStateTTL)}
+	s.sessions.perOwner = opts.SessionsPerOwner
 	s.base, s.stop = context.WithCancel(context.Background())
 	s.metaJSON, _ = json.Marshal(map[string]any{metaServerInfo: opts.Info})
 	if cat != nil {

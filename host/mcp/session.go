@@ -130,8 +130,11 @@ type sessions struct {
 	m    map[string]*session
 	max  int
 	idle time.Duration
-	stop chan struct{}
-	done sync.WaitGroup
+	// perOwner, when set, is the most sessions one owner holds (0: no
+	// such limit); Options.SessionsPerOwner.
+	perOwner func(owner string) int
+	stop     chan struct{}
+	done     sync.WaitGroup
 }
 
 // errTooManySessions is answered with 503 when every slot is busy.
@@ -167,7 +170,29 @@ func (t *sessions) create(owner, version string, caps clientCaps, info json.RawM
 	s.touch()
 	t.mu.Lock()
 	var evicted *session
-	if len(t.m) >= t.max {
+	if lim := t.ownerLimit(owner); lim > 0 {
+		// at the owner's limit, its own least recently used idle session
+		// makes room; another owner's never does
+		n := 0
+		for _, o := range t.m {
+			if o.owner == owner {
+				n++
+				if o.busy.Load() == 0 && (evicted == nil || o.lastUsed.Load() < evicted.lastUsed.Load()) {
+					evicted = o
+				}
+			}
+		}
+		if n < lim {
+			evicted = nil
+		} else if evicted == nil {
+			t.mu.Unlock()
+			cancel()
+			return nil, errTooManySessions
+		} else {
+			delete(t.m, evicted.id)
+		}
+	}
+	if evicted == nil && len(t.m) >= t.max {
 		for _, o := range t.m {
 			if o.busy.Load() == 0 && (evicted == nil || o.lastUsed.Load() < evicted.lastUsed.Load()) {
 				evicted = o
@@ -186,6 +211,13 @@ func (t *sessions) create(owner, version string, caps clientCaps, info json.RawM
 		evicted.close()
 	}
 	return s, nil
+}
+
+func (t *sessions) ownerLimit(owner string) int {
+	if t.perOwner == nil {
+		return 0
+	}
+	return t.perOwner(owner)
 }
 
 // get finds a live session of owner.

@@ -68,6 +68,9 @@ type Options struct {
 	// RequirePins refuses a plugin from Dir whose module the policy does
 	// not pin by sha256 (caps.Policy.CheckPin; lockdown).
 	RequirePins bool
+	// OwnerInstances, when set, caps the instances of one plugin an owner
+	// (tenant) holds below the grant's MaxInstances (0: no further cap).
+	OwnerInstances func(owner string) int
 }
 
 // Registry is the set of loaded plugins. Safe for concurrent use.
@@ -136,9 +139,10 @@ type Plugin struct {
 	compiled runtime.Compiled
 	families []hostfn.Family // linked; those with a Lifecycle are provisioned
 	command  bool
-	extism   extismIface  // form extism: its interface (extism.go), once checked
-	pools    sync.Map     // owner -> *pool
-	refs     atomic.Int64 // catalogues holding it + calls in flight
+	extism   extismIface            // form extism: its interface (extism.go), once checked
+	pools    sync.Map               // owner -> *pool
+	ownerMax func(owner string) int // Options.OwnerInstances
+	refs     atomic.Int64           // catalogues holding it + calls in flight
 	log      *slog.Logger
 	closed   atomic.Bool
 	// ready is closed once a plugin listed at start-up is compiled and
@@ -566,7 +570,7 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 		fams = r.extismFamilies(grant, gated)
 	}
 	p := &Plugin{Manifest: m, Grant: grant, Digest: digest, Builtin: s.builtin, Source: s.where,
-		key: key, command: m.Form == "command", log: r.log.With("plugin", m.Name)}
+		key: key, command: m.Form == "command", log: r.log.With("plugin", m.Name), ownerMax: r.opts.OwnerInstances}
 	p.refs.Add(1)
 	return p, fams, nil
 }
@@ -843,7 +847,13 @@ func (p *Plugin) pool(owner string) *pool {
 	if v, ok := p.pools.Load(owner); ok {
 		return v.(*pool)
 	}
-	np := newPool(p.Grant.MaxInstances, func(ctx context.Context) (runtime.Instance, error) {
+	max := p.Grant.MaxInstances
+	if p.ownerMax != nil {
+		if n := p.ownerMax(owner); n > 0 {
+			max = min(max, n)
+		}
+	}
+	np := newPool(max, func(ctx context.Context) (runtime.Instance, error) {
 		return p.compiled.Instantiate(ctx)
 	})
 	v, loaded := p.pools.LoadOrStore(owner, np)

@@ -36,7 +36,8 @@ func startLockdown(t testing.TB) *lockHost {
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(data) })
 	s := startHost(t, host.Config{Builtins: os.DirFS(plugins(t)), APIKey: "lockdown-test-key",
-		Browser: browser.Config{Mode: browser.Off}, LockdownConfig: host.LockdownConfig{Lockdown: true, DataDir: data}})
+		Browser: browser.Config{Mode: browser.Off}, LockdownConfig: host.LockdownConfig{Lockdown: true, DataDir: data},
+		TenancyConfig: host.TenancyConfig{AuditLog: filepath.Join(data, "audit.log")}})
 	t.Cleanup(s.stop)
 	return &lockHost{s: s, data: data}
 }

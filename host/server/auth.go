@@ -8,14 +8,18 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/aiodhq/aiod/host/tenant"
 )
 
-// guard enforces the API key and the Host/Origin rules on every route but
-// /health. The key is kept only as its SHA-256, compared in constant time,
-// and never logged.
+// guard enforces authentication and the Host/Origin rules on every route
+// but /health and the OAuth resource metadata. Keys are kept only as
+// their SHA-256, compared in constant time (tenant.Set.Authenticate), and
+// never logged. It resolves who is calling to a tenant (tenantOf).
 type guard struct {
-	keySum   *[32]byte
-	adminSum *[32]byte // the admin key's, for /admin/ routes only
+	tenants  *tenant.Set
+	oauth    *Verifier
+	adminSum *[32]byte // the admin key's, for /admin/ and /metrics only
 	loopback bool
 	hosts    map[string]bool
 	origins  map[string]bool
@@ -23,10 +27,9 @@ type guard struct {
 }
 
 func newGuard(o Options) *guard {
-	g := &guard{loopback: o.Loopback, hosts: map[string]bool{}, origins: map[string]bool{}}
-	if o.APIKey != "" {
-		sum := sha256.Sum256([]byte(o.APIKey))
-		g.keySum = &sum
+	g := &guard{tenants: o.Tenants, oauth: o.OAuth, loopback: o.Loopback, hosts: map[string]bool{}, origins: map[string]bool{}}
+	if g.tenants == nil {
+		g.tenants = tenant.New(nil, o.APIKey)
 	}
 	if o.Admin != nil && o.Admin.Key != "" {
 		sum := sha256.Sum256([]byte(o.Admin.Key))
@@ -48,8 +51,24 @@ func newGuard(o Options) *guard {
 	return g
 }
 
+// localTenant is the fiber.Ctx local holding the request's *tenant.Tenant.
+const localTenant = "aiod.tenant"
+
+// tenantOf is the tenant the guard resolved for c (nil: the default,
+// unrestricted one).
+func tenantOf(c *fiber.Ctx) *tenant.Tenant {
+	t, _ := c.Locals(localTenant).(*tenant.Tenant)
+	return t
+}
+
+// queryCredentials are query parameters that carry a credential in other
+// servers: a request naming one is refused, whatever else it carries
+// (MCP authorization: access tokens MUST NOT be in the URI).
+var queryCredentials = []string{"api_key", "apikey", "access_token", "token", "key"}
+
 func (g *guard) check(c *fiber.Ctx) error {
-	if c.Path() == "/health" {
+	p := c.Path()
+	if p == "/health" || (g.oauth != nil && strings.HasPrefix(p, wellKnownResource)) {
 		return c.Next()
 	}
 	host := string(c.Request().Header.Host())
@@ -59,22 +78,60 @@ func (g *guard) check(c *fiber.Ctx) error {
 	if origin := string(c.Request().Header.Peek(fiber.HeaderOrigin)); origin != "" && !g.originOK(origin, host) {
 		return deny(c, fiber.StatusForbidden, "Forbidden: invalid Origin header")
 	}
-	if strings.HasPrefix(c.Path(), adminPrefix) {
-		// the admin key, and only it, opens /admin/ (the API key does not)
+	if strings.HasPrefix(p, adminPrefix) || p == metricsPath {
+		// the admin key, and only it, opens /admin/ and /metrics (neither
+		// the API key nor a tenant's key nor a token does)
 		if g.adminSum == nil {
 			return deny(c, fiber.StatusNotFound, "Not Found: the admin API is off (set --admin-key)")
 		}
-		if !keyMatches(c, g.adminSum) {
+		if !keyMatches(credential(c), g.adminSum) {
 			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="aiod-admin"`)
 			return deny(c, fiber.StatusUnauthorized, "Unauthorized: send the admin key as 'Authorization: Bearer <admin key>'")
 		}
 		return c.Next()
 	}
-	if g.keySum != nil && !g.keyOK(c) {
-		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="aiod"`)
-		return deny(c, fiber.StatusUnauthorized, "Unauthorized: send the API key as 'Authorization: Bearer <key>' or 'x-api-key: <key>'")
+	args := c.Request().URI().QueryArgs()
+	for _, q := range queryCredentials {
+		if args.Has(q) {
+			return g.unauthorized(c, "Unauthorized: credentials are never accepted in the query string; send 'Authorization: Bearer <key or token>'")
+		}
 	}
+	if !g.tenants.HasKeys() && g.oauth == nil {
+		return c.Next() // no authentication configured: the default tenant
+	}
+	cred := credential(c)
+	if cred == "" {
+		return g.unauthorized(c, "Unauthorized: send the API key as 'Authorization: Bearer <key>' or 'x-api-key: <key>'")
+	}
+	if g.oauth != nil && looksLikeJWT(cred) {
+		name, err := g.oauth.tenant(cred)
+		if err != nil {
+			return g.unauthorized(c, "Unauthorized: invalid bearer token: "+err.Error())
+		}
+		t, ok := g.tenants.Lookup(name)
+		if !ok {
+			return deny(c, fiber.StatusForbidden, "Forbidden: the token's tenant is not one of this server's tenants")
+		}
+		c.Locals(localTenant, t)
+		return c.Next()
+	}
+	t, ok := g.tenants.Authenticate(cred)
+	if !ok {
+		return g.unauthorized(c, "Unauthorized: send the API key as 'Authorization: Bearer <key>' or 'x-api-key: <key>'")
+	}
+	c.Locals(localTenant, t)
 	return c.Next()
+}
+
+// unauthorized answers 401 with a WWW-Authenticate header naming the
+// resource metadata when OAuth is on (RFC 9728 §5.1).
+func (g *guard) unauthorized(c *fiber.Ctx, msg string) error {
+	if g.oauth != nil {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="aiod", resource_metadata="`+resourceMetadataURL(c)+`"`)
+	} else {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="aiod"`)
+	}
+	return deny(c, fiber.StatusUnauthorized, msg)
 }
 
 func deny(c *fiber.Ctx, status int, msg string) error {
@@ -83,17 +140,19 @@ func deny(c *fiber.Ctx, status int, msg string) error {
 	return c.SendString(rpcErrorBody(-32600, msg))
 }
 
-func (g *guard) keyOK(c *fiber.Ctx) bool { return keyMatches(c, g.keySum) }
-
-// keyMatches reports whether the request carries the key whose SHA-256 is
-// sum, as a Bearer token or x-api-key.
-func keyMatches(c *fiber.Ctx, sum *[32]byte) bool {
-	got := ""
+// credential is the request's Bearer token or x-api-key, "" when none.
+func credential(c *fiber.Ctx) string {
 	if a := string(c.Request().Header.Peek(fiber.HeaderAuthorization)); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-		got = strings.TrimSpace(a[7:])
-	} else if k := c.Request().Header.Peek("X-Api-Key"); len(k) > 0 {
-		got = strings.TrimSpace(string(k))
+		return strings.TrimSpace(a[7:])
 	}
+	if k := c.Request().Header.Peek("X-Api-Key"); len(k) > 0 {
+		return strings.TrimSpace(string(k))
+	}
+	return ""
+}
+
+// keyMatches reports whether got is the key whose SHA-256 is sum.
+func keyMatches(got string, sum *[32]byte) bool {
 	if got == "" {
 		return false
 	}

@@ -15,7 +15,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/aiodhq/aiod/host/audit"
 	"github.com/aiodhq/aiod/host/mcp"
+	"github.com/aiodhq/aiod/host/tenant"
 )
 
 // MaxBodyBytes bounds a request body; larger bodies get 413.
@@ -45,6 +47,14 @@ type Options struct {
 	// Sandbox serves GET /v2/sandbox and the per-domain part of GET
 	// /v1/capabilities (sandbox.go); nil leaves both out.
 	Sandbox *Sandbox
+	// Tenancy: the tenants keys resolve to (nil: APIKey alone, tenant
+	// "default"), OAuth bearer tokens (nil: off), the audit log of the
+	// requests refused before dispatch, and the metrics served at
+	// /metrics behind the admin key (nil: off). tenancy.go.
+	Tenants *tenant.Set
+	OAuth   *Verifier
+	Audit   *audit.Log
+	Metrics *Metrics
 }
 
 // Server serves /mcp and the operational routes.
@@ -80,6 +90,7 @@ func New(opts Options) *Server {
 	if opts.Admin != nil && opts.Admin.Key != "" {
 		s.routeAdmin(opts.Admin)
 	}
+	s.routeTenancy()
 	return s
 }
 
@@ -89,7 +100,16 @@ type fiberHeaders struct{ c *fiber.Ctx }
 func (h fiberHeaders) Get(name string) string { return string(h.c.Request().Header.Peek(name)) }
 
 func (s *Server) handleMCP(c *fiber.Ctx) error {
-	ex := &mcp.Exchange{Method: c.Method(), Header: fiberHeaders{c}, Principal: mcp.Principal{}, Context: c.Context()}
+	release, refused := s.admit(c)
+	if release == nil {
+		return refused
+	}
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
+	ex := &mcp.Exchange{Method: c.Method(), Header: fiberHeaders{c}, Principal: principal(c), Context: c.Context()}
 	if ex.Method == fiber.MethodPost {
 		ex.Body = c.Body()
 	}
@@ -102,8 +122,9 @@ func (s *Server) handleMCP(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, "text/event-stream")
 		c.Set(fiber.HeaderCacheControl, "no-cache")
 		c.Set("X-Accel-Buffering", "no")
-		st := r.Stream
-		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) { st.Pump(w) })
+		st, done := r.Stream, release
+		release = nil // the quota slot is held until the stream ends
+		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) { defer done(); st.Pump(w) })
 		return nil
 	}
 	if len(r.Body) == 0 {

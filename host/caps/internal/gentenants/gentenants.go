@@ -1,0 +1,67 @@
+// Package gentenants generates the JSON Schema (draft 2020-12) of the
+// policy's "tenants" object, spec/tenants.schema.json, from the patterns
+// and rules of host/caps (tenants.go). host/caps tests compare the
+// committed file with Generate, and check that the schema and
+// caps.ParsePolicy accept and refuse the same documents.
+package gentenants
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/aiodhq/aiod/host/caps"
+)
+
+// Generate returns the schema, indented, with a final newline.
+func Generate() ([]byte, error) {
+	count := func(desc string) map[string]any {
+		return map[string]any{"type": "integer", "minimum": 0, "description": desc}
+	}
+	tenant := map[string]any{
+		"type":                 "object",
+		"description":          "One tenant: who it is (its keys), what it may use and within which quotas. Everything is denied unless named.",
+		"additionalProperties": false,
+		"required":             []string{"keys"},
+		"properties": map[string]any{
+			"keys": map[string]any{"type": "array", "description": "SHA-256 digests of the tenant's API keys, \"sha256:<64 lowercase hex>\" (aiod key new prints one). A digest belongs to exactly one tenant (not expressible here; caps.ParsePolicy checks it).",
+				"items": map[string]any{"type": "string", "pattern": caps.KeyHashPattern}, "uniqueItems": true},
+			"tools": map[string]any{"type": "array", "description": "Globs ('*' matches any run of characters) over the names of tools and prompts and the URIs of resources and resource templates the tenant may see and use. Absent or empty: none.",
+				"items": map[string]any{"type": "string", "pattern": caps.ToolGlobPattern}},
+			"quotas": map[string]any{"type": "object", "additionalProperties": false, "description": "Per-tenant limits; 0 or absent: no limit of this kind.",
+				"properties": map[string]any{
+					"concurrent_calls": count("Most MCP requests of the tenant in flight at once (HTTP 429 beyond)."),
+					"calls_per_minute": count("Sustained MCP requests per minute: a token bucket holding ten seconds' worth, at least one (HTTP 429 with Retry-After beyond)."),
+					"instances":        count("Most warm instances of one plugin the tenant holds."),
+					"sessions":         count("Most legacy MCP sessions the tenant holds at once."),
+				}},
+			"upstreams": map[string]any{"type": "array", "description": "Upstream MCP servers (registered names) whose tools the tenant may see and call; \"*\" for all. Absent or empty: none.",
+				"items": map[string]any{"type": "string", "pattern": `^(\*|[a-z0-9][a-z0-9_-]{0,63})$`}},
+			"browser":   map[string]any{"type": "boolean", "default": false, "description": "Whether the tenant's plugins may use the browser (the cdp family)."},
+			"workspace": map[string]any{"type": "string", "pattern": `^/[^\x00]*$`, "description": "The tenant's /workspace directory, absolute; absent: one under the host's data directory."},
+		},
+	}
+	doc := map[string]any{
+		"$schema":     "https://json-schema.org/draft/2020-12/schema",
+		"$id":         "https://aiod.dev/spec/tenants.schema.json",
+		"title":       "aiod policy tenants, version 1",
+		"description": "The \"tenants\" object of the operator's policy (spec/tenants.md): tenant name -> tenant. The rest of the policy is described in spec/policy.md.",
+		"type":        "object",
+		"properties": map[string]any{
+			"tenants": map[string]any{
+				"type":                 "object",
+				"description":          "Tenants by name. The name \"" + caps.ReservedTenant + "\" is reserved for the single-tenant form.",
+				"propertyNames":        map[string]any{"pattern": caps.TenantNamePattern, "not": map[string]any{"const": caps.ReservedTenant}},
+				"additionalProperties": map[string]any{"$ref": "#/$defs/Tenant"},
+			},
+		},
+		"$defs": map[string]any{"Tenant": tenant},
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

@@ -1,0 +1,79 @@
+package server
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/aiodhq/aiod/host/audit"
+	"github.com/aiodhq/aiod/host/mcp"
+)
+
+// CodeQuota is the JSON-RPC error code of a request refused over a quota
+// (HTTP 429, with Retry-After); data names the quota.
+const CodeQuota = -32029
+
+// routeTenancy adds the routes of tenancy: the OAuth resource metadata
+// and the metrics, each when configured.
+func (s *Server) routeTenancy() {
+	if s.opts.OAuth != nil {
+		s.routeOAuth(s.opts.OAuth)
+	}
+	if s.opts.Metrics != nil && s.opts.Admin != nil && s.opts.Admin.Key != "" {
+		s.routeMetrics(s.opts.Metrics)
+	}
+}
+
+// principal is who the guard found calling.
+func principal(c *fiber.Ctx) mcp.Principal {
+	if t := tenantOf(c); t != nil {
+		return mcp.Principal{Owner: t.Name}
+	}
+	return mcp.Principal{}
+}
+
+// admit takes a request slot of the caller's tenant for a POST; release is
+// nil when the request was refused (and answered: 429, Retry-After and a
+// JSON-RPC error naming the quota, err being what to return). GET streams
+// and DELETE take no slot.
+func (s *Server) admit(c *fiber.Ctx) (release func(), err error) {
+	t := tenantOf(c)
+	if c.Method() != fiber.MethodPost || t == nil {
+		return func() {}, nil
+	}
+	rel, qe := t.Admit()
+	if qe == nil {
+		return rel, nil
+	}
+	s.opts.Metrics.quotaRejected(qe)
+	method, tool, id := peek(c.Body())
+	_ = s.opts.Audit.Write(audit.Entry{Tenant: t.Name, Session: string(c.Request().Header.Peek("Mcp-Session-Id")),
+		Method: method, Tool: tool, Outcome: audit.Quota, Quota: qe.Quota})
+	c.Status(fiber.StatusTooManyRequests)
+	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(qe.RetryAfterSeconds()))
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{
+		"code": CodeQuota, "message": qe.Error(),
+		"data": map[string]any{"quota": qe.Quota, "limit": qe.Limit, "retryAfterSeconds": qe.RetryAfterSeconds()}}})
+	return nil, c.Send(body)
+}
+
+// peek reads the method, the tool name and the id of a single JSON-RPC
+// message, for the answer and the audit line of a refused request.
+func peek(body []byte) (method, name string, id json.RawMessage) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return "", "", nil
+	}
+	if len(m.ID) == 0 || (m.ID[0] != '"' && (m.ID[0] < '0' || m.ID[0] > '9') && m.ID[0] != '-') {
+		m.ID = nil
+	}
+	return m.Method, m.Params.Name, m.ID
+}

@@ -1,0 +1,150 @@
+package tenant
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/aiodhq/aiod/host/mcp"
+	"github.com/aiodhq/aiod/host/plugin"
+)
+
+// Middleware puts the request's tenant in its context, for what runs
+// after it: the audit log, the metrics, Filter, the upstream catalogue.
+// It must be the outermost of them.
+func (s *Set) Middleware() mcp.Middleware {
+	return func(next mcp.Handler) mcp.Handler {
+		return func(ctx context.Context, req *mcp.Request) (json.RawMessage, error) {
+			return next(WithTenant(ctx, s.ForOwner(req.Principal.Owner)), req)
+		}
+	}
+}
+
+// Filter removes from every list what the request's tenant (from the
+// context Middleware set) may not use: tools and prompts by name,
+// resources by URI, resource templates by URI template. It goes innermost,
+// so that the audit log and the metrics see the lists as sent. Calls of
+// hidden names are refused by Catalog, as names that do not exist.
+func (s *Set) Filter() mcp.Middleware {
+	return func(next mcp.Handler) mcp.Handler {
+		return func(ctx context.Context, req *mcp.Request) (json.RawMessage, error) {
+			t := FromContext(ctx)
+			if t == nil {
+				t = s.ForOwner(req.Principal.Owner)
+			}
+			res, err := next(ctx, req)
+			if err != nil || t.Unrestricted {
+				return res, err
+			}
+			switch req.Method {
+			case "tools/list":
+				return filterList(res, "tools", "name", t)
+			case "prompts/list":
+				return filterList(res, "prompts", "name", t)
+			case "resources/list":
+				return filterList(res, "resources", "uri", t)
+			case "resources/templates/list":
+				return filterList(res, "resourceTemplates", "uriTemplate", t)
+			}
+			return res, nil
+		}
+	}
+}
+
+// filterList keeps the items of list result res whose field the tenant
+// may use; every other member of the result is kept as it was.
+func filterList(res json.RawMessage, key, field string, t *Tenant) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(res, &obj); err != nil {
+		return nil, err
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(obj[key], &items); err != nil {
+		return nil, err
+	}
+	kept := make([]json.RawMessage, 0, len(items))
+	for _, it := range items {
+		var m map[string]json.RawMessage
+		var name string
+		if json.Unmarshal(it, &m) == nil && json.Unmarshal(m[field], &name) == nil && t.Allowed(name) {
+			kept = append(kept, it)
+		}
+	}
+	b, err := json.Marshal(kept)
+	if err != nil {
+		return nil, err
+	}
+	obj[key] = b
+	return json.Marshal(obj)
+}
+
+// Catalog wraps cat so that a tenant's calls of names it may not use are
+// answered as the names not existing: the protocol layer then renders the
+// exact answer it gives for a missing tool, prompt or resource. It keeps
+// cat's tools/list (mcp.ToolLister) when cat has one.
+func (s *Set) Catalog(cat mcp.Catalog) mcp.Catalog {
+	c := &catalog{inner: cat, s: s}
+	if l, ok := cat.(mcp.ToolLister); ok {
+		return &listingCatalog{catalog: c, l: l}
+	}
+	return c
+}
+
+type catalog struct {
+	inner mcp.Catalog
+	s     *Set
+}
+
+func (c *catalog) Catalog() *plugin.Catalog       { return c.inner.Catalog() }
+func (c *catalog) OnSwap(f func(*plugin.Catalog)) { c.inner.OnSwap(f) }
+
+type listingCatalog struct {
+	*catalog
+	l mcp.ToolLister
+}
+
+func (c *listingCatalog) ListTools(ctx context.Context) []byte { return c.l.ListTools(ctx) }
+
+func (c *catalog) CallTool(ctx context.Context, req plugin.CallRequest) ([]byte, error) {
+	if !c.s.ForOwner(req.Owner).Allowed(req.Name) {
+		return nil, plugin.ErrUnknownTool
+	}
+	return c.inner.CallTool(ctx, req)
+}
+
+func (c *catalog) GetPrompt(ctx context.Context, req plugin.CallRequest) ([]byte, error) {
+	if !c.s.ForOwner(req.Owner).Allowed(req.Name) {
+		return nil, plugin.ErrUnknownPrompt
+	}
+	return c.inner.GetPrompt(ctx, req)
+}
+
+func (c *catalog) ReadResource(ctx context.Context, req plugin.CallRequest) ([]byte, error) {
+	if !c.s.ForOwner(req.Owner).Allowed(req.Name) {
+		return nil, plugin.ErrUnknownResource
+	}
+	return c.inner.ReadResource(ctx, req)
+}
+
+// Complete refuses a reference to a prompt or resource template the
+// tenant may not use as a reference to nothing known.
+func (c *catalog) Complete(ctx context.Context, req plugin.CallRequest) ([]byte, error) {
+	var p struct {
+		Ref struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+			URI  string `json:"uri"`
+		} `json:"ref"`
+	}
+	if err := json.Unmarshal(req.Args, &p); err != nil {
+		return nil, errors.Join(plugin.ErrUnknownPrompt, err)
+	}
+	name := p.Ref.Name
+	if p.Ref.Type == "ref/resource" {
+		name = p.Ref.URI
+	}
+	if !c.s.ForOwner(req.Owner).Allowed(name) {
+		return nil, plugin.ErrUnknownPrompt
+	}
+	return c.inner.Complete(ctx, req)
+}
