@@ -268,12 +268,14 @@ func (t *task) finish(res []byte, rerr *Error, ctx context.Context) {
 		return // cancelled or ended by shutdown already
 	}
 	switch {
-	case rerr == nil:
-		t.status, t.result = taskCompleted, json.RawMessage(res)
 	case ctx.Err() != nil:
+		// the deadline (or expiry) ended the run: whatever the plugin
+		// answered on its way out, the task did not finish its work
 		cause := context.Cause(ctx)
 		t.status, t.err = taskFailed, errf(CodeInternal, cause.Error())
 		t.message = cause.Error()
+	case rerr == nil:
+		t.status, t.result = taskCompleted, json.RawMessage(res)
 	default:
 		t.status, t.err = taskFailed, rerr
 	}

@@ -392,6 +392,14 @@ func prompts() {
 		})
 }
 
+// nap sleeps d in 50 ms steps: a guest blocked in one long sleep is not
+// interrupted when its call is cancelled, one between two steps is.
+func nap(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		time.Sleep(min(50*time.Millisecond, time.Until(end)))
+	}
+}
+
 // taskTools are the fixtures of the tasks-* scenarios (SEP-2663). A call
 // of a tool declaring TaskSupport becomes a task when it is still running
 // after the host's grace period (half a second), so the tools that must
@@ -410,17 +418,17 @@ func taskTools() {
 				Label   string
 			}
 			_ = json.Unmarshal(args, &in)
-			time.Sleep(time.Duration(in.Seconds * float64(time.Second)))
+			nap(time.Duration(in.Seconds * float64(time.Second)))
 			return text(fmt.Sprintf("computed %s after %gs", in.Label, in.Seconds))
 		})
 	sdk.AddRawTool(sdk.Tool{Name: "failing_job", Description: "Fails as a tool result after a second (task required).", TaskSupport: "required", InputSchema: noArgs},
 		func(*sdk.Ctx, json.RawMessage) (*sdk.Result, error) {
-			time.Sleep(time.Second)
+			nap(time.Second)
 			return sdk.ErrorResult("failing_job failed, as it always does"), nil
 		})
 	sdk.AddRawTool(sdk.Tool{Name: "protocol_error_job", Description: "Ends with a protocol error after a second (task-capable).", TaskSupport: "optional", InputSchema: noArgs},
 		func(*sdk.Ctx, json.RawMessage) (*sdk.Result, error) {
-			time.Sleep(time.Second)
+			nap(time.Second)
 			return nil, &sdk.RPCError{Code: sdk.CodeInternalError, Message: "protocol_error_job: internal failure"}
 		})
 	sdk.AddRawTool(sdk.Tool{Name: "confirm_delete", Description: "Asks to confirm deleting filename, then answers (task-capable).", TaskSupport: "optional",
@@ -428,7 +436,7 @@ func taskTools() {
 		func(c *sdk.Ctx, args json.RawMessage) (*sdk.Result, error) {
 			var in struct{ Filename string }
 			_ = json.Unmarshal(args, &in)
-			time.Sleep(time.Second)
+			nap(time.Second)
 			r, err := c.Elicit("confirm", "Delete "+in.Filename+"?", `{"type":"object","properties":{"confirm":{"type":"boolean"}},"required":["confirm"]}`)
 			if err != nil {
 				return nil, err
@@ -437,7 +445,7 @@ func taskTools() {
 		})
 	sdk.AddRawTool(sdk.Tool{Name: "multi_input", Description: "Asks two questions at once, then answers (task-capable).", TaskSupport: "optional", InputSchema: noArgs},
 		func(c *sdk.Ctx, _ json.RawMessage) (*sdk.Result, error) {
-			time.Sleep(time.Second)
+			nap(time.Second)
 			a, err := c.Input(sdk.Elicitation("first", "First name?", nameSchema), sdk.Elicitation("second", "Second name?", nameSchema))
 			if err != nil {
 				return nil, err
@@ -457,7 +465,7 @@ func taskTools() {
 			if err != nil {
 				return nil, err
 			}
-			time.Sleep(time.Second)
+			nap(time.Second)
 			return text("Hello, " + name + ", from a task!")
 		})
 }
