@@ -65,7 +65,7 @@ func init() {
 		Capabilities: abi.Capabilities{Process: &abi.ProcessScope{Commands: []string{"bash"}, Cwd: []string{"$SANDBOX"}, Shell: true}},
 		Limits:       abi.Limits{TimeoutMs: 600000, MemoryMiB: 512, MaxResultBytes: 67108864},
 	})
-	sdk.AddTool(sdk.Tool{Name: Name, Description: Description, InputSchema: InputSchema}, Run)
+	sdk.AddTool(sdk.Tool{Name: Name, Description: Description, InputSchema: InputSchema, TaskSupport: "optional"}, Run)
 }
 
 func main() {}
