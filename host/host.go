@@ -30,6 +30,7 @@ import (
 	"github.com/aiodhq/aiod/host/proc"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/server"
+	"github.com/aiodhq/aiod/host/skills"
 	"github.com/aiodhq/aiod/host/upstream"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
@@ -233,7 +234,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		served = &catalog{Registry: reg, ups: h.ups}
 	}
 	h.mcp = mcp.NewServer(served, mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
-		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout, Tasks: taskOptions(policy.Limits)})
+		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout, Tasks: taskOptions(policy.Limits), Skills: skills.FromEnv(os.Getenv)})
 	h.srv = server.New(server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: isLoopback(cfg.Host),
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Capabilities: h.capabilities,
 		Admin: &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins}})

@@ -96,8 +96,11 @@ func init() {
 			return rc.list("prompts", rc.s.cat.Catalog().PromptsJSON(), "public")
 		}},
 		"resources/list": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) {
-			return rc.list("resources", rc.s.cat.Catalog().ResourcesJSON(), "public")
+			return rc.list("resources", rc.s.withSkillResources(rc.s.cat.Catalog().ResourcesJSON()), "public")
 		}},
+		"skills/list":              {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.skillsList() }},
+		"skills/get":               {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.skillsGet() }},
+		"resources/directory/read": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.directoryRead() }},
 		"resources/templates/list": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) {
 			return rc.list("resourceTemplates", rc.s.cat.Catalog().TemplatesJSON(), "public")
 		}},
@@ -142,7 +145,7 @@ func (rc *rpcCall) dispatch(ctx context.Context) ([]byte, *Error) {
 		if rc.p.Name != nil {
 			r.Name = *rc.p.Name
 		}
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+	case "resources/read", "resources/subscribe", "resources/unsubscribe", "resources/directory/read", "skills/get":
 		if rc.p.URI != nil {
 			r.Name = *rc.p.URI
 		}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/skills"
 )
 
 // JSON-RPC error codes, as an *Error carries them.
@@ -86,6 +87,9 @@ type Options struct {
 	RequestStateTTL time.Duration
 	// Instructions are sent in initialize and server/discover results.
 	Instructions string
+	// Skills, when set, are served through the skills extension
+	// (skills.go).
+	Skills *skills.Store
 	// Tasks bound the tasks extension (zero values: the defaults).
 	Tasks TaskOptions
 	// Middleware wraps every method the method table serves (see

@@ -92,9 +92,16 @@ func (s *Server) modernPost(ctx context.Context, ex *Exchange, req *message, p *
 	return s.async(ex, rc)
 }
 
-var modernCapabilities = json.RawMessage(`{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{},"extensions":{"` + extTasks + `":{}}}`)
+var (
+	modernCapabilities       = json.RawMessage(`{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{},"extensions":{"` + extTasks + `":{}}}`)
+	modernCapabilitiesSkills = json.RawMessage(`{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{},"extensions":{"` + extTasks + `":{},"` + extSkills + `":{"directoryRead":true}}}`)
+)
 
 func (rc *rpcCall) discover() ([]byte, *Error) {
+	caps := modernCapabilities
+	if rc.s.opts.Skills != nil {
+		caps = modernCapabilitiesSkills
+	}
 	b, _ := json.Marshal(struct {
 		SupportedVersions []string        `json:"supportedVersions"`
 		Capabilities      json.RawMessage `json:"capabilities"`
@@ -102,7 +109,7 @@ func (rc *rpcCall) discover() ([]byte, *Error) {
 		Instructions      string          `json:"instructions,omitempty"`
 		TTL               int             `json:"ttlMs"`
 		Scope             string          `json:"cacheScope"`
-	}{SupportedVersions, modernCapabilities, rc.s.info, rc.s.opts.Instructions, 0, "public"})
+	}{SupportedVersions, caps, rc.s.info, rc.s.opts.Instructions, 0, "public"})
 	return b, nil
 }
 

@@ -44,6 +44,9 @@ func (rc *rpcCall) resourcesRead(ctx context.Context) ([]byte, *Error) {
 		return nil, errf(CodeInvalidParams, "Invalid params: missing uri")
 	}
 	uri := *p.URI
+	if res, e, ok := rc.skillRead(uri); ok {
+		return res, e
+	}
 	if e := rc.startMRTR(uri, nil); e != nil {
 		return nil, e
 	}
