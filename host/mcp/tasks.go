@@ -353,9 +353,41 @@ func (ts *taskStore) add(t *task) bool {
 		ts.byID = map[string]*task{}
 	}
 	ts.expireLocked(time.Now())
+	ts.evictLocked(t.owner)
 	t.state = phaseEscalated
 	ts.byID[t.id] = t
 	return true
+}
+
+// maxFinishedPerOwner bounds the finished tasks kept for one owner: past
+// it the oldest finished one goes before its ttl (the one exception to
+// ttlMs, so that a client starting short tasks in a loop cannot grow the
+// store without bound).
+const maxFinishedPerOwner = 256
+
+// evictLocked drops owner's oldest finished tasks beyond
+// maxFinishedPerOwner - 1. ts.mu is held; the tasks' own locks are taken
+// (never the other way round).
+func (ts *taskStore) evictLocked(owner string) {
+	var done []*task
+	for _, t := range ts.byID {
+		if t.owner != owner || t == nil {
+			continue
+		}
+		if t.mu.TryLock() {
+			if isTerminal(t.status) {
+				done = append(done, t)
+			}
+			t.mu.Unlock()
+		}
+	}
+	if len(done) < maxFinishedPerOwner {
+		return
+	}
+	sort.Slice(done, func(i, j int) bool { return done[i].created.Before(done[j].created) })
+	for _, t := range done[:len(done)-maxFinishedPerOwner+1] {
+		delete(ts.byID, t.id)
+	}
 }
 
 // expireLocked drops tasks past their ttl. ts.mu is held.

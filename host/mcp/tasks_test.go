@@ -304,3 +304,29 @@ func TestTaskShutdown(t *testing.T) {
 		t.Fatalf("a task started after Close: %v", r)
 	}
 }
+
+func TestTaskEviction(t *testing.T) {
+	ts := &taskStore{byID: map[string]*task{}}
+	base := time.Now()
+	for i := 0; i < 300; i++ {
+		st := taskCompleted
+		if i == 0 {
+			st = taskWorking // unfinished tasks are never evicted
+		}
+		id := fmt.Sprintf("t%03d", i)
+		ts.byID[id] = &task{id: id, owner: "a", status: st, created: base.Add(time.Duration(i) * time.Millisecond)}
+	}
+	ts.byID["b"] = &task{id: "b", owner: "b", status: taskCompleted, created: base.Add(-time.Hour)}
+	ts.evictLocked("a")
+	if len(ts.byID) != 1+maxFinishedPerOwner-1+1 {
+		t.Fatalf("%d tasks left", len(ts.byID))
+	}
+	for _, id := range []string{"t000", "t299", "b"} {
+		if ts.byID[id] == nil {
+			t.Fatalf("%s was evicted", id)
+		}
+	}
+	if ts.byID["t001"] != nil {
+		t.Fatal("the oldest finished task was kept")
+	}
+}
