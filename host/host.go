@@ -30,6 +30,7 @@ import (
 	"github.com/aiodhq/aiod/host/proc"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/server"
+	"github.com/aiodhq/aiod/host/skills"
 	"github.com/aiodhq/aiod/host/upstream"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
@@ -266,7 +267,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	h.mcp = mcp.NewServer(h.tenancy.set.Catalog(served), mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
 		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout, Middleware: h.tenancy.middleware(),
-		SessionsPerOwner: h.tenancy.sessions})
+		SessionsPerOwner: h.tenancy.sessions, Tasks: taskOptions(policy.Limits), Skills: skills.FromEnv(os.Getenv)})
 	srvOpts := server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: isLoopback(cfg.Host),
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Capabilities: h.capabilities,
 		Admin: &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins}, Sandbox: h.sandbox(env, cacheDir)}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aiodhq/aiod/host/audit"
 	"github.com/aiodhq/aiod/host/caps"
@@ -149,4 +150,12 @@ func (h *Host) upstreamsUp(ctx context.Context) map[string]bool {
 		out[s.Name] = s.Reachable
 	}
 	return out
+}
+
+// taskOptions are the tasks extension's bounds from the operator's limits
+// (zero fields: the protocol layer's defaults). Read at start-up.
+func taskOptions(l caps.OperatorLimits) mcp.TaskOptions {
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	return mcp.TaskOptions{Grace: ms(l.TaskGraceMs), Deadline: ms(l.DefaultTaskDeadlineMs), MaxDeadline: ms(l.MaxTaskDeadlineMs),
+		Retention: ms(l.TaskRetentionMs), MaxPerOwner: l.MaxTasksPerOwner}
 }

@@ -61,6 +61,9 @@ type Tool struct {
 	InputSchema  any
 	OutputSchema any
 	Annotations  *Annotations
+	// TaskSupport is "optional" or "required" for a tool whose calls may
+	// (or must) run as MCP tasks, outliving the request; "" forbids it.
+	TaskSupport string
 }
 
 // Annotations are MCP's tool hints.
@@ -224,12 +227,13 @@ func Describe() ([]byte, error) {
 		return nil, errors.New("sdk: sdk.Plugin was not called")
 	}
 	type toolDoc struct {
-		Name         string          `json:"name"`
-		Title        string          `json:"title,omitempty"`
-		Description  string          `json:"description,omitempty"`
-		InputSchema  json.RawMessage `json:"inputSchema"`
-		OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
-		Annotations  *Annotations    `json:"annotations,omitempty"`
+		Name         string             `json:"name"`
+		Title        string             `json:"title,omitempty"`
+		Description  string             `json:"description,omitempty"`
+		InputSchema  json.RawMessage    `json:"inputSchema"`
+		OutputSchema json.RawMessage    `json:"outputSchema,omitempty"`
+		Annotations  *Annotations       `json:"annotations,omitempty"`
+		Execution    *abi.ToolExecution `json:"execution,omitempty"`
 	}
 	doc := struct {
 		Name         string           `json:"name"`
@@ -246,8 +250,12 @@ func Describe() ([]byte, error) {
 		Capabilities: info.Capabilities, Limits: info.Limits}
 	doc.Prompts, doc.Resources, doc.Templates = describeSurface()
 	for _, t := range tools {
-		doc.Tools = append(doc.Tools, toolDoc{Name: t.decl.Name, Title: t.decl.Title,
-			Description: t.decl.Description, InputSchema: t.schema, OutputSchema: t.out, Annotations: t.decl.Annotations})
+		td := toolDoc{Name: t.decl.Name, Title: t.decl.Title,
+			Description: t.decl.Description, InputSchema: t.schema, OutputSchema: t.out, Annotations: t.decl.Annotations}
+		if t.decl.TaskSupport != "" {
+			td.Execution = &abi.ToolExecution{TaskSupport: t.decl.TaskSupport}
+		}
+		doc.Tools = append(doc.Tools, td)
 	}
 	return json.MarshalIndent(doc, "", "  ")
 }

@@ -49,6 +49,17 @@ type OperatorLimits struct {
 	// DefaultFuel meters plugins that ask for none (0: unmetered).
 	DefaultFuel int64 `json:"default_fuel,omitempty"`
 	MaxFuel     int64 `json:"max_fuel,omitempty"`
+	// Tasks (the MCP tasks extension): a task's deadline unless the
+	// client asks for another, and the most it may ask for; how many
+	// unfinished tasks one owner may have; how long a task-capable call
+	// runs as a plain request before it becomes a task; how long a task
+	// is kept past its deadline. 0: the host's defaults (30 min, 2 h, 16,
+	// 500 ms, 10 min).
+	DefaultTaskDeadlineMs int64 `json:"default_task_deadline_ms,omitempty"`
+	MaxTaskDeadlineMs     int64 `json:"max_task_deadline_ms,omitempty"`
+	MaxTasksPerOwner      int   `json:"max_tasks_per_owner,omitempty"`
+	TaskGraceMs           int64 `json:"task_grace_ms,omitempty"`
+	TaskRetentionMs       int64 `json:"task_retention_ms,omitempty"`
 }
 
 // wasmMaxMemoryMiB is all a 32-bit wasm memory can address (65536 pages).

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -110,11 +111,14 @@ func TestConformance(t *testing.T) {
 	if os.Getenv("AIOD_E2E_CONFORMANCE") != "1" {
 		t.Skip("set AIOD_E2E_CONFORMANCE=1 (make conformance) to run the official conformance suites")
 	}
-	a := start(t, nil)
+	// The skills scenarios read the skills the server serves: the fixture.
+	a := start(t, []string{"AIO_SKILLS_PATH=" + filepath.Join(repoRoot(), "host", "e2e", "testdata", "skills")})
 	nodeTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	outDir := t.TempDir()
 	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(), "host", "e2e", "testdata", "conformance.sh"), a.URL)
+	cmd.Env = append(os.Environ(), "CONFORMANCE_OUT="+outDir)
 	out, err := cmd.CombinedOutput()
 	plain := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(string(out), "")
 	i := strings.Index(plain, "=== conformance summary")
@@ -124,5 +128,55 @@ func TestConformance(t *testing.T) {
 	t.Logf("\n%s", plain[i:])
 	if err != nil {
 		t.Fatalf("conformance suites failed (%v):\n%s", err, plain)
+	}
+	checkExtensions(t, outDir)
+}
+
+// checkExtensions fails on any failed check of the extension scenarios
+// (tasks-* under --requirements 2026-07-28, and sep-2640-*), which the
+// suite runs but does not score: its exit code would not notice them
+// regress. Each scenario must have run, with checks that passed.
+func checkExtensions(t *testing.T, outDir string) {
+	t.Helper()
+	want := map[string]int{ // scenario -> passing checks measured with aiod (each includes wire-schema-valid)
+		"tasks-lifecycle": 9, "tasks-capability-negotiation": 5, "tasks-wire-fields": 4,
+		"tasks-request-state-removal": 3, "tasks-mrtr-input": 4, "tasks-request-headers": 5,
+		"tasks-dispatch-and-envelope": 9, "tasks-required-task-error": 3, "tasks-mrtr-composition": 2,
+		"sep-2640-skills-enumeration": 32, "sep-2640-skills-directory": 7, "sep-2640-skills-manifest": 6,
+	}
+	passed := map[string]int{}
+	files, _ := filepath.Glob(filepath.Join(outDir, "*", "server-*", "checks.json"))
+	for _, f := range files {
+		dir := filepath.Base(filepath.Dir(f))
+		scenario := ""
+		for sc := range want {
+			if strings.HasPrefix(dir, "server-"+sc+"-2") {
+				scenario = sc
+			}
+		}
+		if scenario == "" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var checks []struct{ ID, Status, ErrorMessage string }
+		if err := json.Unmarshal(b, &checks); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, c := range checks {
+			switch c.Status {
+			case "SUCCESS":
+				passed[scenario]++
+			case "FAILURE", "WARNING":
+				t.Errorf("%s: check %s %s: %s", scenario, c.ID, c.Status, c.ErrorMessage)
+			}
+		}
+	}
+	for sc, n := range want {
+		if passed[sc] < n {
+			t.Errorf("%s: %d checks passed, want at least %d (did it run?)", sc, passed[sc], n)
+		}
 	}
 }

@@ -119,6 +119,8 @@ func decodeParams(b []byte, p *params) bool {
 			return str(&p.Cursor)
 		case "requestState":
 			return str(&p.RequestState)
+		case "taskId":
+			return str(&p.TaskID)
 		case "level":
 			return str(&p.Level)
 		case "protocolVersion":

@@ -96,11 +96,17 @@ func init() {
 			return rc.list("prompts", rc.s.cat.Catalog().PromptsJSON(), "public")
 		}},
 		"resources/list": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) {
-			return rc.list("resources", rc.s.cat.Catalog().ResourcesJSON(), "public")
+			return rc.list("resources", rc.s.withSkillResources(rc.s.cat.Catalog().ResourcesJSON()), "public")
 		}},
+		"skills/list":              {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.skillsList() }},
+		"skills/get":               {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.skillsGet() }},
+		"resources/directory/read": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.directoryRead() }},
 		"resources/templates/list": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) {
 			return rc.list("resourceTemplates", rc.s.cat.Catalog().TemplatesJSON(), "public")
 		}},
+		"tasks/get":        {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.tasksGet() }},
+		"tasks/update":     {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.tasksUpdate() }},
+		"tasks/cancel":     {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.tasksCancel() }},
 		"server/discover":  {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.discover() }},
 		"ping":             {serve: func(*rpcCall, context.Context) ([]byte, *Error) { return []byte("{}"), nil }},
 		"logging/setLevel": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.setLevel() }},
@@ -139,7 +145,7 @@ func (rc *rpcCall) dispatch(ctx context.Context) ([]byte, *Error) {
 		if rc.p.Name != nil {
 			r.Name = *rc.p.Name
 		}
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+	case "resources/read", "resources/subscribe", "resources/unsubscribe", "resources/directory/read", "skills/get":
 		if rc.p.URI != nil {
 			r.Name = *rc.p.URI
 		}
@@ -239,6 +245,7 @@ type rpcCall struct {
 	q             *queue // nil: nothing can be sent before the response
 	cancelled     atomic.Bool
 	mrtr          *mrtr   // 2026-07-28 input rounds (input.go)
+	task          *task   // a task-capable tools/call (tasks.go)
 	r             Request // what the handlers see (dispatch)
 }
 
@@ -325,6 +332,9 @@ func (rc *rpcCall) toolsCall(ctx context.Context) ([]byte, *Error) {
 func (rc *rpcCall) hook(creq *plugin.CallRequest) {
 	if rc.q != nil {
 		creq.Notify = rc.notify
+	}
+	if rc.task != nil {
+		creq.Notify = rc.task.notify
 	}
 	creq.Client = rc
 }

@@ -154,6 +154,8 @@ func checkStandardHeaders(h Headers, method string, p *params, mirrored []paramH
 		want = p.Name
 	case "resources/read":
 		want = p.URI
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		want = p.TaskID
 	}
 	if want != nil {
 		raw := h.Get("Mcp-Name")

@@ -111,6 +111,9 @@ func (rc *rpcCall) Input(ctx context.Context, raw []byte) ([]byte, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	if rc.task != nil {
+		return rc.task.input(ctx, rc, keys, reqs)
+	}
 	if rc.era == Modern {
 		return rc.mrtrInput(keys, reqs)
 	}

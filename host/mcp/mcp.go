@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/skills"
 )
 
 // JSON-RPC error codes, as an *Error carries them.
@@ -65,6 +66,8 @@ type Server struct {
 	nextID    atomic.Uint64
 	listeners listeners
 	metaJSON  []byte // {"io.modelcontextprotocol/serverInfo":{...}}
+	tasks     taskStore
+	taskOpts  TaskOptions
 	base      context.Context
 	stop      context.CancelFunc
 	closed    atomic.Bool
@@ -84,6 +87,11 @@ type Options struct {
 	RequestStateTTL time.Duration
 	// Instructions are sent in initialize and server/discover results.
 	Instructions string
+	// Skills, when set, are served through the skills extension
+	// (skills.go).
+	Skills *skills.Store
+	// Tasks bound the tasks extension (zero values: the defaults).
+	Tasks TaskOptions
 	// Middleware wraps every method the method table serves (see
 	// Request), the first outermost.
 	Middleware []Middleware
@@ -107,7 +115,7 @@ func NewServer(cat Catalog, opts Options) *Server {
 	s := &Server{cat: cat, info: opts.Info, log: opts.Logger, opts: opts,
 		handler:  chain(route, opts.Middleware),
 		sessions: newSessions(opts.MaxSessions, opts.SessionIdleTimeout),
-		sealer:   newStateSealer(opts.RequestStateTTL)}
+		sealer:   newStateSealer(opts.RequestStateTTL), taskOpts: opts.Tasks.withDefaults()}
 	s.sessions.perOwner = opts.SessionsPerOwner
 	s.base, s.stop = context.WithCancel(context.Background())
 	s.metaJSON, _ = json.Marshal(map[string]any{metaServerInfo: opts.Info})
@@ -140,6 +148,7 @@ func (s *Server) Close() {
 	if s == nil || !s.closed.CompareAndSwap(false, true) {
 		return
 	}
+	s.tasks.close()
 	s.stop()
 	s.sessions.close()
 	s.listeners.closeAll()

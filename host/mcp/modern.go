@@ -15,7 +15,7 @@ import (
 var removedMethods = map[string]bool{
 	"initialize": true, "ping": true, "logging/setLevel": true,
 	"resources/subscribe": true, "resources/unsubscribe": true,
-	"tasks/get": true, "tasks/result": true, "tasks/list": true, "tasks/cancel": true,
+	"tasks/result": true, "tasks/list": true, // tasks/get, update and cancel are the tasks extension's (tasks.go)
 }
 
 // modernPost validates and serves a stateless request, in the order of
@@ -76,6 +76,15 @@ func (s *Server) modernPost(ctx context.Context, ex *Exchange, req *message, p *
 	if req.Method == "subscriptions/listen" {
 		return s.listen(rc)
 	}
+	if req.Method == "tools/call" {
+		switch ts := s.taskSupport(p.Name); {
+		case ts == "":
+		case declaresExtension(rc.caps.Raw, extTasks):
+			return s.taskCall(ctx, ex, rc)
+		case ts == "required":
+			return rc.reply(nil, missingTasksCapability("tool "+*p.Name))
+		}
+	}
 	if !streams(ex, req.Method) || (len(rc.progressToken) == 0 && rc.logLevel < 0) {
 		res, rerr := rc.dispatch(ctx)
 		return rc.reply(res, rerr)
@@ -83,9 +92,16 @@ func (s *Server) modernPost(ctx context.Context, ex *Exchange, req *message, p *
 	return s.async(ex, rc)
 }
 
-var modernCapabilities = json.RawMessage(`{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{}}`)
+var (
+	modernCapabilities       = json.RawMessage(`{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{},"extensions":{"` + extTasks + `":{}}}`)
+	modernCapabilitiesSkills = json.RawMessage(`{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{},"extensions":{"` + extTasks + `":{},"` + extSkills + `":{"directoryRead":true}}}`)
+)
 
 func (rc *rpcCall) discover() ([]byte, *Error) {
+	caps := modernCapabilities
+	if rc.s.opts.Skills != nil {
+		caps = modernCapabilitiesSkills
+	}
 	b, _ := json.Marshal(struct {
 		SupportedVersions []string        `json:"supportedVersions"`
 		Capabilities      json.RawMessage `json:"capabilities"`
@@ -93,7 +109,7 @@ func (rc *rpcCall) discover() ([]byte, *Error) {
 		Instructions      string          `json:"instructions,omitempty"`
 		TTL               int             `json:"ttlMs"`
 		Scope             string          `json:"cacheScope"`
-	}{SupportedVersions, modernCapabilities, rc.s.info, rc.s.opts.Instructions, 0, "public"})
+	}{SupportedVersions, caps, rc.s.info, rc.s.opts.Instructions, 0, "public"})
 	return b, nil
 }
 

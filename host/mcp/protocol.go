@@ -98,6 +98,8 @@ type params struct {
 	RequestID json.RawMessage `json:"requestId"`
 	// subscriptions/listen
 	Notifications json.RawMessage `json:"notifications"`
+	// tasks/get, tasks/update, tasks/cancel
+	TaskID *string `json:"taskId"`
 }
 
 // Error is a JSON-RPC error to answer with. A Handler returns one to

@@ -44,6 +44,9 @@ func (rc *rpcCall) resourcesRead(ctx context.Context) ([]byte, *Error) {
 		return nil, errf(CodeInvalidParams, "Invalid params: missing uri")
 	}
 	uri := *p.URI
+	if res, e, ok := rc.skillRead(uri); ok {
+		return res, e
+	}
 	if e := rc.startMRTR(uri, nil); e != nil {
 		return nil, e
 	}
@@ -102,6 +105,8 @@ type listener struct {
 	id                        json.RawMessage
 	tools, prompts, resources bool
 	uris                      map[string]bool
+	owner                     string // notifications/tasks go to the owner's listeners
+	tasks                     bool   // that declared the tasks extension
 	q                         *queue
 }
 
@@ -163,7 +168,8 @@ func (s *Server) listen(rc *rpcCall) *Response {
 	if len(rc.p.Notifications) > 0 && json.Unmarshal(rc.p.Notifications, &f) != nil {
 		return jsonError(400, rc.req.ID, errf(CodeInvalidParams, "Invalid params: notifications must be a subscription filter object"))
 	}
-	x := &listener{id: rc.req.ID, tools: f.Tools, prompts: f.Prompts, resources: f.Resources}
+	x := &listener{id: rc.req.ID, tools: f.Tools, prompts: f.Prompts, resources: f.Resources,
+		owner: rc.ex.Principal.owner(), tasks: declaresExtension(rc.caps.Raw, extTasks)}
 	if len(f.URIs) > 0 {
 		x.uris = map[string]bool{}
 		for _, u := range f.URIs {

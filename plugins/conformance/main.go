@@ -43,6 +43,7 @@ func init() {
 	clientTools()
 	diagnosticTools()
 	mrtrTools()
+	taskTools()
 	resources()
 	prompts()
 }
@@ -388,5 +389,83 @@ func prompts() {
 			ctx, _ := r.Content["context"].(string)
 			return &sdk.PromptResult{Description: "A prompt with elicited context",
 				Messages: []sdk.PromptMessage{sdk.UserMessage(sdk.Text("Context: " + ctx))}}, nil
+		})
+}
+
+// nap sleeps d in 50 ms steps: a guest blocked in one long sleep is not
+// interrupted when its call is cancelled, one between two steps is.
+func nap(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		time.Sleep(min(50*time.Millisecond, time.Until(end)))
+	}
+}
+
+// taskTools are the fixtures of the tasks-* scenarios (SEP-2663). A call
+// of a tool declaring TaskSupport becomes a task when it is still running
+// after the host's grace period (half a second), so the tools that must
+// become tasks take longer than that before they finish or ask for input.
+func taskTools() {
+	sdk.AddRawTool(sdk.Tool{Name: "greet", Description: "Says hello to name (sync only).", InputSchema: `{"type":"object","properties":{"name":{"type":"string"}}}`}, func(_ *sdk.Ctx, args json.RawMessage) (*sdk.Result, error) {
+		var in struct{ Name string }
+		_ = json.Unmarshal(args, &in)
+		return text("Hello, " + in.Name + "!")
+	})
+	sdk.AddRawTool(sdk.Tool{Name: "slow_compute", Description: "Sleeps seconds seconds, then answers (task-capable).", TaskSupport: "optional",
+		InputSchema: `{"type":"object","properties":{"seconds":{"type":"number"},"label":{"type":"string"}}}`},
+		func(_ *sdk.Ctx, args json.RawMessage) (*sdk.Result, error) {
+			var in struct {
+				Seconds float64
+				Label   string
+			}
+			_ = json.Unmarshal(args, &in)
+			nap(time.Duration(in.Seconds * float64(time.Second)))
+			return text(fmt.Sprintf("computed %s after %gs", in.Label, in.Seconds))
+		})
+	sdk.AddRawTool(sdk.Tool{Name: "failing_job", Description: "Fails as a tool result after a second (task required).", TaskSupport: "required", InputSchema: noArgs},
+		func(*sdk.Ctx, json.RawMessage) (*sdk.Result, error) {
+			nap(time.Second)
+			return sdk.ErrorResult("failing_job failed, as it always does"), nil
+		})
+	sdk.AddRawTool(sdk.Tool{Name: "protocol_error_job", Description: "Ends with a protocol error after a second (task-capable).", TaskSupport: "optional", InputSchema: noArgs},
+		func(*sdk.Ctx, json.RawMessage) (*sdk.Result, error) {
+			nap(time.Second)
+			return nil, &sdk.RPCError{Code: sdk.CodeInternalError, Message: "protocol_error_job: internal failure"}
+		})
+	sdk.AddRawTool(sdk.Tool{Name: "confirm_delete", Description: "Asks to confirm deleting filename, then answers (task-capable).", TaskSupport: "optional",
+		InputSchema: `{"type":"object","properties":{"filename":{"type":"string"}}}`},
+		func(c *sdk.Ctx, args json.RawMessage) (*sdk.Result, error) {
+			var in struct{ Filename string }
+			_ = json.Unmarshal(args, &in)
+			nap(time.Second)
+			r, err := c.Elicit("confirm", "Delete "+in.Filename+"?", `{"type":"object","properties":{"confirm":{"type":"boolean"}},"required":["confirm"]}`)
+			if err != nil {
+				return nil, err
+			}
+			return text("confirm_delete " + in.Filename + ": " + r.Action)
+		})
+	sdk.AddRawTool(sdk.Tool{Name: "multi_input", Description: "Asks two questions at once, then answers (task-capable).", TaskSupport: "optional", InputSchema: noArgs},
+		func(c *sdk.Ctx, _ json.RawMessage) (*sdk.Result, error) {
+			nap(time.Second)
+			a, err := c.Input(sdk.Elicitation("first", "First name?", nameSchema), sdk.Elicitation("second", "Second name?", nameSchema))
+			if err != nil {
+				return nil, err
+			}
+			var names []string
+			for _, k := range []string{"first", "second"} {
+				if e, _ := a.Elicit(k); e != nil {
+					n, _ := e.Content["name"].(string)
+					names = append(names, n)
+				}
+			}
+			return text("multi_input: " + strings.Join(names, " and "))
+		})
+	sdk.AddRawTool(sdk.Tool{Name: "test_tool_with_task", Description: "Asks the caller's name (MRTR), then works on as a task.", TaskSupport: "required", InputSchema: noArgs},
+		func(c *sdk.Ctx, _ json.RawMessage) (*sdk.Result, error) {
+			name, err := askName(c, "user_name", "What is your name?")
+			if err != nil {
+				return nil, err
+			}
+			nap(time.Second)
+			return text("Hello, " + name + ", from a task!")
 		})
 }

@@ -90,6 +90,15 @@ type Tool struct {
 	InputSchema  json.RawMessage  `json:"inputSchema"`
 	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
 	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
+	// Execution says how the tool may be run (MCP's Tool.execution).
+	Execution *ToolExecution `json:"execution,omitempty"`
+}
+
+// ToolExecution is MCP's Tool.execution: whether a call may run as a task
+// of the tasks extension ("forbidden", the default when absent;
+// "optional": the host decides; "required": only as a task).
+type ToolExecution struct {
+	TaskSupport string `json:"taskSupport,omitempty"`
 }
 
 // ToolAnnotations are MCP's behaviour hints.

@@ -4,6 +4,8 @@
 #   legacy-0116   @modelcontextprotocol/conformance 0.1.16, default (active) server suite
 #   req-2025      @modelcontextprotocol/conformance 0.2.0-alpha.12, --requirements 2025-11-25
 #   req-2026      @modelcontextprotocol/conformance 0.2.0-alpha.12, --requirements 2026-07-28
+#   sep-2640-*    0.2.0-alpha.12's skills extension scenarios (not in any requirements list), one
+#                 --scenario run each: the server must serve the skills of testdata/skills
 #
 # with Node 22 (installed by ./install.sh) first on PATH. Each suite's pass or fail is its exit
 # code: 1 when any scored check FAILED, 0 otherwise (warnings, skipped and not-scored scenarios such
@@ -12,7 +14,9 @@
 #
 # Environment:
 #   AIOD_NODE_TOOLS         where install.sh put the tools (default <repo>/.tools/node)
-#   CONFORMANCE_SUITES      space-separated subset of "legacy-0116 req-2025 req-2026" (default: all)
+#   CONFORMANCE_SUITES      space-separated subset of "legacy-0116 req-2025 req-2026
+#                           sep-2640-skills-enumeration sep-2640-skills-directory
+#                           sep-2640-skills-manifest" (default: all)
 #   CONFORMANCE_OUT         if set, each suite's full log and checks.json files go under it
 #   CONFORMANCE_ARGS        extra arguments for every run (for example --verbose)
 #
@@ -25,7 +29,7 @@ nodebin=$("$here/install.sh") || { echo "conformance.sh: install.sh failed" >&2;
 tools=$(cd "$nodebin/../../.." && pwd)
 export PATH=$nodebin:$PATH
 
-suites=${CONFORMANCE_SUITES:-legacy-0116 req-2025 req-2026}
+suites=${CONFORMANCE_SUITES:-legacy-0116 req-2025 req-2026 sep-2640-skills-enumeration sep-2640-skills-directory sep-2640-skills-manifest}
 out=${CONFORMANCE_OUT:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -39,6 +43,7 @@ for s in $suites; do
     legacy-0116) pkg=conformance-0116; args=() ;;
     req-2025) pkg=conformance-alpha12; args=(--requirements 2025-11-25) ;;
     req-2026) pkg=conformance-alpha12; args=(--requirements 2026-07-28) ;;
+    sep-2640-*) pkg=conformance-alpha12; args=(--scenario "$s") ;;
     *) echo "conformance.sh: unknown suite $s" >&2; exit 2 ;;
   esac
   log=$tmp/$s.log
@@ -54,7 +59,7 @@ for s in $suites; do
   rc=$?
   cat "$log"
   [[ -n $out ]] && cp "$log" "$out/$s.log"
-  total=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^Total: ' | tail -1)
+  total=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^(Total|Passed): ' | tail -1)
   if ((rc == 0)); then verdict=PASS; else verdict="FAIL (exit $rc)"; failed=1; fi
   summary+=("$s: ${total:-no Total line} -> $verdict")
 done

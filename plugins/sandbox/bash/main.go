@@ -77,7 +77,7 @@ func init() {
 	sdk.AddTool(sdk.Tool{Name: Name, Title: "Run a shell command", Description: Description,
 		InputSchema: InputSchema, OutputSchema: OutputSchema,
 		// A command may delete anything the sandbox can and reach the network.
-		Annotations: sdk.Behavior{Destructive: true, OpenWorld: true}.Annotations()}, Run)
+		Annotations: sdk.Behavior{Destructive: true, OpenWorld: true}.Annotations(), TaskSupport: "optional"}, Run)
 }
 
 func main() {}

@@ -116,6 +116,7 @@ var defs = map[string]string{
 	"Manifest":         "An aiod plugin manifest (manifest.json in the plugin's directory), format version 1. See spec/manifest/v1/README.md.",
 	"Tool":             "An MCP tool the plugin implements.",
 	"ToolAnnotations":  "MCP behaviour hints; clients may show them, the host does not enforce them.",
+	"ToolExecution":    "How the tool may be run (MCP's Tool.execution).",
 	"Prompt":           "An MCP prompt the plugin implements (prompts/get).",
 	"PromptArgument":   "One argument of a prompt.",
 	"Resource":         "An MCP resource with a fixed URI (resources/read).",
@@ -160,6 +161,9 @@ var fields = map[string]field{
 	"Tool.inputSchema":  {desc: "JSON Schema of the tool's arguments; an object schema (\"type\": \"object\").", required: true, schema: ref("objectSchema"), replace: true},
 	"Tool.outputSchema": {desc: "JSON Schema of the tool's structuredContent, if it returns one; an object schema (\"type\": \"object\").", schema: ref("objectSchema"), replace: true},
 	"Tool.annotations":  {desc: "Behaviour hints for clients."},
+	"Tool.execution":    {desc: "How the tool may be run. Absent: as a plain call only."},
+
+	"ToolExecution.taskSupport": {desc: "Whether a call may run as a task of the MCP tasks extension: \"optional\" (the host decides), \"required\", or \"forbidden\" (the default; any other value counts as forbidden)."},
 
 	"ToolAnnotations.title":           {desc: "Human-readable title."},
 	"ToolAnnotations.readOnlyHint":    {desc: "The tool does not change its environment."},
