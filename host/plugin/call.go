@@ -102,14 +102,7 @@ func (r *Registry) invoke(ctx context.Context, p *Plugin, op uint64, req CallReq
 	out := c.Output
 	c.Output = in[:0] // give the buffer back for reuse
 	if err != nil {
-		pl.discard(inst)
-		if op != abi.OpToolCall {
-			if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("%s", toolErrorText(r.failure(p, req.Name, err)))
-		}
-		return r.failure(p, req.Name, err), nil
+		return r.callFailed(ctx, pl, inst, p, req.Name, op, err)
 	}
 	pl.put(inst)
 	switch ret {
@@ -219,4 +212,19 @@ func toolError(format string, a ...any) []byte {
 		"isError": true,
 	})
 	return b
+}
+
+// callFailed discards inst, whose call of op failed with err (a trap, the
+// deadline, a cancellation): a tool call answers the failure as an
+// isError result, other operations as an error (the context's own when
+// the client cancelled).
+func (r *Registry) callFailed(ctx context.Context, pl *pool, inst runtime.Instance, p *Plugin, name string, op uint64, err error) ([]byte, error) {
+	pl.discard(inst)
+	if op != abi.OpToolCall {
+		if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%s", toolErrorText(r.failure(p, name, err)))
+	}
+	return r.failure(p, name, err), nil
 }

@@ -173,14 +173,7 @@ func (r *Registry) invokeExtism(ctx context.Context, p *Plugin, op uint64, req C
 	out := c.Output
 	c.Input, c.Output = nil, nil
 	if err != nil {
-		pl.discard(inst)
-		if op != abi.OpToolCall {
-			if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("%s", toolErrorText(r.failure(p, req.Name, err)))
-		}
-		return r.failure(p, req.Name, err), nil
+		return r.callFailed(ctx, pl, inst, p, req.Name, op, err)
 	}
 	pl.put(inst)
 	if ret != 0 {
@@ -273,18 +266,11 @@ func (r *Registry) checkExtism(ctx context.Context, p *Plugin) error {
 		inst.Close(ctx)
 		return fmt.Errorf("plugin %s: %w", name, err)
 	}
-	have := map[string]bool{}
-	for _, t := range l.Tools {
-		have[t.Name] = true
+	listed := make([]string, len(l.Tools))
+	for i, t := range l.Tools {
+		listed[i] = t.Name
 	}
-	for _, t := range p.Manifest.Tools {
-		if !have[t.Name] {
-			inst.Close(ctx)
-			return fmt.Errorf("plugin %s: manifest names tool %q, which the module does not list", name, t.Name)
-		}
-	}
-	p.pool(DefaultOwner).add(inst)
-	return nil
+	return p.keepChecked(ctx, inst, listed)
 }
 
 // DescribeExtism writes the manifest of an unchanged Extism module: its

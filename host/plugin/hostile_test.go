@@ -180,7 +180,7 @@ func testLoadRefused(t *testing.T, eng runtime.Engine) {
 				m["tools"] = []any{map[string]any{"name": "ghost_tool", "inputSchema": map[string]any{"type": "object"}}}
 			}))
 			os.Rename(d, filepath.Join(dir, "ghost"))
-		}, `manifest names tool "ghost_tool", which the module does not implement`, "ghost_tool"},
+		}, `manifest names tool "ghost_tool", which the module does not list`, "ghost_tool"},
 		{"module abi 2", func(t *testing.T, dir string) {
 			d := filepath.Join(dir, "badabi")
 			os.MkdirAll(d, 0o755)

@@ -829,14 +829,25 @@ func (r *Registry) checkReactor(ctx context.Context, p *Plugin) error {
 		inst.Close(ctx)
 		return fmt.Errorf("plugin %s: describe returned invalid JSON: %w", name, err)
 	}
-	have := map[string]bool{}
-	for _, t := range desc.Tools {
-		have[t.Name] = true
+	listed := make([]string, len(desc.Tools))
+	for i, t := range desc.Tools {
+		listed[i] = t.Name
+	}
+	return p.keepChecked(ctx, inst, listed)
+}
+
+// keepChecked makes inst, just checked, the first warm instance of the
+// default owner's pool, unless the manifest names a tool the module does
+// not list (listed: the names its describe gave); then inst is closed.
+func (p *Plugin) keepChecked(ctx context.Context, inst runtime.Instance, listed []string) error {
+	have := make(map[string]bool, len(listed))
+	for _, n := range listed {
+		have[n] = true
 	}
 	for _, t := range p.Manifest.Tools {
 		if !have[t.Name] {
 			inst.Close(ctx)
-			return fmt.Errorf("plugin %s: manifest names tool %q, which the module does not implement", name, t.Name)
+			return fmt.Errorf("plugin %s: manifest names tool %q, which the module does not list", p.Manifest.Name, t.Name)
 		}
 	}
 	p.pool(DefaultOwner).add(inst)

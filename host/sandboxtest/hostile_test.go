@@ -85,18 +85,7 @@ func escapeProbe(t *testing.T, s *server, inside, outside string) {
 		}
 	}
 	for _, p := range files {
-		for _, args := range []map[string]any{
-			{"action": "read", "path": p},
-			{"action": "read", "path": p, "encoding": "base64"},
-			{"action": "write", "path": p, "content": "pwned"},
-			{"action": "write", "path": p, "content": "pwned", "append": true},
-			{"action": "replace", "path": p, "content": "TOPSECRET", "target": "pwned"},
-			{"action": "search", "path": p, "content": "TOP"},
-			{"action": "grep", "path": p, "pattern": "TOP"},
-			{"action": "list", "path": p},
-			{"action": "find", "path": p, "pattern": "*"},
-			{"action": "glob", "path": p, "pattern": "*"},
-		} {
+		for _, args := range fileProbes(p, "TOPSECRET") {
 			denied(fmtJSON(args), s.call(t, fileOps, args))
 		}
 		for _, args := range []map[string]any{
@@ -318,4 +307,22 @@ func TestInfiniteLoops(t *testing.T) {
 		t.Errorf("loops took %v", el)
 	}
 	s.alive(t)
+}
+
+// fileProbes are the sandbox_file_operations calls that read, write,
+// search or list path p, whose content holds secret (replace and search
+// aim at it).
+func fileProbes(p, secret string) []map[string]any {
+	return []map[string]any{
+		{"action": "read", "path": p},
+		{"action": "read", "path": p, "encoding": "base64"},
+		{"action": "write", "path": p, "content": "pwned"},
+		{"action": "write", "path": p, "content": "pwned", "append": true},
+		{"action": "replace", "path": p, "content": secret, "target": "pwned"},
+		{"action": "search", "path": p, "content": secret[:3]},
+		{"action": "grep", "path": p, "pattern": secret[:3]},
+		{"action": "list", "path": p},
+		{"action": "find", "path": p, "pattern": "*"},
+		{"action": "glob", "path": p, "pattern": "*"},
+	}
 }

@@ -163,19 +163,7 @@ func TestLockdownCrossTenantFiles(t *testing.T) {
 		}
 	}
 	for _, p := range files {
-		for _, args := range []map[string]any{
-			{"action": "read", "path": p},
-			{"action": "read", "path": p, "encoding": "base64"},
-			{"action": "write", "path": p, "content": "pwned"},
-			{"action": "write", "path": p, "content": "pwned", "append": true},
-			{"action": "replace", "path": p, "content": "BOBSECRET", "target": "pwned"},
-			{"action": "search", "path": p, "content": "BOB"},
-			{"action": "grep", "path": p, "pattern": "BOB"},
-			{"action": "list", "path": p},
-			{"action": "find", "path": p, "pattern": "*"},
-			{"action": "glob", "path": p, "pattern": "*"},
-			{"action": "delete", "path": p},
-		} {
+		for _, args := range append(fileProbes(p, "BOBSECRET"), map[string]any{"action": "delete", "path": p}) {
 			check("alice "+fmtJSON(args), l.call(t, "alice", fileOps, args))
 		}
 		for _, args := range []map[string]any{
