@@ -111,6 +111,7 @@ type task struct {
 	syncRes   []byte        // the run's outcome before it became a task
 	syncErr   *Error
 	lastWrite time.Time
+	slot      func() // the request's admission, held until the run ends (Exchange.Hold)
 }
 
 const (
@@ -207,6 +208,9 @@ func (s *Server) taskCall(ctx context.Context, ex *Exchange, rc *rpcCall) *Respo
 	case <-t.finished:
 	case <-timer.C:
 		if s.tasks.add(t) {
+			if ex.Hold != nil {
+				t.hold(ex.Hold())
+			}
 			b, _ := json.Marshal(struct {
 				ResultType string `json:"resultType"`
 				taskView
@@ -223,6 +227,23 @@ func (s *Server) taskCall(ctx context.Context, ex *Exchange, rc *rpcCall) *Respo
 	}
 	t.cancel(context.Canceled)
 	return rc.reply(t.syncRes, t.syncErr)
+}
+
+// hold keeps release (the request's admission) until the task's run
+// ends: a task counts against its tenant's concurrent_calls quota for as
+// long as it runs, not only while its request was open.
+func (t *task) hold(release func()) {
+	if release == nil {
+		return
+	}
+	t.mu.Lock()
+	if t.done { // the run ended already
+		t.mu.Unlock()
+		release()
+		return
+	}
+	t.slot = release
+	t.mu.Unlock()
 }
 
 // requestedTTL reads a client's wish for the task's lifetime:
@@ -256,6 +277,12 @@ func newTaskID() string {
 func (t *task) finish(res []byte, rerr *Error, ctx context.Context) {
 	t.mu.Lock()
 	defer func() {
+		// the slot is free before the terminal status can be read: a
+		// client that sees its task completed may call again at once
+		if t.slot != nil {
+			t.slot()
+			t.slot = nil
+		}
 		t.mu.Unlock()
 		close(t.finished)
 	}()
@@ -586,9 +613,27 @@ func (rc *rpcCall) taskMethod(method string) (*task, *Error) {
 	}
 	t := rc.s.tasks.get(rc.ex.Principal.owner(), *rc.p.TaskID)
 	if t == nil {
-		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: unknown task " + *rc.p.TaskID, Data: map[string]any{"taskId": *rc.p.TaskID}}
+		return nil, unknownTask(*rc.p.TaskID)
 	}
 	return t, nil
+}
+
+// processStarted is when this aiod process started (this package's
+// initialization): tasks live in memory, so an id unknown to this process
+// may be a task of an earlier one, ended when it stopped.
+var processStarted = time.Now()
+
+// unknownTask is the answer for a task id this process does not have for
+// the caller: one that never existed, another owner's, one past its ttlMs,
+// or one of an aiod process that has since restarted. They read alike on
+// purpose (another owner's id must not be told apart); the message says
+// when this process started, so a client that polled across a restart
+// sees its task is gone, not pending.
+func unknownTask(id string) *Error {
+	at := processStarted.UTC().Format(time.RFC3339)
+	return &Error{Code: CodeInvalidParams,
+		Message: "Invalid params: unknown task " + id + ": this aiod process (started " + at + ") has no such task; tasks live in memory, so a task started before aiod restarted has ended, and a task is forgotten ttlMs after its creation",
+		Data:    map[string]any{"taskId": id, "serverStartedAt": at}}
 }
 
 func (rc *rpcCall) tasksGet() ([]byte, *Error) {

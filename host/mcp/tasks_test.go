@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -328,5 +329,76 @@ func TestTaskEviction(t *testing.T) {
 	}
 	if ts.byID["t001"] != nil {
 		t.Fatal("the oldest finished task was kept")
+	}
+}
+
+// TestTaskHoldsSlot: a call that becomes a task takes the request's
+// admission over (Exchange.Hold) and gives it back when its run ends,
+// whether it completes or is cancelled; a call answered directly leaves
+// it to the transport.
+func TestTaskHoldsSlot(t *testing.T) {
+	s := NewServer(echoRegistry(t), Options{})
+	defer s.Close()
+	var held, released atomic.Int32
+	call := func(params string) map[string]any {
+		t.Helper()
+		h := mapHeaders{"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "slow_compute", "accept": "application/json"}
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + strings.TrimSuffix(params, "}") + `,` + tasksMeta + `}}`
+		ex := &Exchange{Method: "POST", Header: h, Body: []byte(body), Principal: Principal{Owner: "alice"},
+			Hold: func() func() {
+				held.Add(1)
+				return func() { released.Add(1) }
+			}}
+		var out map[string]any
+		if err := json.Unmarshal(s.Serve(context.Background(), ex).Body, &out); err != nil {
+			t.Fatal(err)
+		}
+		return result(t, out)
+	}
+	if r := call(`{"name":"slow_compute","arguments":{"seconds":0,"label":"now"}}`); r["resultType"] != "complete" || held.Load() != 0 {
+		t.Fatalf("a direct answer took the slot over: %v, held %d", r, held.Load())
+	}
+	cases := []struct {
+		name    string
+		seconds float64
+		cancel  bool
+	}{{"completes", 1.5, false}, {"cancelled", 60, true}}
+	for i, c := range cases {
+		r := call(fmt.Sprintf(`{"name":"slow_compute","arguments":{"seconds":%v,"label":%q}}`, c.seconds, c.name))
+		id, _ := r["taskId"].(string)
+		if id == "" || held.Load() != int32(i+1) {
+			t.Fatalf("%s: %v, held %d", c.name, r, held.Load())
+		}
+		if released.Load() != int32(i) {
+			t.Fatalf("%s: the slot was released while the task runs", c.name)
+		}
+		if c.cancel {
+			taskRPC(t, s, "alice", tasksMeta, "tasks/cancel", `{"taskId":"`+id+`"}`)
+			runFinished(t, s, "alice", id)
+		} else {
+			waitStatus(t, s, "alice", id, 10*time.Second, "completed")
+		}
+		if released.Load() != int32(i+1) {
+			t.Fatalf("%s: the run ended, the slot is still held (released %d)", c.name, released.Load())
+		}
+	}
+}
+
+// TestTaskUnknownAfterRestart: tasks live in memory, so a new server
+// (aiod restarted) does not know an old id, and says why.
+func TestTaskUnknownAfterRestart(t *testing.T) {
+	s := NewServer(echoRegistry(t), Options{})
+	id := startTask(t, s, "alice", `{"name":"slow_compute","arguments":{"seconds":60,"label":"r"}}`)
+	s.Close()
+	s2 := NewServer(echoRegistry(t), Options{})
+	defer s2.Close()
+	st, resp := taskRPC(t, s2, "alice", tasksMeta, "tasks/get", `{"taskId":"`+id+`"}`)
+	e, _ := resp["error"].(map[string]any)
+	msg, _ := e["message"].(string)
+	data, _ := e["data"].(map[string]any)
+	at := processStarted.UTC().Format(time.RFC3339)
+	if st != 400 || errCode(resp) != CodeInvalidParams || !strings.Contains(msg, "unknown task "+id) ||
+		!strings.Contains(msg, "started "+at) || !strings.Contains(msg, "restarted") || data["serverStartedAt"] != at {
+		t.Fatalf("an old id after a restart: %d %v", st, resp)
 	}
 }

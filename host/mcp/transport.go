@@ -21,6 +21,12 @@ type Exchange struct {
 	// Context ends when the HTTP request does (transport shutdown); the
 	// work behind an event stream is not bound to it. May be nil.
 	Context context.Context
+	// Hold, when set, hands the request's admission (its tenant's
+	// concurrent_calls slot) over to work that outlives the response: a
+	// tools/call that becomes a task calls it once, and the transport
+	// then does not release the slot itself; the task calls the returned
+	// release when its run ends. May be nil (nothing to hold).
+	Hold func() (release func())
 }
 
 // HeaderField is one response header.

@@ -112,6 +112,7 @@ func (s *Server) handleMCP(c *fiber.Ctx) error {
 	ex := &mcp.Exchange{Method: c.Method(), Header: fiberHeaders{c}, Principal: principal(c), Context: c.Context()}
 	if ex.Method == fiber.MethodPost {
 		ex.Body = c.Body()
+		ex.Hold = hold(&release) // a call that becomes a task keeps the slot (tenancy.go)
 	}
 	r := s.mcp.Serve(c.UserContext(), ex)
 	for _, h := range r.Header {
@@ -124,7 +125,12 @@ func (s *Server) handleMCP(c *fiber.Ctx) error {
 		c.Set("X-Accel-Buffering", "no")
 		st, done := r.Stream, release
 		release = nil // the quota slot is held until the stream ends
-		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) { defer done(); st.Pump(w) })
+		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+			if done != nil {
+				defer done()
+			}
+			st.Pump(w)
+		})
 		return nil
 	}
 	if len(r.Body) == 0 {

@@ -42,7 +42,11 @@ func (s *Server) admit(c *fiber.Ctx) (release func(), err error) {
 	if c.Method() != fiber.MethodPost || t == nil {
 		return func() {}, nil
 	}
-	rel, qe := t.Admit()
+	admit := t.Admit
+	if taskControl(c) {
+		admit = t.AdmitRate
+	}
+	rel, qe := admit()
 	if qe == nil {
 		return rel, nil
 	}
@@ -57,6 +61,40 @@ func (s *Server) admit(c *fiber.Ctx) (release func(), err error) {
 		"code": CodeQuota, "message": qe.Error(),
 		"data": map[string]any{"quota": qe.Quota, "limit": qe.Limit, "retryAfterSeconds": qe.RetryAfterSeconds()}}})
 	return nil, c.Send(body)
+}
+
+// hold is the request's mcp.Exchange.Hold: it hands *release (the
+// request's slot) to the caller, once, and leaves nil behind so that the
+// handler does not give it back when the response is written.
+func hold(release *func()) func() func() {
+	return func() func() {
+		r := *release
+		*release = nil
+		if r == nil {
+			return func() {}
+		}
+		return r
+	}
+}
+
+// taskControl reports whether c is a tasks/get, tasks/update or
+// tasks/cancel request: these steer a task that holds its tenant's slot
+// already (mcp.Exchange.Hold), so they take no concurrent_calls slot of
+// their own, only a calls_per_minute token (else a tenant at its quota
+// could neither poll nor cancel its own task). The Mcp-Method header
+// (required in the 2026-07-28 era, where alone these methods exist) picks
+// the candidates without parsing every body; the body's method decides.
+func taskControl(c *fiber.Ctx) bool {
+	switch string(c.Request().Header.Peek("Mcp-Method")) {
+	case "tasks/get", "tasks/update", "tasks/cancel":
+	default:
+		return false
+	}
+	switch method, _, _ := peek(c.Body()); method {
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		return true
+	}
+	return false
 }
 
 // peek reads the method, the tool name and the id of a single JSON-RPC

@@ -91,14 +91,26 @@ func (e *QuotaError) RetryAfterSeconds() int {
 // request is done (idempotent). Over a quota it returns a *QuotaError and
 // takes nothing. It never waits, so a tenant at its quota cannot hold up
 // another.
-func (t *Tenant) Admit() (release func(), err *QuotaError) {
+func (t *Tenant) Admit() (release func(), err *QuotaError) { return t.admit(true) }
+
+// AdmitRate admits a request that steers work already admitted (a task's
+// tasks/get, tasks/update, tasks/cancel): it takes a calls_per_minute
+// token but no concurrent_calls slot, so a tenant whose slots its running
+// tasks hold can still poll and cancel them.
+func (t *Tenant) AdmitRate() (release func(), err *QuotaError) { return t.admit(false) }
+
+func (t *Tenant) admit(slot bool) (release func(), err *QuotaError) {
 	if t == nil || t.lim == nil {
 		return func() {}, nil
 	}
 	l := t.lim
-	if l.sem != nil {
+	sem := l.sem
+	if !slot {
+		sem = nil
+	}
+	if sem != nil {
 		select {
-		case l.sem <- struct{}{}:
+		case sem <- struct{}{}:
 		default:
 			return nil, &QuotaError{Tenant: t.Name, Quota: QuotaConcurrentCalls, Limit: l.q.ConcurrentCalls, RetryAfter: time.Second}
 		}
@@ -108,16 +120,19 @@ func (t *Tenant) Admit() (release func(), err *QuotaError) {
 		r := l.rate.ReserveN(now, 1)
 		if d := r.DelayFrom(now); !r.OK() || d > 0 {
 			r.CancelAt(now)
-			if l.sem != nil {
-				<-l.sem
+			if sem != nil {
+				<-sem
 			}
 			return nil, &QuotaError{Tenant: t.Name, Quota: QuotaCallsPerMinute, Limit: l.q.CallsPerMinute, RetryAfter: d}
 		}
 	}
+	if sem == nil {
+		return func() {}, nil
+	}
 	var done atomic.Bool
 	return func() {
-		if done.CompareAndSwap(false, true) && l.sem != nil {
-			<-l.sem
+		if done.CompareAndSwap(false, true) {
+			<-sem
 		}
 	}, nil
 }

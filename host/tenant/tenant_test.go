@@ -85,6 +85,36 @@ func TestConcurrencyQuota(t *testing.T) {
 	r2()
 }
 
+// TestAdmitRate: a task-control request takes no concurrency slot (it
+// passes a tenant whose slots are all held, and holds none itself) but
+// does spend the rate bucket.
+func TestAdmitRate(t *testing.T) {
+	s := testSet()
+	alice, _ := s.Lookup("alice")
+	r1, _ := alice.Admit()
+	r2, _ := alice.Admit()
+	for i := range 3 {
+		rel, e := alice.AdmitRate()
+		if e != nil {
+			t.Fatalf("poll %d with every slot held: %v", i, e)
+		}
+		rel()
+		rel()
+	}
+	if _, e := alice.Admit(); e == nil {
+		t.Fatal("AdmitRate's release freed a slot it never took")
+	}
+	r1()
+	r2()
+	bob, _ := s.Lookup("bob")
+	if _, e := bob.AdmitRate(); e != nil { // burst: 1
+		t.Fatal(e)
+	}
+	if _, e := bob.AdmitRate(); e == nil || e.Quota != QuotaCallsPerMinute {
+		t.Fatalf("second poll at once: %v, want calls_per_minute", e)
+	}
+}
+
 func TestRateQuota(t *testing.T) {
 	s := testSet()
 	bob, _ := s.Lookup("bob")

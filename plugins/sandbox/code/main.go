@@ -79,7 +79,7 @@ func init() {
 	sdk.AddTool(sdk.Tool{Name: Name, Title: "Run Python or JavaScript code", Description: "Execute code in Python or JavaScript runtime.",
 		InputSchema: InputSchema, OutputSchema: OutputSchema,
 		// Code may delete files and reach the network.
-		Annotations: sdk.Behavior{Destructive: true, OpenWorld: true}.Annotations()}, Run)
+		Annotations: sdk.Behavior{Destructive: true, OpenWorld: true}.Annotations(), TaskSupport: "optional"}, Run)
 }
 
 func main() {}
