@@ -140,8 +140,12 @@ func start(t *testing.T, env []string, args ...string) *aiod {
 		}
 	}
 	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "AIO_API_KEY="); ok && key == "" {
-			key = v
+		// AIOD_E2E_KEY names a key to wait with when the policy holds
+		// the keys (tenants) and no --api-key is given.
+		for _, name := range []string{"AIO_API_KEY=", "AIOD_E2E_KEY="} {
+			if v, ok := strings.CutPrefix(kv, name); ok && key == "" {
+				key = v
+			}
 		}
 	}
 	a.waitLoaded(t, key)

@@ -103,7 +103,7 @@ func TestLockdownServes(t *testing.T) {
 		specs[tn.name] = map[string]any{"keys": []string{"sha256:" + hex.EncodeToString(sum[:])}, "tools": []string{"sandbox_*"}}
 	}
 	auditLog := filepath.Join(t.TempDir(), "audit.log")
-	a := start(t, nil, "--lockdown", "--policy", pinPolicy(t, plugins, map[string]any{"tenants": specs}), "--data-dir", data, "--audit-log", auditLog)
+	a := start(t, []string{"AIOD_E2E_KEY=" + tenants[0].key}, "--lockdown", "--policy", pinPolicy(t, plugins, map[string]any{"tenants": specs}), "--data-dir", data, "--audit-log", auditLog)
 	call := func(key string, id int, tool string, args any) (string, bool) {
 		t.Helper()
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
