@@ -299,7 +299,7 @@ func TestTenantIsolation(t *testing.T) {
 			t.Errorf("tools/list result bytes: bob %d, alice %d: want the filtered sizes (bob sees fewer tools)", listBytes["bob"], listBytes["alice"])
 		}
 		for _, want := range []string{"alice tools/list  ok", "bob tools/call echo denied", "bob tools/call nosuchtool denied",
-			"carol tools/call echo ok", "carol tools/call echo quota", "alice tools/call sandbox_execute_bash ok"} {
+			"carol tools/call echo ok", "carol tools/call echo quota", "alice tools/call sandbox_execute_bash ok", "alice initialize  ok"} {
 			if !seen[want] {
 				t.Errorf("no audit line %q in\n%s", want, log)
 			}

@@ -114,7 +114,13 @@ func (s *Server) handleMCP(c *fiber.Ctx) error {
 		ex.Body = c.Body()
 		ex.Hold = hold(&release) // a call that becomes a task keeps the slot (tenancy.go)
 	}
+	start := time.Now()
 	r := s.mcp.Serve(c.UserContext(), ex)
+	if s.opts.Audit != nil && ex.Method == fiber.MethodPost {
+		if err := s.auditOutside(c, start, r); err != nil {
+			return err
+		}
+	}
 	for _, h := range r.Header {
 		c.Set(h.Name, h.Value)
 	}

@@ -1,13 +1,17 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/aiodhq/aiod/host/audit"
 	"github.com/aiodhq/aiod/host/mcp"
+	"github.com/aiodhq/aiod/host/plugin"
 )
 
 // CodeQuota is the JSON-RPC error code of a request refused over a quota
@@ -114,4 +118,39 @@ func peek(body []byte) (method, name string, id json.RawMessage) {
 		m.ID = nil
 	}
 	return m.Method, m.Params.Name, m.ID
+}
+
+// auditOutside writes the audit line of a request the method table does
+// not serve, and so its audit middleware does not see: initialize and the
+// notifications a client posts. A required log that cannot be written
+// refuses the request (503, a JSON-RPC error) instead of its answer.
+func (s *Server) auditOutside(c *fiber.Ctx, start time.Time, r *mcp.Response) error {
+	body := c.Body()
+	if !bytes.Contains(body, []byte(`"initialize"`)) && !bytes.Contains(body, []byte(`"notifications/`)) {
+		return nil
+	}
+	method, _, _ := peek(body)
+	if method != "initialize" && !strings.HasPrefix(method, "notifications/") {
+		return nil
+	}
+	e := audit.Entry{Time: start.UTC(), Tenant: plugin.DefaultOwner, Method: method,
+		Session:    string(c.Request().Header.Peek("Mcp-Session-Id")),
+		DurationMs: float64(time.Since(start).Microseconds()) / 1000, Outcome: audit.OK, ResultBytes: len(r.Body)}
+	if t := tenantOf(c); t != nil {
+		e.Tenant = t.Name
+	}
+	for _, h := range r.Header {
+		if e.Session == "" && strings.EqualFold(h.Name, "Mcp-Session-Id") {
+			e.Session = h.Value
+		}
+	}
+	if r.Status >= 400 {
+		e.Outcome = audit.ProtocolError
+	}
+	if err := s.opts.Audit.Write(e); err != nil && s.opts.Audit.Required() {
+		c.Status(fiber.StatusServiceUnavailable)
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.SendString(rpcErrorBody(-32603, audit.ErrUnavailable.Error()))
+	}
+	return nil
 }
