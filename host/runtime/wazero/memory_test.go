@@ -185,3 +185,40 @@ func BenchmarkInstantiate(b *testing.B) {
 		})
 	}
 }
+
+// TestMergeDataSameMemory: the merged module's linear memory, right after
+// the data segments are applied, is byte for byte the original's.
+func TestMergeDataSameMemory(t *testing.T) {
+	wasm := testplugins.Wasm(t, "plugins/examples/echo")
+	ctx := context.Background()
+	before := wazero.Segments(wasm)
+	merged, err := wazero.MergeData(wasm)
+	if err != nil {
+		t.Fatalf("echo's data section not merged: %v", err)
+	}
+	if after := wazero.Segments(merged); after <= 0 || after > before/100 {
+		t.Fatalf("%d segments merged into %d", before, after)
+	}
+	var images [2][]byte
+	for i, on := range []bool{false, true} {
+		restore := wazero.SetMergeSegments(on)
+		e, err := wazero.New(wazero.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := e.Compile(ctx, wasm, rt.Config{Name: "t", Families: []hostfn.Family{hostfn.Core()}})
+		restore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if images[i], err = wazero.MemoryAtStart(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		c.Close(ctx)
+		e.Close(ctx)
+	}
+	if !bytes.Equal(images[0], images[1]) {
+		t.Fatal("memory differs after merging data segments")
+	}
+	t.Logf("%d segments merged into %d; memory at start %d KiB", before, wazero.Segments(merged), len(images[0])>>10)
+}

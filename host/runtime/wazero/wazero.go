@@ -65,8 +65,20 @@ var _ runtime.Precompiler = (*engine)(nil)
 func (e *engine) Precompile(ctx context.Context, wasm []byte) error {
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(e.cache).WithCloseOnContextDone(true))
 	defer r.Close(ctx)
-	_, err := r.CompileModule(ctx, wasm)
+	_, err := r.CompileModule(ctx, e.prepare(wasm))
 	return err
+}
+
+// mergeSegments switches mergeData (tests compare with it off).
+var mergeSegments = true
+
+// prepare is the rewrite every module goes through before compiling (the
+// same in Precompile, so that a warmed cache is hit): mergeData.
+func (e *engine) prepare(wasm []byte) []byte {
+	if !mergeSegments {
+		return wasm
+	}
+	return mergeData(wasm)
 }
 
 type callKey struct{}
@@ -140,7 +152,7 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 			return nil, fmt.Errorf("plugin %s: link %s: %w", cfg.Name, m, err)
 		}
 	}
-	cm, err := r.CompileModule(ctx, wasm)
+	cm, err := r.CompileModule(ctx, e.prepare(wasm))
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: not a valid wasm module: %w", cfg.Name, err)
 	}
