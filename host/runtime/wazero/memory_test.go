@@ -147,18 +147,25 @@ func TestMemoryDeadlineDuringCall(t *testing.T) {
 }
 
 // BenchmarkInstantiate: the first-call cost of an echo instance and its
-// RSS, with wazero's default memory, with the mapping, and with the
-// mapping plus zero-page release.
+// RSS: wazero's defaults (before), then each step added (the reserved
+// mapping, merged data segments, zero-page release).
 //
 //	go test ./host/runtime/wazero -run '^$' -bench Instantiate -benchtime 100x
 func BenchmarkInstantiate(b *testing.B) {
-	c := compileTest(b, "plugins/examples/echo", 64*16)
 	for _, m := range []struct {
-		name       string
-		mmap, drop bool
-	}{{"default", false, false}, {"mmap", true, false}, {"mmap+dropzero", true, true}} {
+		name              string
+		mmap, merge, drop bool
+	}{
+		{"default", false, false, false},
+		{"mapping", true, false, false},
+		{"mapping+merge", true, true, false},
+		{"mapping+merge+dropzero", true, true, true},
+	} {
 		b.Run(m.name, func(b *testing.B) {
 			defer wazero.SetMemoryMode(m.mmap, m.drop)()
+			restore := wazero.SetMergeSegments(m.merge)
+			c := compileTest(b, "plugins/examples/echo", 64*16)
+			restore()
 			ctx := context.Background()
 			insts := make([]rt.Instance, 0, b.N)
 			runtime.GC()
