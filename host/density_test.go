@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,6 +78,9 @@ func BenchmarkTenantDensity(b *testing.B) {
 	// warm the HTTP path and one instance before the baseline
 	do(b, "POST", url, "key-0", call("echo", `{"text":"warm"}`), nil)
 	start := settle(b)
+	var msStart runtime.MemStats
+	runtime.ReadMemStats(&msStart)
+	heapProfile(b, "start")
 	b.ResetTimer()
 	began := time.Now()
 	for i := range n {
@@ -103,6 +107,14 @@ func BenchmarkTenantDensity(b *testing.B) {
 			break
 		}
 	}
+	heapProfile(b, "idle")
+	// where the RSS left after eviction is, as the Go runtime counts it
+	var msIdle runtime.MemStats
+	runtime.ReadMemStats(&msIdle)
+	mib := func(a, b uint64) float64 { return (float64(a) - float64(b)) / (1 << 20) }
+	b.ReportMetric(mib(msIdle.HeapInuse, msStart.HeapInuse), "idle-heap-inuse-MiB")
+	b.ReportMetric(mib(msIdle.StackInuse, msStart.StackInuse), "idle-stacks-MiB")
+	b.ReportMetric(mib(msIdle.MSpanInuse+msIdle.GCSys+msIdle.OtherSys, msStart.MSpanInuse+msStart.GCSys+msStart.OtherSys), "idle-runtime-meta-MiB")
 	per := (warm - start) / float64(n)
 	b.ReportMetric(start, "rss-start-MiB")
 	b.ReportMetric(warm, "rss-warm-MiB")
@@ -110,6 +122,24 @@ func BenchmarkTenantDensity(b *testing.B) {
 	b.ReportMetric(per*1024, "KiB/warm-tenant")
 	b.ReportMetric(1024/per, "warm-tenants/GiB")
 	b.ReportMetric(float64(took.Microseconds())/float64(n), "us/first-call")
+}
+
+// heapProfile writes the heap profile to $AIOD_DENSITY_HEAP/name.pprof
+// when that is set (to see what stays after eviction: go tool pprof
+// -diff_base start.pprof idle.pprof).
+func heapProfile(b *testing.B, name string) {
+	dir := os.Getenv("AIOD_DENSITY_HEAP")
+	if dir == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(dir, name+".pprof"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // startBench runs a host for a benchmark on a free loopback port once its

@@ -65,8 +65,20 @@ var _ runtime.Precompiler = (*engine)(nil)
 func (e *engine) Precompile(ctx context.Context, wasm []byte) error {
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(e.cache).WithCloseOnContextDone(true))
 	defer r.Close(ctx)
-	_, err := r.CompileModule(ctx, wasm)
+	_, err := r.CompileModule(ctx, e.prepare(wasm))
 	return err
+}
+
+// mergeSegments switches mergeData (tests compare with it off).
+var mergeSegments = true
+
+// prepare is the rewrite every module goes through before compiling (the
+// same in Precompile, so that a warmed cache is hit): mergeData.
+func (e *engine) prepare(wasm []byte) []byte {
+	if !mergeSegments {
+		return wasm
+	}
+	return mergeData(wasm)
 }
 
 type callKey struct{}
@@ -140,7 +152,7 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 			return nil, fmt.Errorf("plugin %s: link %s: %w", cfg.Name, m, err)
 		}
 	}
-	cm, err := r.CompileModule(ctx, wasm)
+	cm, err := r.CompileModule(ctx, e.prepare(wasm))
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: not a valid wasm module: %w", cfg.Name, err)
 	}
@@ -211,19 +223,28 @@ func (c *compiled) moduleConfig() wazero.ModuleConfig {
 func (c *compiled) Instantiate(ctx context.Context) (runtime.Instance, error) {
 	// _initialize may call host functions (logging); give it a Call.
 	call := &hostfn.Call{Plugin: c.name, MaxOutput: 0}
-	ictx := context.WithValue(ctx, callKey{}, call)
+	ictx, mem := withMemory(context.WithValue(ctx, callKey{}, call))
 	m, err := c.r.InstantiateModule(ictx, c.cm, c.moduleConfig().WithStartFunctions("_initialize"))
+	if err == nil {
+		// The guest runtime zeroes (touches) much it never uses.
+		mem.dropZeroPages()
+	}
+	mem.instantiated(err != nil)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: instantiate: %w", c.name, classify(ctx, err, nil, c.pages))
 	}
-	inst := &instance{m: m, pages: c.pages, fns: map[string]api.Function{}}
+	inst := &instance{m: m, mem: mem, pages: c.pages, fns: map[string]api.Function{}}
 	return inst, nil
 }
 
 func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []byte, maxOut int64) ([]byte, uint32, error) {
 	out := &runtime.OutputBuffer{Max: maxOut}
 	cfg := c.moduleConfig().WithStdin(bytes.NewReader(stdin)).WithStdout(out).WithStartFunctions("_start")
-	m, err := c.r.InstantiateModule(context.WithValue(ctx, callKey{}, call), c.cm, cfg)
+	rctx, mem := withMemory(context.WithValue(ctx, callKey{}, call))
+	m, err := c.r.InstantiateModule(rctx, c.cm, cfg)
+	// The command is over when InstantiateModule returns: unmap its
+	// memory once the module is closed (the defers run in reverse).
+	defer mem.instantiated(true)
 	if m != nil {
 		defer m.Close(context.WithoutCancel(ctx))
 	}
@@ -247,6 +268,7 @@ func (c *compiled) Close(ctx context.Context) error {
 
 type instance struct {
 	m      api.Module
+	mem    *memSlot
 	pages  uint32
 	fns    map[string]api.Function
 	stack  [4]uint64
@@ -264,7 +286,7 @@ func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params
 	}
 	stack := i.stack[:max(len(params), len(fn.Definition().ResultTypes()))]
 	copy(stack, params)
-	err := fn.CallWithStack(context.WithValue(ctx, callKey{}, c), stack)
+	err := i.run(context.WithValue(ctx, callKey{}, c), fn, stack)
 	if err != nil {
 		if c != nil && c.Overflow {
 			return 0, hostfn.ErrResultTooLarge{Limit: c.MaxOutput}
@@ -275,6 +297,13 @@ func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params
 		return 0, nil
 	}
 	return int32(uint32(stack[0])), nil
+}
+
+// run calls fn holding the instance's memory mapped (memSlot.hold).
+func (i *instance) run(ctx context.Context, fn api.Function, stack []uint64) error {
+	i.mem.hold()
+	defer i.mem.release()
+	return fn.CallWithStack(ctx, stack)
 }
 
 func (i *instance) Close(ctx context.Context) error {

@@ -1,0 +1,84 @@
+package wazero
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+)
+
+// module builds a wasm module from sections (id, body).
+func module(secs ...[]byte) []byte {
+	b := []byte("\x00asm\x01\x00\x00\x00")
+	for _, s := range secs {
+		b = append(b, s[0])
+		b = binary.AppendUvarint(b, uint64(len(s)-1))
+		b = append(b, s[1:]...)
+	}
+	return b
+}
+
+func memSec() []byte { return []byte{5, 1, 0, 1} } // one memory, min 1 page
+
+// dataSec encodes active segments on memory 0 at i32.const offsets.
+func dataSec(segs ...segment) []byte {
+	b := []byte{11}
+	b = binary.AppendUvarint(b, uint64(len(segs)))
+	for _, s := range segs {
+		b = append(b, 0, 0x41)
+		b = appendSleb(b, int64(int32(s.off)))
+		b = append(b, 0x0b)
+		b = binary.AppendUvarint(b, uint64(len(s.data)))
+		b = append(b, s.data...)
+	}
+	return b
+}
+
+func TestMergeData(t *testing.T) {
+	a, b, c := segment{16, []byte("abc")}, segment{100, []byte("de")}, segment{100 + 2 + mergeGap + 1, []byte("far")}
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want []segment // nil: unchanged
+	}{
+		{"merges small gaps, keeps a large one", module(memSec(), dataSec(a, b, c)),
+			[]segment{{16, append(append([]byte("abc"), make([]byte, 100-19)...), "de"...)}, c}},
+		{"adjacent", module(memSec(), dataSec(segment{0, []byte("x")}, segment{1, []byte("y")})), []segment{{0, []byte("xy")}}},
+		{"nothing to merge", module(memSec(), dataSec(a, c)), nil},
+		{"data count section", module(memSec(), []byte{12, 2}, dataSec(a, b)), nil},
+		{"out of order", module(memSec(), dataSec(b, a)), []segment{{16, append(append([]byte("abc"), make([]byte, 100-19)...), "de"...)}}},
+		{"overlap out of order", module(memSec(), dataSec(b, segment{17, []byte("z")}, a)), nil},
+		{"overlap", module(memSec(), dataSec(a, segment{17, []byte("z")})), nil},
+		{"passive segment", module(memSec(), []byte{11, 2, 0, 0x41, 0, 0x0b, 1, 'x', 1, 1, 'y'}), nil},
+		{"global offset", module(memSec(), []byte{11, 2, 0, 0x41, 0, 0x0b, 1, 'x', 0, 0x23, 0, 0x0b, 1, 'y'}), nil},
+		{"no data", module(memSec()), nil},
+		{"truncated", module(memSec(), dataSec(a, b))[:20], nil},
+		{"not wasm", []byte("hello world"), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := bytes.Clone(tc.in)
+			out := mergeData(in)
+			if !bytes.Equal(in, tc.in) {
+				t.Fatal("input modified")
+			}
+			if tc.want == nil {
+				if !bytes.Equal(out, tc.in) {
+					t.Fatalf("rewritten: %x", out)
+				}
+				return
+			}
+			if want := module(memSec(), dataSec(tc.want...)); !bytes.Equal(out, want) {
+				t.Fatalf("got  %x\nwant %x", out, want)
+			}
+		})
+	}
+}
+
+func TestSleb(t *testing.T) {
+	for _, v := range []int64{0, 1, 63, 64, -1, -64, -65, 1 << 20, 1<<31 - 1, -1 << 31} {
+		b := appendSleb(nil, v)
+		got, n := sleb(b)
+		if got != v || n != len(b) {
+			t.Fatalf("%d: %x -> %d (%d bytes)", v, b, got, n)
+		}
+	}
+}

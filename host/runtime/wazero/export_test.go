@@ -1,0 +1,50 @@
+package wazero
+
+import (
+	"context"
+	"encoding/binary"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/aiodhq/aiod/host/runtime"
+)
+
+// SetMergeSegments switches mergeData and returns the function restoring it.
+func SetMergeSegments(on bool) (restore func()) {
+	m := mergeSegments
+	mergeSegments = on
+	return func() { mergeSegments = m }
+}
+
+// Segments counts wasm's data segments, -1 if it has no data section.
+func Segments(wasm []byte) int {
+	for i := 8; i < len(wasm); {
+		id := wasm[i]
+		size, n := binary.Uvarint(wasm[i+1:])
+		if id == 11 {
+			segs, err := decodeData(wasm[i : i+1+n+int(size)])
+			if err != nil {
+				return -1
+			}
+			return len(segs)
+		}
+		i += 1 + n + int(size)
+	}
+	return -1
+}
+
+// MemoryAtStart instantiates c without running any start function and
+// returns a copy of its linear memory: the data segments' image.
+func MemoryAtStart(ctx context.Context, c runtime.Compiled) ([]byte, error) {
+	cc := c.(*compiled)
+	m, err := cc.r.InstantiateModule(ctx, cc.cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close(ctx)
+	b, _ := m.Memory().Read(0, m.Memory().Size())
+	return append([]byte(nil), b...), nil
+}
+
+// MergeData exposes mergeDataErr.
+func MergeData(wasm []byte) ([]byte, error) { return mergeDataErr(wasm) }

@@ -1,0 +1,231 @@
+//go:build linux && (amd64 || arm64 || riscv64 || loong64 || ppc64le || ppc64 || s390x || mips64 || mips64le)
+
+package wazero_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/internal/testplugins"
+	rt "github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/host/runtime/wazero"
+)
+
+func mappings(t testing.TB) int {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(b, []byte("\n"))
+}
+
+func rssKiB(t testing.TB) float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+func compileTest(t testing.TB, pkg string, pages uint32) rt.Compiled {
+	t.Helper()
+	wasm := testplugins.Wasm(t, pkg)
+	testplugins.Warm(t, wasm)
+	e, err := wazero.New(wazero.Options{CacheDir: testplugins.CacheDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(context.Background()) })
+	c, err := e.Compile(context.Background(), wasm, rt.Config{Name: "t", Families: []hostfn.Family{hostfn.Core()}, MemoryPages: pages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+func call(ctx context.Context, inst rt.Instance, tool, args string) (string, error) {
+	c := &hostfn.Call{Plugin: "t", Input: []byte(tool + args), MaxOutput: 1 << 20}
+	_, err := inst.Call(ctx, c, "aiod_call", 1, uint64(len(tool)), uint64(len(args)))
+	return string(c.Output), err
+}
+
+// TestMemoryNoLeak instantiates and closes many instances, well-behaved
+// and memory bombs (grow to the limit, then trap), and checks that the
+// process's mappings stay flat: every reservation is unmapped.
+func TestMemoryNoLeak(t *testing.T) {
+	echo := compileTest(t, "plugins/examples/echo", 64*16)
+	bomb := compileTest(t, "host/plugin/testdata/hostile", 32*16)
+	ctx := context.Background()
+	run := func() {
+		inst, err := echo.Instantiate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := call(ctx, inst, "echo", `{"text":"hi"}`); err != nil || !strings.Contains(out, "hi") {
+			t.Fatalf("echo: %q %v", out, err)
+		}
+		inst.Close(ctx)
+		inst.Close(ctx)
+		b, err := bomb.Instantiate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		_, err = call(cctx, b, "grow", "{}")
+		cancel()
+		if !errors.Is(err, rt.ErrMemory) {
+			t.Fatalf("bomb: %v", err)
+		}
+		b.Close(ctx)
+	}
+	run() // warm up lazily made runtime mappings
+	runtime.GC()
+	start := mappings(t)
+	for range 20 {
+		run()
+	}
+	runtime.GC()
+	if n := mappings(t); n > start+4 {
+		t.Fatalf("mappings grew from %d to %d over 20 rounds", start, n)
+	}
+	// and a compiled module closed with its instances still open
+	c := compileTest(t, "plugins/examples/echo", 64*16)
+	for range 10 {
+		if _, err := c.Instantiate(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close(ctx)
+	runtime.GC()
+	if n := mappings(t); n > start+4 {
+		t.Fatalf("mappings grew from %d to %d after closing a compiled module with open instances", start, n)
+	}
+}
+
+// TestMemoryDeadlineDuringCall: a deadline closes the module from the
+// guest's own goroutine while it runs; the memory must stay mapped until
+// the call has returned, then go.
+func TestMemoryDeadlineDuringCall(t *testing.T) {
+	c := compileTest(t, "host/plugin/testdata/hostile", 32*16)
+	start := -1
+	for i := range 5 {
+		inst, err := c.Instantiate(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		_, err = call(ctx, inst, "loop", "{}")
+		cancel()
+		if err == nil {
+			t.Fatal("loop returned")
+		}
+		inst.Close(context.Background())
+		runtime.GC()
+		if i == 0 {
+			start = mappings(t)
+		} else if n := mappings(t); n > start+2 {
+			t.Fatalf("mappings %d, then %d", start, n)
+		}
+	}
+}
+
+// BenchmarkInstantiate: the first-call cost of an echo instance and its
+// RSS: wazero's defaults (before), then each step added (the reserved
+// mapping, merged data segments, zero-page release).
+//
+//	go test ./host/runtime/wazero -run '^$' -bench Instantiate -benchtime 100x
+func BenchmarkInstantiate(b *testing.B) {
+	for _, m := range []struct {
+		name              string
+		mmap, merge, drop bool
+	}{
+		{"default", false, false, false},
+		{"mapping", true, false, false},
+		{"mapping+merge", true, true, false},
+		{"mapping+merge+dropzero", true, true, true},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			defer wazero.SetMemoryMode(m.mmap, m.drop)()
+			restore := wazero.SetMergeSegments(m.merge)
+			c := compileTest(b, "plugins/examples/echo", 64*16)
+			restore()
+			ctx := context.Background()
+			insts := make([]rt.Instance, 0, b.N)
+			runtime.GC()
+			debug.FreeOSMemory()
+			start := rssKiB(b)
+			b.ResetTimer()
+			for range b.N {
+				inst, err := c.Instantiate(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				insts = append(insts, inst)
+			}
+			b.StopTimer()
+			if _, err := call(ctx, insts[0], "echo", `{"text":"hi"}`); err != nil {
+				b.Fatal(err)
+			}
+			runtime.GC()
+			debug.FreeOSMemory()
+			b.ReportMetric((rssKiB(b)-start)/float64(b.N), "RSS-KiB/instance")
+			for _, i := range insts {
+				i.Close(ctx)
+			}
+		})
+	}
+}
+
+// TestMergeDataSameMemory: the merged module's linear memory, right after
+// the data segments are applied, is byte for byte the original's.
+func TestMergeDataSameMemory(t *testing.T) {
+	wasm := testplugins.Wasm(t, "plugins/examples/echo")
+	ctx := context.Background()
+	before := wazero.Segments(wasm)
+	merged, err := wazero.MergeData(wasm)
+	if err != nil {
+		t.Fatalf("echo's data section not merged: %v", err)
+	}
+	if after := wazero.Segments(merged); after <= 0 || after > before/100 {
+		t.Fatalf("%d segments merged into %d", before, after)
+	}
+	var images [2][]byte
+	for i, on := range []bool{false, true} {
+		restore := wazero.SetMergeSegments(on)
+		e, err := wazero.New(wazero.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := e.Compile(ctx, wasm, rt.Config{Name: "t", Families: []hostfn.Family{hostfn.Core()}})
+		restore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if images[i], err = wazero.MemoryAtStart(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		c.Close(ctx)
+		e.Close(ctx)
+	}
+	if !bytes.Equal(images[0], images[1]) {
+		t.Fatal("memory differs after merging data segments")
+	}
+	t.Logf("%d segments merged into %d; memory at start %d KiB", before, wazero.Segments(merged), len(images[0])>>10)
+}
