@@ -239,9 +239,11 @@ func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine) {
 			if e.meters {
 				deadline = 30 * time.Second
 			}
+			// start before the context, so that when its deadline fires
+			// at least deadline has passed since start
+			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
-			start := time.Now()
 			_, _, err := toolCall(ctx, e.instance(c), "loop", "{}", 1<<20)
 			took := time.Since(start)
 			switch {
@@ -276,9 +278,11 @@ func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine) {
 			}
 			c := e.compile("host/plugin/testdata/hostile", runtime.Config{})
 			const deadline = 700 * time.Millisecond
+			// start before the context, so that when its deadline fires
+			// at least deadline has passed since start
+			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
-			start := time.Now()
 			_, _, err := toolCall(ctx, e.instance(c), "loop", "{}", 1<<20)
 			if !errors.Is(err, runtime.ErrTimeout) || errors.Is(err, runtime.ErrFuel) || time.Since(start) < deadline {
 				e.t.Fatalf("unmetered loop: err %v after %s, want the deadline (%s)", err, time.Since(start), deadline)
