@@ -31,6 +31,7 @@ import (
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/server"
 	"github.com/aiodhq/aiod/host/skills"
+	"github.com/aiodhq/aiod/host/tenant"
 	"github.com/aiodhq/aiod/host/upstream"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
@@ -192,6 +193,9 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, err
 	}
 	h := &Host{cfg: cfg, log: log, engine: eng, browser: br}
+	// the tenants exist before the registry, whose loaders read their
+	// quotas (OwnerInstances) from the start
+	h.tenancy.set = tenant.New(policy.Tenants, cfg.APIKey)
 	var pins *upstream.Pins
 	if cfg.PinUpstreams != "" {
 		if pins, err = upstream.LoadPins(cfg.PinUpstreams); err != nil {

@@ -47,7 +47,9 @@ func authConfigured(cfg Config, p *caps.Policy) bool {
 func (h *Host) startTenancy(p *caps.Policy) error {
 	cfg := h.cfg
 	t := &h.tenancy
-	t.set = tenant.New(p.Tenants, cfg.APIKey)
+	if t.set == nil {
+		t.set = tenant.New(p.Tenants, cfg.APIKey)
+	}
 	if cfg.OAuthIssuer != "" || cfg.OAuthAudience != "" || cfg.OAuthJWKS != "" {
 		v, err := server.LoadOAuth(server.OAuth{Issuer: cfg.OAuthIssuer, Audience: cfg.OAuthAudience, JWKS: cfg.OAuthJWKS, TenantClaim: cfg.OAuthTenantClaim})
 		if err != nil {
