@@ -100,14 +100,7 @@ func escapeProbe(t *testing.T, s *server, inside, outside string) {
 		}
 	}
 	for _, d := range dirs {
-		for _, args := range []map[string]any{
-			{"action": "list", "path": d},
-			{"action": "list", "path": d, "recursive": true},
-			{"action": "find", "path": d, "pattern": "*"},
-			{"action": "grep", "path": d, "pattern": "TOP"},
-			{"action": "glob", "path": d, "pattern": "**/*"},
-			{"action": "write", "path": d + "/new.txt", "content": "pwned"},
-		} {
+		for _, args := range dirProbes(d, "TOP") {
 			denied(fmtJSON(args), s.call(t, fileOps, args))
 		}
 		check("editor view "+d, s.call(t, editorTool, map[string]any{"command": "view", "path": d}))
@@ -324,5 +317,18 @@ func fileProbes(p, secret string) []map[string]any {
 		{"action": "list", "path": p},
 		{"action": "find", "path": p, "pattern": "*"},
 		{"action": "glob", "path": p, "pattern": "*"},
+	}
+}
+
+// dirProbes are the sandbox_file_operations calls that list, search or
+// write into directory d, where a file holds text.
+func dirProbes(d, text string) []map[string]any {
+	return []map[string]any{
+		{"action": "list", "path": d},
+		{"action": "list", "path": d, "recursive": true},
+		{"action": "find", "path": d, "pattern": "*"},
+		{"action": "grep", "path": d, "pattern": text},
+		{"action": "glob", "path": d, "pattern": "**/*"},
+		{"action": "write", "path": d + "/new.txt", "content": "pwned"},
 	}
 }

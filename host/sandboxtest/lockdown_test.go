@@ -177,14 +177,7 @@ func TestLockdownCrossTenantFiles(t *testing.T) {
 		}
 	}
 	for _, d := range dirs {
-		for _, args := range []map[string]any{
-			{"action": "list", "path": d},
-			{"action": "list", "path": d, "recursive": true},
-			{"action": "find", "path": d, "pattern": "*"},
-			{"action": "grep", "path": d, "pattern": "BOB"},
-			{"action": "glob", "path": d, "pattern": "**/*"},
-			{"action": "write", "path": d + "/new.txt", "content": "pwned"},
-		} {
+		for _, args := range dirProbes(d, "BOB") {
 			check("alice "+fmtJSON(args), l.call(t, "alice", fileOps, args))
 		}
 		check("alice editor view "+d, l.call(t, "alice", editorTool, map[string]any{"command": "view", "path": d}))
