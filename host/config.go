@@ -3,6 +3,8 @@ package host
 import (
 	"fmt"
 	"runtime/debug"
+
+	"github.com/aiodhq/aiod/host/mcp"
 )
 
 // Listen defaults (Config.Host and Config.Port when zero; cmd/aiod shows
@@ -90,4 +92,33 @@ type TenancyConfig struct {
 	// AuditRequired refuses a request whose audit line cannot be written
 	// (set by lockdown).
 	AuditRequired bool
+}
+
+// ReplicaConfig is what one of several replicas behind a load balancer
+// needs (aiod deploy; spec/protocol.md, "Replicas"), embedded in Config.
+type ReplicaConfig struct {
+	// StateKeyFile, when set, is the file of the keys MRTR requestState is
+	// sealed with (--state-key-file, AIO_STATE_KEY_FILE; mcp.ParseStateKeys),
+	// the same file on every replica so that a state opens on any of them.
+	// SIGHUP and every reload read it again. Unset: a random key of the
+	// process's own.
+	StateKeyFile string
+	// ReplicaID, when set, starts every legacy session id
+	// (--replica-id, AIO_REPLICA_ID; mcp.ReplicaTag), what the load
+	// balancer routes a session's later requests on.
+	ReplicaID string
+}
+
+// stateKeys validates the replica id and reads the state key file (nil
+// keys without one).
+func (c ReplicaConfig) stateKeys() ([][]byte, error) {
+	if c.ReplicaID != "" {
+		if _, err := mcp.ReplicaTag(c.ReplicaID); err != nil {
+			return nil, err
+		}
+	}
+	if c.StateKeyFile == "" {
+		return nil, nil
+	}
+	return mcp.ReadStateKeyFile(c.StateKeyFile)
 }

@@ -92,6 +92,8 @@ type Config struct {
 	LockdownConfig
 	// TenancyConfig: OAuth, the audit log (config.go; wiring.go).
 	TenancyConfig
+	// ReplicaConfig: the shared state keys and the replica id (config.go).
+	ReplicaConfig
 }
 
 // Host is a running aiod.
@@ -142,6 +144,10 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	if cfg.AdminKey != "" && cfg.AdminKey == cfg.APIKey {
 		return nil, errors.New("the admin key must differ from the API key: every client holding the API key would be an operator")
+	}
+	stateKeys, err := cfg.stateKeys()
+	if err != nil {
+		return nil, err
 	}
 	log := cfg.Logger
 	policy := &caps.Policy{}
@@ -271,7 +277,12 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	h.mcp = mcp.NewServer(h.tenancy.set.Catalog(served), mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
 		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout, Middleware: h.tenancy.middleware(),
-		SessionsPerOwner: h.tenancy.sessions, Tasks: taskOptions(policy.Limits), Skills: skills.FromEnv(os.Getenv)})
+		SessionsPerOwner: h.tenancy.sessions, Tasks: taskOptions(policy.Limits), Skills: skills.FromEnv(os.Getenv),
+		ReplicaID: cfg.ReplicaID})
+	if err := h.setStateKeys(stateKeys); err != nil {
+		h.Close(ctx)
+		return nil, err
+	}
 	srvOpts := server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: isLoopback(cfg.Host),
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Capabilities: h.capabilities,
 		Admin: &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins}, Sandbox: h.sandbox(env, cacheDir)}

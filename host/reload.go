@@ -57,6 +57,7 @@ func (h *Host) reload(ctx context.Context) (*ReloadResult, error) {
 		}
 		h.policyErr.Store(&res.PolicyError)
 	}
+	h.reloadStateKeys()
 	rep, err := h.reg.ReloadReport(ctx)
 	res.Report = rep
 	if err != nil {

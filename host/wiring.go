@@ -161,3 +161,32 @@ func taskOptions(l caps.OperatorLimits) mcp.TaskOptions {
 	return mcp.TaskOptions{Grace: ms(l.TaskGraceMs), Deadline: ms(l.DefaultTaskDeadlineMs), MaxDeadline: ms(l.MaxTaskDeadlineMs),
 		Retention: ms(l.TaskRetentionMs), MaxPerOwner: l.MaxTasksPerOwner}
 }
+
+// setStateKeys gives the protocol layer the replicas' shared requestState
+// keys (none: it keeps its own random key).
+func (h *Host) setStateKeys(keys [][]byte) error {
+	if keys == nil {
+		return nil
+	}
+	if err := h.mcp.SetStateKeys(keys); err != nil {
+		return fmt.Errorf("state key file %s: %w", h.cfg.StateKeyFile, err)
+	}
+	return nil
+}
+
+// reloadStateKeys reads the state key file again (a rotation, on SIGHUP or
+// any reload); a file that no longer reads keeps the previous keys.
+func (h *Host) reloadStateKeys() {
+	if h.cfg.StateKeyFile == "" {
+		return
+	}
+	keys, err := mcp.ReadStateKeyFile(h.cfg.StateKeyFile)
+	if err == nil {
+		err = h.setStateKeys(keys)
+	}
+	if err != nil {
+		h.log.Error("state key file refused; the previous keys keep applying", "err", err)
+		return
+	}
+	h.log.Info("state keys reloaded", "keys", len(keys))
+}

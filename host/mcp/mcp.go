@@ -95,6 +95,11 @@ type Options struct {
 	// Middleware wraps every method the method table serves (see
 	// Request), the first outermost.
 	Middleware []Middleware
+	// ReplicaID, when set, tags every legacy session id (ReplicaTag; an
+	// id it refuses panics, so callers check it first): a load balancer
+	// routes a session's requests to the replica that created it by the
+	// Mcp-Session-Id up to its first ".".
+	ReplicaID string
 	// SessionsPerOwner, when set, is the most legacy sessions one owner
 	// (tenant) holds at once (0: no such limit): at it, the owner's least
 	// recently used idle session makes room, else initialize answers 503.
@@ -117,6 +122,13 @@ func NewServer(cat Catalog, opts Options) *Server {
 		sessions: newSessions(opts.MaxSessions, opts.SessionIdleTimeout),
 		sealer:   newStateSealer(opts.RequestStateTTL), taskOpts: opts.Tasks.withDefaults()}
 	s.sessions.perOwner = opts.SessionsPerOwner
+	if opts.ReplicaID != "" {
+		tag, err := ReplicaTag(opts.ReplicaID)
+		if err != nil {
+			panic(err)
+		}
+		s.sessions.prefix = tag + "."
+	}
 	s.base, s.stop = context.WithCancel(context.Background())
 	s.metaJSON, _ = json.Marshal(map[string]any{metaServerInfo: opts.Info})
 	if cat != nil {

@@ -9,12 +9,14 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
 // requestState is what aiod puts in an MRTR InputRequiredResult's
 // requestState: the answers collected in earlier rounds, sealed with an
-// AEAD under a per-process key and bound (as additional data) to the
+// AEAD under a per-process key (or the replicas' shared keys, statekey.go)
+// and bound (as additional data) to the
 // principal, the method and a digest of the request's parameters, with a
 // short lifetime. The client cannot read, forge or move it to another
 // request; a tampered, expired or foreign state is a JSON-RPC error.
@@ -32,7 +34,9 @@ const stateVersion = "s1."
 var errBadRequestState = errors.New("invalid requestState")
 
 type stateSealer struct {
-	aead cipher.AEAD
+	// keys are the AEADs in use: the first seals, any of them opens
+	// (statekey.go swaps them on a rotation).
+	keys atomic.Pointer[[]cipher.AEAD]
 	ttl  time.Duration
 	now  func() time.Time
 }
@@ -42,15 +46,22 @@ func newStateSealer(ttl time.Duration) *stateSealer {
 	if _, err := rand.Read(key); err != nil {
 		panic(err)
 	}
-	blk, err := aes.NewCipher(key) // AES-256-GCM, random 96-bit nonces
+	a, err := newStateAEAD(key)
 	if err != nil {
 		panic(err)
 	}
-	a, err := cipher.NewGCM(blk)
+	s := &stateSealer{ttl: ttl, now: time.Now}
+	s.keys.Store(&[]cipher.AEAD{a})
+	return s
+}
+
+// newStateAEAD is AES-256-GCM under key, with random 96-bit nonces.
+func newStateAEAD(key []byte) (cipher.AEAD, error) {
+	blk, err := aes.NewCipher(key)
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
-	return &stateSealer{aead: a, ttl: ttl, now: time.Now}
+	return cipher.NewGCM(blk)
 }
 
 // binding is the additional data a state is sealed to.
@@ -74,11 +85,12 @@ func (s *stateSealer) seal(st *requestState, binding []byte) (string, error) {
 	plain := make([]byte, 8, 8+len(body))
 	binary.BigEndian.PutUint64(plain, uint64(s.now().Add(s.ttl).Unix()))
 	plain = append(plain, body...)
-	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(plain)+s.aead.Overhead())
+	aead := (*s.keys.Load())[0]
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
 	if _, err := rand.Read(nonce); err != nil {
 		return "", err
 	}
-	out := s.aead.Seal(nonce, nonce, plain, binding)
+	out := aead.Seal(nonce, nonce, plain, binding)
 	return stateVersion + base64.RawURLEncoding.EncodeToString(out), nil
 }
 
@@ -88,12 +100,20 @@ func (s *stateSealer) open(tok string, binding []byte) (*requestState, error) {
 		return nil, errBadRequestState
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(tok[len(stateVersion):])
-	if err != nil || len(raw) < s.aead.NonceSize()+s.aead.Overhead()+8 {
+	if err != nil {
 		return nil, errBadRequestState
 	}
-	ns := s.aead.NonceSize()
-	plain, err := s.aead.Open(nil, raw[:ns], raw[ns:], binding)
-	if err != nil {
+	var plain []byte
+	for _, aead := range *s.keys.Load() {
+		ns := aead.NonceSize()
+		if len(raw) < ns+aead.Overhead()+8 {
+			return nil, errBadRequestState
+		}
+		if plain, err = aead.Open(nil, raw[:ns], raw[ns:], binding); err == nil {
+			break
+		}
+	}
+	if plain == nil {
 		return nil, errBadRequestState
 	}
 	if exp := int64(binary.BigEndian.Uint64(plain)); s.now().Unix() > exp {

@@ -133,8 +133,11 @@ type sessions struct {
 	// perOwner, when set, is the most sessions one owner holds (0: no
 	// such limit); Options.SessionsPerOwner.
 	perOwner func(owner string) int
-	stop     chan struct{}
-	done     sync.WaitGroup
+	// prefix starts every session id: the replica tag and "."
+	// (Options.ReplicaID), else empty.
+	prefix string
+	stop   chan struct{}
+	done   sync.WaitGroup
 }
 
 // errTooManySessions is answered with 503 when every slot is busy.
@@ -166,7 +169,7 @@ func newID() string {
 // idle session is ended to make room.
 func (t *sessions) create(owner, version string, caps clientCaps, info json.RawMessage) (*session, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &session{id: newID(), owner: owner, version: version, caps: caps, clientInfo: info, ctx: ctx, cancel: cancel, logLevel: -1}
+	s := &session{id: t.prefix + newID(), owner: owner, version: version, caps: caps, clientInfo: info, ctx: ctx, cancel: cancel, logLevel: -1}
 	s.touch()
 	t.mu.Lock()
 	var evicted *session
