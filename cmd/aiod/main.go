@@ -3,6 +3,7 @@
 //	aiod start [flags]    serve MCP at http://HOST:PORT/mcp
 //	aiod upstream review  compare the upstream tools with their pins (--accept pins them)
 //	aiod plugin ...       write, build and check plugins (plugin.go)
+//	aiod deploy ...       replicas behind nginx or in Kubernetes (deploy.go)
 //	aiod version          print the version
 //
 // Every flag of start also reads an environment variable (the flag wins);
@@ -47,6 +48,8 @@ usage:
   aiod plugin new|build|inspect|verify|test
                        write, build and check a plugin (aiod plugin help)
   aiod key new         print a fresh API key and the line to paste into a tenant's "keys"
+  aiod deploy nginx|kubernetes
+                       write the configuration of several replicas behind nginx or in Kubernetes
   aiod version         print the version
 `)
 }
@@ -70,6 +73,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return pluginCmd(args[1:], stdout, stderr)
 	case "key":
 		return keyCmd(args[1:], stdout, stderr)
+	case "deploy":
+		return deployCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
@@ -126,6 +131,7 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.str(&c.PinUpstreams, "pin-upstreams", "AIO_PIN_UPSTREAMS", "", "pin file of the upstream MCP servers' tools: a tool that is new or whose definition changed is withheld until `aiod upstream review --accept`")
 	s.duration(&c.UpstreamListTimeout, "upstream-list-timeout", "AIO_UPSTREAM_LIST_TIMEOUT", upstream.DefaultListTimeout, "longest a tools/list waits for one upstream MCP server; one that has not answered by then is left out (0: the default)")
 	s.tenancyFlags(c)
+	s.replicaFlags(c)
 	s.value(&modeValue{&c.Browser.Mode}, "browser", "AIO_BROWSER", string(browser.DefaultMode), "browser plane: attach (a browser at --browser-host:--browser-port), launch (aiod runs headless Chromium) or off")
 	s.str(&c.Browser.Host, "browser-host", "BROWSER_REMOTE_DEBUGGING_HOST", browser.DefaultHost, "attach: the browser's DevTools host")
 	s.int(&c.Browser.Port, "browser-port", "BROWSER_REMOTE_DEBUGGING_PORT", browser.DefaultPort, "attach: the browser's DevTools port")

@@ -1,0 +1,373 @@
+package deploy
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"text/template"
+
+	"github.com/aiodhq/aiod/host/server"
+)
+
+// Kubernetes is what `aiod deploy kubernetes` writes: the aiod Deployment
+// and the headless Service over its pods, the router (nginx: a ConfigMap,
+// a Deployment and the Service clients reach) and the Secret with the
+// state key file. See RATIONALE.md, "Replicas behind a load balancer",
+// for why the affinity is a router of its own.
+type Kubernetes struct {
+	Replicas    int
+	Image       string // the aiod image
+	Namespace   string // default "default"
+	Name        string // default "aiod": the objects' names and app label
+	RouterImage string // default DefaultRouterImage
+}
+
+// DefaultRouterImage is the router's nginx image.
+const DefaultRouterImage = "nginx:1.27"
+
+// aiodPort is where aiod listens in its pod, and the router in its.
+const aiodPort = 8080
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+func (k Kubernetes) withDefaults() (Kubernetes, error) {
+	if k.Namespace == "" {
+		k.Namespace = "default"
+	}
+	if k.Name == "" {
+		k.Name = "aiod"
+	}
+	if k.RouterImage == "" {
+		k.RouterImage = DefaultRouterImage
+	}
+	if k.Replicas < 1 {
+		return k, fmt.Errorf("--replicas %d: at least 1", k.Replicas)
+	}
+	if k.Image == "" || strings.ContainsAny(k.Image, " \t\n\"'") {
+		return k, fmt.Errorf("--image %q: the aiod image, e.g. registry.example/aiod:0.2.0", k.Image)
+	}
+	if strings.ContainsAny(k.RouterImage, " \t\n\"'") {
+		return k, fmt.Errorf("--router-image %q: not an image reference", k.RouterImage)
+	}
+	for what, v := range map[string]string{"--namespace": k.Namespace, "--name": k.Name} {
+		if !dnsLabel.MatchString(v) || (what == "--name" && len(v) > 40) {
+			return k, fmt.Errorf("%s %q: a DNS label (lower-case letters, digits, '-')", what, v)
+		}
+	}
+	return k, nil
+}
+
+// Files are the manifests by file name, the Secret holding stateKey (a
+// state key file's content).
+func (k Kubernetes) Files(stateKey []byte) (map[string][]byte, error) {
+	k, err := k.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	data := struct {
+		Kubernetes
+		Port      int
+		MaxBody   int
+		StateKey  string
+		RouterCfg string
+	}{Kubernetes: k, Port: aiodPort, MaxBody: server.MaxBodyBytes, StateKey: base64.StdEncoding.EncodeToString(stateKey)}
+	var cfg bytes.Buffer
+	if err := routerTmpl.Execute(&cfg, data); err != nil {
+		return nil, err
+	}
+	data.RouterCfg = indent(cfg.String(), "    ")
+	out := map[string][]byte{}
+	for _, name := range []string{"secret.yaml", "aiod.yaml", "router.yaml"} {
+		var b bytes.Buffer
+		if err := k8sTmpl.ExecuteTemplate(&b, name, data); err != nil {
+			return nil, err
+		}
+		out[name] = b.Bytes()
+	}
+	return out, nil
+}
+
+func indent(s, pre string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = pre + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// WriteKubernetes writes the manifests into dir (the state key of
+// dir/state.key, made when missing, new keys read from r) and returns
+// what to do next.
+func WriteKubernetes(dir string, k Kubernetes, r io.Reader) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("deploy kubernetes: %w", err)
+	}
+	key, err := ensureStateKey(dir, r)
+	if err != nil {
+		return "", err
+	}
+	files, err := k.Files(key)
+	if err != nil {
+		return "", err
+	}
+	for name, b := range files {
+		mode := os.FileMode(0o644)
+		if name == "secret.yaml" {
+			mode = 0o600
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, mode); err != nil {
+			return "", fmt.Errorf("deploy kubernetes: %w", err)
+		}
+	}
+	k, _ = k.withDefaults()
+	return fmt.Sprintf(`wrote %[1]s/secret.yaml (the state key: keep it secret), %[1]s/aiod.yaml, %[1]s/router.yaml
+
+  kubectl apply -f %[1]s
+
+Clients reach the Service %[2]s in namespace %[3]s (port 80; put your ingress or load balancer in
+front of it). It is nginx (the router): the 2026-07-28 protocol goes round robin over the aiod pods,
+a legacy session to the pod that created it (its id starts with the pod's IP, dashed, which is the
+pod's DNS name in the headless Service %[2]s-replicas). aiod listens beyond loopback, so it needs a
+key: create the Secret %[2]s-api-key with the key api-key (aiod key new) before applying, or add
+tenant keys or OAuth to the Deployment. Rotate the state key as spec/protocol.md says, then
+kubectl rollout restart deployment/%[2]s (or send each pod SIGHUP).
+Per pod, not shared: legacy sessions, shell sessions, workspaces, warm instances, tasks.
+`, dir, k.Name, k.Namespace), nil
+}
+
+var k8sTmpl = template.Must(template.New("k8s").Parse(`
+{{- define "secret.yaml" -}}
+# The MRTR requestState key every aiod pod shares (aiod start --state-key-file).
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{.Name}}-state-key
+  namespace: {{.Namespace}}
+  labels:
+    app.kubernetes.io/name: {{.Name}}
+type: Opaque
+data:
+  state.key: {{.StateKey}}
+{{end}}
+
+{{- define "aiod.yaml" -}}
+# {{.Replicas}} aiod replicas and the headless Service that names each pod in DNS
+# (<pod IP, dashed>.{{.Name}}-replicas.{{.Namespace}}.svc.cluster.local), which the router
+# sends a legacy session's requests to.
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{.Name}}
+  namespace: {{.Namespace}}
+  labels:
+    app.kubernetes.io/name: {{.Name}}
+    app.kubernetes.io/component: server
+spec:
+  replicas: {{.Replicas}}
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: {{.Name}}
+      app.kubernetes.io/component: server
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: {{.Name}}
+        app.kubernetes.io/component: server
+    spec:
+      containers:
+        - name: aiod
+          image: "{{.Image}}"
+          args: ["start", "--host", "0.0.0.0", "--port", "{{.Port}}", "--state-key-file", "/etc/aiod/state/state.key", "--replica-id", "$(POD_IP)"]
+          env:
+            - name: POD_IP
+              valueFrom:
+                fieldRef:
+                  fieldPath: status.podIP
+            - name: AIO_API_KEY
+              valueFrom:
+                secretKeyRef:
+                  name: {{.Name}}-api-key
+                  key: api-key
+          ports:
+            - name: mcp
+              containerPort: {{.Port}}
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: mcp
+            periodSeconds: 5
+          livenessProbe:
+            httpGet:
+              path: /health
+              port: mcp
+            periodSeconds: 10
+          volumeMounts:
+            - name: state-key
+              mountPath: /etc/aiod/state
+              readOnly: true
+      volumes:
+        - name: state-key
+          secret:
+            secretName: {{.Name}}-state-key
+            defaultMode: 0400
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{.Name}}-replicas
+  namespace: {{.Namespace}}
+  labels:
+    app.kubernetes.io/name: {{.Name}}
+spec:
+  clusterIP: None
+  selector:
+    app.kubernetes.io/name: {{.Name}}
+    app.kubernetes.io/component: server
+  ports:
+    - name: mcp
+      port: {{.Port}}
+      targetPort: mcp
+{{end}}
+
+{{- define "router.yaml" -}}
+# The router: nginx in front of the aiod pods, and the Service clients reach.
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{.Name}}-router
+  namespace: {{.Namespace}}
+  labels:
+    app.kubernetes.io/name: {{.Name}}
+data:
+  nginx.conf: |
+{{.RouterCfg}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{.Name}}-router
+  namespace: {{.Namespace}}
+  labels:
+    app.kubernetes.io/name: {{.Name}}
+    app.kubernetes.io/component: router
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: {{.Name}}
+      app.kubernetes.io/component: router
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: {{.Name}}
+        app.kubernetes.io/component: router
+    spec:
+      containers:
+        - name: nginx
+          image: "{{.RouterImage}}"
+          ports:
+            - name: http
+              containerPort: {{.Port}}
+          readinessProbe:
+            httpGet:
+              path: /router-health
+              port: http
+          volumeMounts:
+            - name: config
+              mountPath: /etc/nginx/nginx.conf
+              subPath: nginx.conf
+              readOnly: true
+      volumes:
+        - name: config
+          configMap:
+            name: {{.Name}}-router
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{.Name}}
+  namespace: {{.Namespace}}
+  labels:
+    app.kubernetes.io/name: {{.Name}}
+spec:
+  selector:
+    app.kubernetes.io/name: {{.Name}}
+    app.kubernetes.io/component: router
+  ports:
+    - name: http
+      port: 80
+      targetPort: http
+{{end}}
+`))
+
+// routerTmpl is the router's nginx.conf: names resolved when used, through
+// the cluster's DNS, so that pods come and go without a reload. A session
+// id's tag is a dashed pod IP: only a pod of the headless Service has that
+// name, so a forged id reaches no other address.
+var routerTmpl = template.Must(template.New("router").Parse(`# written by aiod deploy kubernetes
+worker_processes auto;
+pid /tmp/nginx.pid;
+error_log /dev/stderr notice;
+
+events {
+    worker_connections 1024;
+}
+
+http {
+    access_log /dev/stdout;
+    client_body_temp_path /tmp/client_body;
+    proxy_temp_path /tmp/proxy;
+    fastcgi_temp_path /tmp/fastcgi;
+    uwsgi_temp_path /tmp/uwsgi;
+    scgi_temp_path /tmp/scgi;
+
+    resolver kube-dns.kube-system.svc.cluster.local valid=5s;
+
+    # no session (initialize, the 2026-07-28 protocol): any aiod pod, round
+    # robin over the headless Service's addresses; a session: its pod
+    map $http_mcp_session_id $aiod_backend {
+        default {{.Name}}-replicas.{{.Namespace}}.svc.cluster.local:{{.Port}};
+        "~^(?<aiod_pod>[0-9a-f-]{1,39})\." $aiod_pod.{{.Name}}-replicas.{{.Namespace}}.svc.cluster.local:{{.Port}};
+    }
+
+    server {
+        listen {{.Port}};
+        client_max_body_size {{.MaxBody}};
+
+        location = /router-health {
+            access_log off;
+            return 200 "ok\n";
+        }
+
+        location / {
+            proxy_pass http://$aiod_backend;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $http_host;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto $scheme;
+            proxy_buffering off;
+            proxy_request_buffering off;
+            proxy_cache off;
+            proxy_read_timeout 1h;
+            proxy_send_timeout 1h;
+            error_page 502 504 = @aiod_session_gone;
+        }
+
+        location @aiod_session_gone {
+            if ($http_mcp_session_id = "") {
+                return 502;
+            }
+            default_type application/json;
+            return 404 '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"session not found: its pod is gone; initialize a new one"}}';
+        }
+    }
+}
+`))
