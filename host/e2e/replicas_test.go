@@ -22,9 +22,11 @@ import (
 // round robin; its MRTR requestState must open on either replica) pass as
 // they do against one aiod; the tasks-* scenarios, which that suite does
 // not score, are left out, as tasks are per replica (README, "Replicas
-// behind a load balancer"). Before the suites, two direct checks that do
-// not depend on how nginx happened to spread the suites' requests. It runs
-// beside the task tests (parallel), whose 60 s command covers its ~35 s.
+// behind a load balancer"). Around the suites, direct checks that do not
+// depend on how nginx happened to spread the suites' requests: sessions
+// stay on their replica, r1's requestState finishes on r2, and a key
+// rotation by SIGHUP (spec/protocol.md §9) keeps states opening. It runs
+// beside the task tests (parallel), whose 60 s command covers its ~40 s.
 func TestReplicas(t *testing.T) {
 	t.Parallel()
 	bin, _ := binaries(t)
@@ -79,30 +81,46 @@ func TestReplicas(t *testing.T) {
 		}
 	})
 
-	t.Run("requestState opens on the other replica", func(t *testing.T) {
-		call := func(a *aiod, extra string) map[string]any {
-			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_input_required_result_elicitation","arguments":{}` + extra +
-				`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}}}`
-			resp, b := post(t, a.URL, body, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "test_input_required_result_elicitation"})
-			var r struct {
-				Result map[string]any `json:"result"`
-			}
-			if err := json.Unmarshal([]byte(b), &r); err != nil || resp.StatusCode != 200 || r.Result == nil {
-				t.Fatalf("tools/call on %s: %d %s", a.Base, resp.StatusCode, b)
-			}
-			return r.Result
+	// mrtr calls the MRTR elicitation tool on a, in round 1 (extra "") or
+	// with extra's inputResponses and requestState.
+	mrtr := func(t *testing.T, a *aiod, extra string) (status int, result, rpcErr map[string]any) {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_input_required_result_elicitation","arguments":{}` + extra +
+			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}}}`
+		resp, b := post(t, a.URL, body, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "test_input_required_result_elicitation"})
+		var r struct {
+			Result map[string]any `json:"result"`
+			Error  map[string]any `json:"error"`
 		}
-		first := call(reps["r1"], "")
-		state, _ := first["requestState"].(string)
-		if first["resultType"] != "input_required" || state == "" {
-			t.Fatalf("r1: want input_required with a requestState, got %v", first)
+		if err := json.Unmarshal([]byte(b), &r); err != nil {
+			t.Fatalf("tools/call on %s: %d %s", a.Base, resp.StatusCode, b)
 		}
+		return resp.StatusCode, r.Result, r.Error
+	}
+	// round1 is a's requestState for the elicitation tool.
+	round1 := func(t *testing.T, a *aiod) string {
+		t.Helper()
+		_, res, e := mrtr(t, a, "")
+		state, _ := res["requestState"].(string)
+		if res["resultType"] != "input_required" || state == "" {
+			t.Fatalf("%s: want input_required with a requestState, got %v %v", a.Base, res, e)
+		}
+		return state
+	}
+	// finish answers round 1 on a with state; it reports whether a
+	// opened the state (an error otherwise, or the test fails).
+	finish := func(t *testing.T, a *aiod, state string) bool {
+		t.Helper()
 		st, _ := json.Marshal(state)
-		done := call(reps["r2"], `,"inputResponses":{"user_name":{"action":"accept","content":{"name":"Ada"}}},"requestState":`+string(st))
-		if b, _ := json.Marshal(done); !strings.Contains(string(b), "Hello, Ada!") {
-			t.Fatalf("r2 finishing r1's round: %s", b)
+		_, res, e := mrtr(t, a, `,"inputResponses":{"user_name":{"action":"accept","content":{"name":"Ada"}}},"requestState":`+string(st))
+		if b, _ := json.Marshal(res); res != nil && strings.Contains(string(b), "Hello, Ada!") {
+			return true
 		}
-	})
+		if msg, _ := e["message"].(string); !strings.Contains(msg, "invalid requestState") {
+			t.Fatalf("%s: neither the answer nor a refused state: %v %v", a.Base, res, e)
+		}
+		return false
+	}
 
 	t.Run("conformance through nginx", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -121,6 +139,57 @@ func TestReplicas(t *testing.T) {
 			t.Fatalf("conformance through nginx failed (%v):\n%s\nnginx error log:\n%s", err, plain, readFile(filepath.Join(dir, "logs", "error.log")))
 		}
 		onlyTasksFail(t, outDir)
+	})
+
+	t.Run("requestState opens on the other replica", func(t *testing.T) {
+		if !finish(t, reps["r2"], round1(t, reps["r1"])) {
+			t.Fatal("r2 refused the requestState r1 sealed with the shared key")
+		}
+	})
+
+	// The rotation of spec/protocol.md §9, with SIGHUP: a new key second,
+	// then first, then alone.
+	t.Run("rotation on SIGHUP", func(t *testing.T) {
+		keyFile := filepath.Join(dir, "state.key")
+		oldKey, err := os.ReadFile(keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		newKey := "IHJvdGF0ZWQga2V5IG9mIHRoaXJ0eS10d28gYnl0ZXMhIQ==\n"
+		rotate := func(content string) {
+			t.Helper()
+			if err := os.WriteFile(keyFile, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range reps {
+				n := strings.Count(a.Logs(), "state keys reloaded")
+				if err := a.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+					t.Fatal(err)
+				}
+				for deadline := time.Now().Add(startWait()); strings.Count(a.Logs(), "state keys reloaded") == n; time.Sleep(20 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s did not reload its state keys on SIGHUP:\n%s", a.Base, a.Logs())
+					}
+				}
+			}
+		}
+		underOld := round1(t, reps["r1"])
+		rotate(string(oldKey) + newKey)
+		if !finish(t, reps["r2"], underOld) {
+			t.Fatal("after adding a key, a state sealed under the old one was refused")
+		}
+		rotate(newKey + string(oldKey))
+		underNew := round1(t, reps["r1"])
+		if !finish(t, reps["r2"], underOld) || !finish(t, reps["r2"], underNew) {
+			t.Fatal("with the new key first, a state under the old or the new key was refused")
+		}
+		rotate(newKey)
+		if finish(t, reps["r2"], underOld) {
+			t.Fatal("a state under the dropped key still opens: SIGHUP did not reread the file")
+		}
+		if !finish(t, reps["r2"], underNew) {
+			t.Fatal("a state under the new key was refused")
+		}
 	})
 }
 
