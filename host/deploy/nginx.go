@@ -140,7 +140,7 @@ var nginxTmpl = template.Must(template.New("nginx.conf").Parse(`# nginx in front
 # later request of the session there. An initialize has no id yet and goes
 # round robin; an id naming no replica goes round robin too, and the replica
 # answers 404 (session not found), after which the client initializes again.
-worker_processes 1;
+worker_processes auto;
 pid nginx.pid;
 error_log logs/error.log notice;
 
