@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/aiodhq/aiod/host/mcp"
 )
@@ -62,6 +63,38 @@ func ensureStateKey(dir string, r io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("state key: %w", err)
 	}
 	return b, nil
+}
+
+// APIKeyFile is the name of the API key file `aiod deploy kubernetes`
+// writes: the key every client sends (aiod start --api-key).
+const APIKeyFile = "api.key"
+
+// ensureAPIKey writes dir/api.key, a fresh key in the form of `aiod key
+// new` ("aiod_" and 32 random bytes, base64url), unless it exists, and
+// returns the key.
+func ensureAPIKey(dir string, r io.Reader) (string, error) {
+	path := filepath.Join(dir, APIKeyFile)
+	if b, err := os.ReadFile(path); err == nil {
+		k := strings.TrimSpace(string(b))
+		if k == "" || strings.ContainsAny(k, " \t\n") {
+			return "", fmt.Errorf("%s: want one key on one line", path)
+		}
+		return k, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("api key: %w", err)
+	}
+	if r == nil {
+		r = rand.Reader
+	}
+	var b [32]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return "", fmt.Errorf("api key: %w", err)
+	}
+	k := "aiod_" + base64.RawURLEncoding.EncodeToString(b[:])
+	if err := os.WriteFile(path, []byte(k+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("api key: %w", err)
+	}
+	return k, nil
 }
 
 // checkHostPort checks a HOST:PORT with a port in 1-65535.

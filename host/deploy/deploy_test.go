@@ -125,7 +125,7 @@ func TestKubernetesGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			files, err := tt.k.Files(fixedKey)
+			files, err := tt.k.Files(fixedKey, "aiod_test-key")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -196,7 +196,7 @@ func checkKubernetes(t *testing.T, k Kubernetes, objs map[string]map[string]any)
 		}
 		return o
 	}
-	want := []string{"Secret/" + k.Name + "-state-key", "Deployment/" + k.Name, "Service/" + k.Name + "-replicas",
+	want := []string{"Secret/" + k.Name + "-state-key", "Secret/" + k.Name + "-api-key", "Deployment/" + k.Name, "Service/" + k.Name + "-replicas",
 		"ConfigMap/" + k.Name + "-router", "Deployment/" + k.Name + "-router", "Service/" + k.Name}
 	for _, w := range want {
 		if objs[w] == nil {
@@ -246,6 +246,14 @@ func checkKubernetes(t *testing.T, k Kubernetes, objs map[string]map[string]any)
 	if sec == "" {
 		t.Fatal("the Secret has no state.key")
 	}
+	for _, e := range get(dep, "spec", "template", "spec", "containers", 0, "env").([]any) {
+		if get(e, "name") == "AIO_API_KEY" && get(e, "valueFrom", "secretKeyRef", "name") != k.Name+"-api-key" {
+			t.Errorf("AIO_API_KEY comes from %v", get(e, "valueFrom"))
+		}
+	}
+	if ak, _ := get(objs["Secret/"+k.Name+"-api-key"], "data", "api-key").(string); ak != b64([]byte("aiod_test-key")) {
+		t.Errorf("api-key Secret holds %q", ak)
+	}
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
@@ -271,7 +279,7 @@ func TestKubernetesErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := tt.k.Files(fixedKey); err == nil || !strings.Contains(err.Error(), tt.err) {
+			if _, err := tt.k.Files(fixedKey, "aiod_test-key"); err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("err %v, want one with %q", err, tt.err)
 			}
 		})
@@ -313,9 +321,19 @@ func TestWriteKeepsStateKey(t *testing.T) {
 	}
 	sec, _ := os.ReadFile(filepath.Join(dir, "secret.yaml"))
 	raw, _ := os.ReadFile(filepath.Join(dir, StateKeyFile))
+	apiKey, _ := os.ReadFile(filepath.Join(dir, APIKeyFile))
 	docs := parseYAML(t, "secret.yaml", sec)
 	if v := docs[0]["data"].(map[string]any)["state.key"]; v != b64(raw) {
 		t.Error("the Secret does not hold dir/state.key")
+	}
+	if k := strings.TrimSpace(string(apiKey)); !strings.HasPrefix(k, "aiod_") || len(k) != 48 || docs[1]["data"].(map[string]any)["api-key"] != b64([]byte(k)) {
+		t.Errorf("api.key %q is not a fresh aiod key in the Secret", apiKey)
+	}
+	if _, err := WriteKubernetes(dir, Kubernetes{Replicas: 2, Image: "aiod:1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(filepath.Join(dir, APIKeyFile)); !bytes.Equal(again, apiKey) {
+		t.Error("a second run replaced the API key")
 	}
 	if err := os.WriteFile(filepath.Join(dir, StateKeyFile), []byte("short\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -62,9 +62,9 @@ func (k Kubernetes) withDefaults() (Kubernetes, error) {
 	return k, nil
 }
 
-// Files are the manifests by file name, the Secret holding stateKey (a
-// state key file's content).
-func (k Kubernetes) Files(stateKey []byte) (map[string][]byte, error) {
+// Files are the manifests by file name, the Secrets holding stateKey (a
+// state key file's content) and apiKey (the key clients send).
+func (k Kubernetes) Files(stateKey []byte, apiKey string) (map[string][]byte, error) {
 	k, err := k.withDefaults()
 	if err != nil {
 		return nil, err
@@ -74,8 +74,10 @@ func (k Kubernetes) Files(stateKey []byte) (map[string][]byte, error) {
 		Port      int
 		MaxBody   int
 		StateKey  string
+		APIKey    string
 		RouterCfg string
-	}{Kubernetes: k, Port: aiodPort, MaxBody: server.MaxBodyBytes, StateKey: base64.StdEncoding.EncodeToString(stateKey)}
+	}{Kubernetes: k, Port: aiodPort, MaxBody: server.MaxBodyBytes, StateKey: base64.StdEncoding.EncodeToString(stateKey),
+		APIKey: base64.StdEncoding.EncodeToString([]byte(apiKey))}
 	var cfg bytes.Buffer
 	if err := routerTmpl.Execute(&cfg, data); err != nil {
 		return nil, err
@@ -103,8 +105,9 @@ func indent(s, pre string) string {
 }
 
 // WriteKubernetes writes the manifests into dir (the state key of
-// dir/state.key, made when missing, new keys read from r) and returns
-// what to do next.
+// dir/state.key and the API key of dir/api.key, each made when missing
+// from bytes read from r, crypto/rand when nil) and returns what to do
+// next.
 func WriteKubernetes(dir string, k Kubernetes, r io.Reader) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("deploy kubernetes: %w", err)
@@ -113,7 +116,11 @@ func WriteKubernetes(dir string, k Kubernetes, r io.Reader) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	files, err := k.Files(key)
+	apiKey, err := ensureAPIKey(dir, r)
+	if err != nil {
+		return "", err
+	}
+	files, err := k.Files(key, apiKey)
 	if err != nil {
 		return "", err
 	}
@@ -127,24 +134,25 @@ func WriteKubernetes(dir string, k Kubernetes, r io.Reader) (string, error) {
 		}
 	}
 	k, _ = k.withDefaults()
-	return fmt.Sprintf(`wrote %[1]s/secret.yaml (the state key: keep it secret), %[1]s/aiod.yaml, %[1]s/router.yaml
+	return fmt.Sprintf(`wrote %[1]s/secret.yaml (the state key and the API key: keep it secret), %[1]s/aiod.yaml, %[1]s/router.yaml
 
   kubectl apply -f %[1]s
 
 Clients reach the Service %[2]s in namespace %[3]s (port 80; put your ingress or load balancer in
-front of it). It is nginx (the router): the 2026-07-28 protocol goes round robin over the aiod pods,
-a legacy session to the pod that created it (its id starts with the pod's IP, dashed, which is the
-pod's DNS name in the headless Service %[2]s-replicas). aiod listens beyond loopback, so it needs a
-key: create the Secret %[2]s-api-key with the key api-key (aiod key new) before applying, or add
-tenant keys or OAuth to the Deployment. Rotate the state key as spec/protocol.md says, then
-kubectl rollout restart deployment/%[2]s (or send each pod SIGHUP).
+front of it) with the key of %[1]s/api.key (Authorization: Bearer KEY). It is nginx (the router): the
+2026-07-28 protocol goes round robin over the aiod pods, a legacy session to the pod that created it
+(its id starts with the pod's IP, dashed, which is the pod's DNS name in the headless Service
+%[2]s-replicas). Tenant keys or OAuth instead: edit the Deployment's arguments. Rotate the state key
+as spec/protocol.md (section 9) says, editing the Secret (the mounted file follows within a minute);
+after each step send every pod SIGHUP, or kubectl rollout restart deployment/%[2]s.
 Per pod, not shared: legacy sessions, shell sessions, workspaces, warm instances, tasks.
 `, dir, k.Name, k.Namespace), nil
 }
 
 var k8sTmpl = template.Must(template.New("k8s").Parse(`
 {{- define "secret.yaml" -}}
-# The MRTR requestState key every aiod pod shares (aiod start --state-key-file).
+# The MRTR requestState key every aiod pod shares (aiod start --state-key-file),
+# and the API key every client sends (aiod start --api-key).
 apiVersion: v1
 kind: Secret
 metadata:
@@ -155,6 +163,17 @@ metadata:
 type: Opaque
 data:
   state.key: {{.StateKey}}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{.Name}}-api-key
+  namespace: {{.Namespace}}
+  labels:
+    app.kubernetes.io/name: {{.Name}}
+type: Opaque
+data:
+  api-key: {{.APIKey}}
 {{end}}
 
 {{- define "aiod.yaml" -}}
