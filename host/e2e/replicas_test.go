@@ -25,7 +25,8 @@ import (
 // behind a load balancer"). Around the suites, direct checks that do not
 // depend on how nginx happened to spread the suites' requests: sessions
 // stay on their replica, r1's requestState finishes on r2, and a key
-// rotation by SIGHUP (spec/protocol.md §9) keeps states opening. It runs
+// rotation by SIGHUP (spec/protocol.md §9) keeps states opening, and a
+// replica that stops loses its sessions (404) but not the service. It runs
 // beside the task tests (parallel), whose 60 s command covers its ~40 s.
 func TestReplicas(t *testing.T) {
 	t.Parallel()
@@ -189,6 +190,38 @@ func TestReplicas(t *testing.T) {
 		}
 		if !finish(t, reps["r2"], underNew) {
 			t.Fatal("a state under the new key was refused")
+		}
+	})
+
+	// A replica that goes away takes its sessions along: nginx answers
+	// them 404 (the client initializes again), and the rest goes on to
+	// the replica left.
+	t.Run("a replica stops", func(t *testing.T) {
+		initBody := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+		var sid string
+		for range 4 {
+			if resp, _ := post(t, url, initBody, nil); strings.HasPrefix(resp.Header.Get("Mcp-Session-Id"), "r2.") {
+				sid = resp.Header.Get("Mcp-Session-Id")
+				break
+			}
+		}
+		if sid == "" {
+			t.Fatal("no initialize of four reached r2")
+		}
+		r2 := reps["r2"].cmd
+		if err := r2.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = r2.Process.Wait()
+		h := map[string]string{"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+		if resp, body := post(t, url, listBody, h); resp.StatusCode != 404 || !strings.Contains(body, `"session not found`) {
+			t.Fatalf("a session of the stopped replica: %d %s, want 404 session not found", resp.StatusCode, body)
+		}
+		for range 3 {
+			resp, body := post(t, url, initBody, nil)
+			if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Mcp-Session-Id"), "r1.") {
+				t.Fatalf("initialize with r2 stopped: %d %q %s, want r1's session", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), body)
+			}
 		}
 	})
 }
