@@ -47,6 +47,8 @@ type upstream struct {
 	// downLogged: "does not answer" was logged since the last good list.
 	downLogged bool
 	refresh    *refreshOp
+	answers    int  // refreshes finished (a first one is no change)
+	again      bool // list_changed arrived during the running refresh
 
 	tokens   sync.Map // progress token -> *slot
 	tokenSeq atomic.Int64
@@ -355,6 +357,7 @@ func (u *upstream) startRefreshLocked() *refreshOp {
 	timeout := u.set.opts.ListTimeout
 	op := &refreshOp{done: make(chan struct{}), deadline: time.Now().Add(timeout)}
 	u.refresh = op
+	u.again = false
 	u.set.wg.Add(1)
 	go func() {
 		defer u.set.wg.Done()
@@ -363,8 +366,8 @@ func (u *upstream) startRefreshLocked() *refreshOp {
 		start := time.Now()
 		tools, ttl, err := u.list(ctx)
 		u.mu.Lock()
-		defer u.mu.Unlock()
-		u.refresh = nil
+		first := u.answers == 0
+		u.answers++
 		if err == nil {
 			u.tools, u.have, u.fetched, u.ttl, u.stale, u.timeout = tools, true, start, ttl, false, false
 			u.downLogged = false
@@ -378,6 +381,21 @@ func (u *upstream) startRefreshLocked() *refreshOp {
 			}
 		}
 		close(op.done)
+		u.mu.Unlock()
+		// What clients see may have changed: tell them (not for the first
+		// answer, which the tools/list that asked for it waits for). The
+		// refresh ends after the recheck, so one upstream's refreshes and
+		// rechecks come one after the other.
+		u.set.recheck(!first)
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		u.refresh = nil
+		if u.again && !u.closed && u.set.ctx.Err() == nil {
+			// list_changed arrived while this list was on its way: it
+			// may predate the change.
+			u.again, u.stale = false, true
+			u.startRefreshLocked()
+		}
 	}()
 	return op
 }
@@ -390,6 +408,10 @@ func (u *upstream) listChanged() {
 		return
 	}
 	u.stale = true
+	if u.refresh != nil {
+		u.again = true // the running refresh may have been answered before the change
+		return
+	}
 	u.startRefreshLocked()
 }
 

@@ -535,3 +535,62 @@ func TestTTL(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestOnChange: the set reports each change an upstream makes to what it
+// publishes once (its list_changed, going down, coming back), and neither
+// its first answer, nor refreshes that find the same list, nor a Rebase.
+func TestOnChange(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			addr := freeAddr(t)
+			up := newSDKUpstreamAt(t, addr, era.stateless, "echo")
+			s := newSet(t, Options{DefaultTTL: 50 * time.Millisecond, ListTimeout: 300 * time.Millisecond},
+				Server{Name: "sdk", URL: up.url(), Prefix: "p"})
+			ctx := context.Background()
+			seen := make(chan []string, 16) // what Tools publishes at each change
+			s.OnChange(func() { seen <- names(s.Tools(ctx)) })
+			next := func(want ...string) {
+				t.Helper()
+				// Tools keeps the caches refreshing (the ttl is short).
+				tick := time.NewTicker(20 * time.Millisecond)
+				defer tick.Stop()
+				deadline := time.After(5 * time.Second)
+				for {
+					select {
+					case got := <-seen:
+						if !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+							t.Fatalf("a change published %v, want %v", got, want)
+						}
+						return
+					case <-tick.C:
+						s.Tools(ctx)
+					case <-deadline:
+						t.Fatalf("no change reported, want one publishing %v", want)
+					}
+				}
+			}
+			if got := names(s.Tools(ctx)); !reflect.DeepEqual(got, []string{"p_echo"}) {
+				t.Fatalf("tools = %v", got)
+			}
+			addNamed(up.srv, "added") // list_changed
+			next("p_added", "p_echo")
+			// Refreshes of the same list (the ttl runs out) and a rebase
+			// report nothing: the next report is the next change.
+			for n := up.n("POST tools/list"); up.n("POST tools/list") < n+3; {
+				time.Sleep(20 * time.Millisecond)
+				s.Tools(ctx)
+			}
+			s.Rebase()
+			up.CloseClientConnections()
+			up.Close()
+			next() // down: absent
+			newSDKUpstreamAt(t, addr, era.stateless, "echo")
+			next("p_echo") // back, with its tools of a fresh start
+			select {
+			case got := <-seen:
+				t.Fatalf("one more change reported: %v", got)
+			default:
+			}
+		})
+	}
+}
