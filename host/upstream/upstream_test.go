@@ -146,45 +146,53 @@ func TestNotifications(t *testing.T) {
 func TestCancel(t *testing.T) {
 	for _, era := range eras {
 		t.Run(era.name, func(t *testing.T) {
-			up := newSDKUpstream(t, era.stateless)
-			s := newSet(t, Options{}, Server{Name: "sdk", URL: up.url(), Prefix: "p"})
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() {
-				_, err := s.Call(ctx, "p_block", json.RawMessage(`{}`), nil)
-				done <- err
-			}()
-			select {
-			case <-up.started:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the upstream tool did not start")
-			}
-			cancel()
-			select {
-			case err := <-done:
-				if !errors.Is(err, context.Canceled) {
-					t.Fatalf("Call after cancel: %v, want context.Canceled", err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("Call did not return after cancel")
-			}
-			// 2026-07-28: closing the call's stream is the cancellation (the
-			// go-sdk server does not pass it on to a stateless tool handler).
-			// Legacy: notifications/cancelled, which it does pass on.
-			want, what := up.closed, "the call's stream was not closed"
-			if !era.stateless {
-				want, what = up.cancelled, "the upstream tool's context was not cancelled"
-			}
-			select {
-			case <-want:
-			case <-time.After(5 * time.Second):
-				t.Fatal(what)
-			}
-			if r := call(t, s, "p_echo", `{"text":"after"}`); r.text() != "after" {
-				t.Fatalf("after a cancel: %+v", r)
+			for _, fast := range []bool{false, true} {
+				t.Run(pathName(fast), func(t *testing.T) { testCancel(t, era.stateless, fast) })
 			}
 		})
 	}
+}
+
+func testCancel(t *testing.T, stateless, fast bool) {
+	up := newSDKUpstream(t, stateless)
+	s := newSet(t, Options{}, Server{Name: "sdk", URL: up.url(), Prefix: "p"})
+	arm(t, s, fast)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Call(ctx, "p_block", json.RawMessage(`{}`), nil)
+		done <- err
+	}()
+	select {
+	case <-up.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream tool did not start")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Call after cancel: %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Call did not return after cancel")
+	}
+	// 2026-07-28: closing the call's stream is the cancellation (the
+	// go-sdk server does not pass it on to a stateless tool handler).
+	// Legacy: notifications/cancelled, which it does pass on.
+	want, what := up.closed, "the call's stream was not closed"
+	if !stateless {
+		want, what = up.cancelled, "the upstream tool's context was not cancelled"
+	}
+	select {
+	case <-want:
+	case <-time.After(5 * time.Second):
+		t.Fatal(what)
+	}
+	if r := call(t, s, "p_echo", `{"text":"after"}`); r.text() != "after" {
+		t.Fatalf("after a cancel: %+v", r)
+	}
+	took(t, s, fast && stateless) // a session (legacy) never takes it
 }
 
 // TestDownAndLate: an upstream that does not answer is absent, a call to it
@@ -270,9 +278,16 @@ func TestFlood(t *testing.T) {
 			}
 		}
 	})
+	for _, fast := range []bool{false, true} {
+		t.Run(pathName(fast), func(t *testing.T) { testFlood(t, flood, ok, fast) })
+	}
+}
+
+func testFlood(t *testing.T, flood *rawUpstream, ok *sdkUpstream, fast bool) {
 	s := newSet(t, Options{},
 		Server{Name: "flood", URL: flood.URL, Prefix: "flood"},
 		Server{Name: "ok", URL: ok.url(), Prefix: "ok"})
+	arm(t, s, fast)
 	var n sync.Map
 	for _, withNotify := range []bool{false, true} {
 		var notify func(string, json.RawMessage)
@@ -296,6 +311,7 @@ func TestFlood(t *testing.T) {
 	if _, ok := n.Load("seen"); !ok {
 		t.Fatal("the flood's progress never reached notify")
 	}
+	took(t, s, fast)
 	healthy(t, s)
 }
 
@@ -323,22 +339,26 @@ func TestMalformed(t *testing.T) {
 			sseHeaders(w)
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			bad := newRawUpstream(t, tc.call)
-			s := newSet(t, Options{},
-				Server{Name: "bad", URL: bad.URL, Prefix: "bad"},
-				Server{Name: "ok", URL: ok.url(), Prefix: "ok"})
-			for range 2 { // the second one on the same session
-				r := call(t, s, "bad_hello", `{}`)
-				if !r.IsError || !strings.Contains(r.text(), `"bad"`) {
-					t.Fatalf("bad_hello: %+v", r)
+		for _, fast := range []bool{false, true} {
+			t.Run(tc.name+"/"+pathName(fast), func(t *testing.T) {
+				bad := newRawUpstream(t, tc.call)
+				s := newSet(t, Options{},
+					Server{Name: "bad", URL: bad.URL, Prefix: "bad"},
+					Server{Name: "ok", URL: ok.url(), Prefix: "ok"})
+				arm(t, s, fast)
+				for range 2 { // the second one on the same session
+					r := call(t, s, "bad_hello", `{}`)
+					if !r.IsError || !strings.Contains(r.text(), `"bad"`) {
+						t.Fatalf("bad_hello: %+v", r)
+					}
 				}
-			}
-			if got := names(s.Tools(context.Background())); !reflect.DeepEqual(got, []string{"bad_hello", "ok_echo"}) {
-				t.Fatalf("tools = %v", got)
-			}
-			healthy(t, s)
-		})
+				took(t, s, fast)
+				if got := names(s.Tools(context.Background())); !reflect.DeepEqual(got, []string{"bad_hello", "ok_echo"}) {
+					t.Fatalf("tools = %v", got)
+				}
+				healthy(t, s)
+			})
+		}
 	}
 }
 
@@ -384,25 +404,33 @@ func TestOversized(t *testing.T) {
 			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", id)
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			bad := newRawUpstream(t, tc.call)
-			s := newSet(t, Options{MaxResultBytes: 64 << 10},
-				Server{Name: "big", URL: bad.URL, Prefix: "big"},
-				Server{Name: "ok", URL: ok.url(), Prefix: "ok"})
-			r := call(t, s, "big_hello", `{}`)
-			if !r.IsError || !strings.Contains(r.text(), "size limit") || !strings.Contains(r.text(), `"big"`) {
-				t.Fatalf("big_hello: %+v", r)
-			}
-			healthy(t, s)
-		})
+		for _, fast := range []bool{false, true} {
+			t.Run(tc.name+"/"+pathName(fast), func(t *testing.T) {
+				bad := newRawUpstream(t, tc.call)
+				s := newSet(t, Options{MaxResultBytes: 64 << 10},
+					Server{Name: "big", URL: bad.URL, Prefix: "big"},
+					Server{Name: "ok", URL: ok.url(), Prefix: "ok"})
+				arm(t, s, fast)
+				r := call(t, s, "big_hello", `{}`)
+				if !r.IsError || !strings.Contains(r.text(), "size limit") || !strings.Contains(r.text(), `"big"`) {
+					t.Fatalf("big_hello: %+v", r)
+				}
+				took(t, s, fast)
+				healthy(t, s)
+			})
+		}
 	}
 	// Under the limit passes.
 	fine := newRawUpstream(t, func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
 		writeJSON(w, id, `{"content":[{"type":"text","text":"`+big+`"}]}`)
 	})
-	s := newSet(t, Options{MaxResultBytes: 1 << 20}, Server{Name: "fine", URL: fine.URL, Prefix: "fine"})
-	if r := call(t, s, "fine_hello", `{}`); r.IsError || r.text() != big {
-		t.Fatalf("under the limit: isError %v, %d bytes", r.IsError, len(r.text()))
+	for _, fast := range []bool{false, true} {
+		s := newSet(t, Options{MaxResultBytes: 1 << 20}, Server{Name: "fine", URL: fine.URL, Prefix: "fine"})
+		arm(t, s, fast)
+		if r := call(t, s, "fine_hello", `{}`); r.IsError || r.text() != big {
+			t.Fatalf("under the limit (%s): isError %v, %d bytes", pathName(fast), r.IsError, len(r.text()))
+		}
+		took(t, s, fast)
 	}
 }
 
@@ -592,5 +620,29 @@ func TestOnChange(t *testing.T) {
 			default:
 			}
 		})
+	}
+}
+
+func pathName(fast bool) string {
+	if fast {
+		return "fast path"
+	}
+	return "go-sdk path"
+}
+
+// arm lists first when fast: the fast path needs the cached list (a call
+// without one goes through the go-sdk client).
+func arm(t *testing.T, s *Set, fast bool) {
+	t.Helper()
+	if fast {
+		s.Tools(context.Background())
+	}
+}
+
+// took checks whether the first server's calls took the fast path.
+func took(t *testing.T, s *Set, fast bool) {
+	t.Helper()
+	if n := s.ups[0].fastCalls.Load(); (n > 0) != fast {
+		t.Fatalf("%d fast calls to %q, want fast path %v", n, s.ups[0].srv.Name, fast)
 	}
 }
