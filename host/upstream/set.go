@@ -233,6 +233,7 @@ func (s *Set) Rebase() { s.recheck(false) }
 // when it differs from the last one computed and notify is set, calls the
 // OnChange functions.
 func (s *Set) recheck(notify bool) {
+	s.pubMu.Lock() // held while computing: rechecks of two upstreams must not cross
 	snaps := make([][]upTool, len(s.ups))
 	for i, u := range s.ups {
 		u.mu.Lock()
@@ -247,7 +248,6 @@ func (s *Set) recheck(notify bool) {
 	}
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
-	s.pubMu.Lock()
 	changed := sum != s.pubSum
 	s.pubSum = sum
 	fs := s.onChange
