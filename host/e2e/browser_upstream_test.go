@@ -47,7 +47,15 @@ func startBrowserServer(t *testing.T) string {
 		// SIGTERM the server closes it; whatever still runs with this
 		// test's profile after that is killed by pid.
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		for deadline := time.Now().Add(5 * time.Second); len(procsMentioning(profile)) > 0 && time.Now().Before(deadline); {
+		browser := func() bool { // Chromium still runs (the server itself stays up on SIGTERM)
+			for _, pid := range procsMentioning(profile) {
+				if pid != cmd.Process.Pid {
+					return true
+				}
+			}
+			return false
+		}
+		for deadline := time.Now().Add(5 * time.Second); browser() && time.Now().Before(deadline); {
 			time.Sleep(50 * time.Millisecond)
 		}
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -127,31 +135,43 @@ func toolDefs(t *testing.T, url string) ([]string, map[string]json.RawMessage) {
 	return names, defs
 }
 
-// TestBrowserUpstream: @agent-infra/mcp-server-browser, how the AIO image
-// gets its page-level browser_* tools, registered without a prefix under
-// the name "browser": its tools keep their names and come after aiod's own,
-// in its order, each listed once (one that collides with aiod's own tools is
-// the built-in's, and logged as dropped); a local page navigated through aiod
-// gives its text back through aiod.
-func TestBrowserUpstream(t *testing.T) {
+// TestForeignUpstreams: one bin/aiod over two foreign upstreams, a go-sdk
+// server with sessions ("up", prefixed) that changes its tools, and
+// @agent-infra/mcp-server-browser over Debian's chromium ("browser", no
+// prefix, registered last).
+func TestForeignUpstreams(t *testing.T) {
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, `<!doctype html><html><head><title>upstream page</title></head><body><h1>Aggregated browser</h1><p>text 7319 from a local page</p></body></html>`)
 	}))
 	defer page.Close()
 	br := startBrowserServer(t)
+	up, addTool := changingUpstream(t)
+	a := start(t, []string{fmt.Sprintf(`EXTRA_MCP_SERVERS={"up":{"url":%q,"prefix":"up"},"browser":{"url":%q}}`, up, br)})
+	t.Run("browser", func(t *testing.T) { checkBrowserUpstream(t, a, br, page.URL) })
+	for _, era := range []string{"modern", "legacy"} {
+		t.Run("changes/"+era, func(t *testing.T) { checkChangeTellsClients(t, a, addTool, era) })
+	}
+}
+
+// checkBrowserUpstream: mcp-server-browser, how the AIO image gets its
+// page-level browser_* tools, registered without a prefix under the name
+// "browser": its tools keep their names and come last, in its order, each
+// listed once (one that collides with aiod's own tools is the built-in's, and
+// logged as dropped); a local page navigated through aiod gives its text back
+// through aiod.
+func checkBrowserUpstream(t *testing.T, a *aiod, br, page string) {
 	upNames, upDefs := toolDefs(t, br)
 	if len(upNames) < 20 || upNames[0] != "browser_navigate" {
 		t.Fatalf("mcp-server-browser lists %v, want its browser_navigate first and about 21 tools", upNames)
 	}
-
-	a := start(t, []string{fmt.Sprintf(`EXTRA_MCP_SERVERS={"browser":{"url":%q}}`, br)})
 	names, defs := toolDefs(t, a.URL)
 	seen := map[string]int{}
 	for _, n := range names {
 		seen[n]++
 	}
-	// aiod's own tools are the ones before the first upstream definition.
+	// The tools before the browser's first definition are aiod's own (and
+	// the other upstream's).
 	own := map[string]bool{}
 	first := len(names)
 	for i, n := range names {
@@ -175,7 +195,7 @@ func TestBrowserUpstream(t *testing.T) {
 		want = append(want, n)
 	}
 	if got := names[first:]; strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("upstream tools after aiod's own: %v\nwant %v", got, want)
+		t.Fatalf("the browser's tools, last: %v\nwant %v", got, want)
 	}
 	for _, n := range want {
 		if string(defs[n]) != string(upDefs[n]) {
@@ -186,8 +206,8 @@ func TestBrowserUpstream(t *testing.T) {
 		t.Fatalf("browser_navigate/browser_get_text are aiod's own here (%v): the flow below would not reach the upstream", names)
 	}
 
-	text, isErr := callTool(t, a.URL, "browser_navigate", fmt.Sprintf(`{"url":%q}`, page.URL+"/p.html"))
-	if isErr || !strings.Contains(text, "Navigated to "+page.URL) {
+	text, isErr := callTool(t, a.URL, "browser_navigate", fmt.Sprintf(`{"url":%q}`, page+"/p.html"))
+	if isErr || !strings.Contains(text, "Navigated to "+page) {
 		t.Fatalf("browser_navigate through aiod: isError %v, %q", isErr, text)
 	}
 	text, isErr = callTool(t, a.URL, "browser_get_text", `{}`)
