@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 var eras = []struct {
@@ -644,5 +647,79 @@ func took(t *testing.T, s *Set, fast bool) {
 	t.Helper()
 	if n := s.ups[0].fastCalls.Load(); (n > 0) != fast {
 		t.Fatalf("%d fast calls to %q, want fast path %v", n, s.ups[0].srv.Name, fast)
+	}
+}
+
+// heldWriter buffers an answer until the handler returns.
+type heldWriter struct {
+	h    http.Header
+	code int
+	buf  strings.Builder
+}
+
+func (w *heldWriter) Header() http.Header         { return w.h }
+func (w *heldWriter) WriteHeader(code int)        { w.code = code }
+func (w *heldWriter) Write(b []byte) (int, error) { return w.buf.WriteString(string(b)) }
+func (w *heldWriter) Flush()                      {}
+
+// TestChangeDuringRefresh: a list_changed that arrives while a refresh's
+// answer is on its way (computed before the change) refreshes once more,
+// so the change is not lost until the ttl runs out.
+func TestChangeDuringRefresh(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			srv := mcp.NewServer(&mcp.Implementation{Name: "held", Version: "1"}, nil)
+			addNamed(srv, "echo")
+			h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: era.stateless})
+			var hold atomic.Bool
+			held, release := make(chan struct{}, 1), make(chan struct{})
+			up := newHandlerServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodPost || peekMethod(r) != "tools/list" || !hold.CompareAndSwap(true, false) {
+					h.ServeHTTP(w, r)
+					return
+				}
+				hw := &heldWriter{h: w.Header(), code: 200}
+				h.ServeHTTP(hw, r) // the answer is computed now
+				held <- struct{}{}
+				<-release // and delivered after the change
+				w.WriteHeader(hw.code)
+				io.WriteString(w, hw.buf.String())
+			})
+			s := newSet(t, Options{DefaultTTL: time.Hour}, Server{Name: "h", URL: up.URL, Prefix: "h"})
+			ctx := context.Background()
+			if got := names(s.Tools(ctx)); !reflect.DeepEqual(got, []string{"h_echo"}) {
+				t.Fatalf("tools = %v", got)
+			}
+			hold.Store(true)
+			addNamed(srv, "a") // list_changed: a refresh, whose answer is held
+			select {
+			case <-held:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no refresh after list_changed")
+			}
+			addNamed(srv, "b") // list_changed while that answer is on its way
+			u := s.ups[0]
+			for arrived, deadline := false, time.Now().Add(5*time.Second); !arrived; {
+				u.mu.Lock()
+				arrived = u.again
+				u.mu.Unlock()
+				if time.Now().After(deadline) {
+					t.Fatal("the second list_changed did not arrive during the refresh")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			close(release)
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				got := names(s.Tools(ctx))
+				if reflect.DeepEqual(got, []string{"h_a", "h_b", "h_echo"}) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("tools = %v: the change during the refresh was lost", got)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
 	}
 }
