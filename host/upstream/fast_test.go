@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
@@ -84,6 +85,24 @@ func TestFastPath(t *testing.T) {
 	if n := u.fastCalls.Load(); n != 1 {
 		t.Fatalf("%d fast calls after f_echo, want 1", n)
 	}
+	// Concurrent fast calls share the copied headers and _meta (-race).
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			text := fmt.Sprintf("c%d", i)
+			raw, err := s.Call(ctx, "f_echo", json.RawMessage(fmt.Sprintf(`{"text":%q}`, text)), nil)
+			if err != nil || !strings.Contains(string(raw), `"text":"`+text+`"`) {
+				t.Errorf("concurrent f_echo %s: %s, %v", text, raw, err)
+			}
+		}()
+	}
+	wg.Wait()
+	mu.Lock()
+	calls = calls[:1] // the first fast call is compared below
+	mu.Unlock()
+	u.fastCalls.Store(1)
 	var notes atomic.Int64
 	raw, err := s.Call(ctx, "f_progress", json.RawMessage(`{}`), func(string, json.RawMessage) { notes.Add(1) })
 	if err != nil || !strings.Contains(string(raw), "done") || notes.Load() != 1 {
