@@ -24,9 +24,20 @@ type catalog struct {
 }
 
 var (
-	_ mcp.Catalog    = (*catalog)(nil)
-	_ mcp.ToolLister = (*catalog)(nil)
+	_ mcp.Catalog       = (*catalog)(nil)
+	_ mcp.ToolLister    = (*catalog)(nil)
+	_ mcp.ToolsNotifier = (*catalog)(nil)
 )
+
+// OnToolsChanged is mcp.ToolsNotifier: f runs once for each change an
+// upstream makes to the published tools (its list_changed, or a refresh that
+// finds a difference). A plugin swap tells clients itself (the registry's
+// OnSwap) and rebases the set, so the names it takes from an upstream are not
+// announced a second time.
+func (c *catalog) OnToolsChanged(f func()) {
+	c.ups.OnChange(f)
+	c.Registry.OnSwap(func(*plugin.Catalog) { c.ups.Rebase() })
+}
 
 // newUpstreamSet returns the set over servers, excluding the names the
 // plugins publish at the time of each tools/list or call (so a reload that

@@ -52,3 +52,10 @@ type Catalog interface {
 type ToolLister interface {
 	ListTools(ctx context.Context) []byte
 }
+
+// ToolsNotifier is implemented by a Catalog whose tools change without a
+// new snapshot (the upstream MCP servers of a ToolLister): f is called once
+// for each such change, and the server tells its listening clients.
+type ToolsNotifier interface {
+	OnToolsChanged(f func())
+}

@@ -148,6 +148,9 @@ func NewServer(cat Catalog, opts Options) *Server {
 			}
 		})
 	}
+	if tn, ok := cat.(ToolsNotifier); ok {
+		tn.OnToolsChanged(func() { s.broadcastListChanged("tools") })
+	}
 	return s
 }
 

@@ -105,6 +105,13 @@ type listingCatalog struct {
 
 func (c *listingCatalog) ListTools(ctx context.Context) []byte { return c.l.ListTools(ctx) }
 
+// OnToolsChanged passes mcp.ToolsNotifier through (the upstreams' changes).
+func (c *listingCatalog) OnToolsChanged(f func()) {
+	if n, ok := c.inner.(mcp.ToolsNotifier); ok {
+		n.OnToolsChanged(f)
+	}
+}
+
 func (c *catalog) CallTool(ctx context.Context, req plugin.CallRequest) ([]byte, error) {
 	if !c.s.ForOwner(req.Owner).Allowed(req.Name) {
 		return nil, plugin.ErrUnknownTool

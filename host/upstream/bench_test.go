@@ -6,24 +6,39 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 )
 
 // BenchmarkForward is one forwarded tools/call (Set.Call) to an in-process
-// go-sdk server, 2026-07-28 stateless: the client side's cost (go-sdk
-// client, guard, HTTP) plus the server's, in one process.
+// go-sdk server, 2026-07-28 stateless: the client side's cost (the fast path
+// or the go-sdk client with the guard, HTTP) plus the server's, in one
+// process.
 func BenchmarkForward(b *testing.B) {
-	up := newSDKUpstream(b, true, "echo")
-	s := newSet(b, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, Server{Name: "sdk", URL: up.url(), Prefix: "p"})
-	ctx := context.Background()
-	args := json.RawMessage(`{"text":"hi"}`)
-	if _, err := s.Call(ctx, "p_echo", args, nil); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := s.Call(ctx, "p_echo", args, nil); err != nil {
-			b.Fatal(err)
-		}
+	for _, path := range []string{"fast", "go-sdk"} {
+		b.Run(path, func(b *testing.B) {
+			up := newSDKUpstream(b, true, "echo")
+			s := newSet(b, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), DefaultTTL: time.Hour},
+				Server{Name: "sdk", URL: up.url(), Prefix: "p"})
+			ctx := context.Background()
+			args := json.RawMessage(`{"text":"hi"}`)
+			s.Tools(ctx) // a client lists first: the fast path needs the list
+			if path == "go-sdk" {
+				s.ups[0].fast.Store(nil) // until the next tools/list, an hour away
+			}
+			if _, err := s.Call(ctx, "p_echo", args, nil); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := s.Call(ctx, "p_echo", args, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if fast := s.ups[0].fastCalls.Load() > 0; fast != (path == "fast") {
+				b.Fatalf("%s: fast path taken %v", path, fast)
+			}
+		})
 	}
 }

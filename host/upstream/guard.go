@@ -73,6 +73,8 @@ type guard struct {
 	base        http.RoundTripper
 	limit       int64
 	sessionLost func() // called on a 404 to a request with a session id
+	// capture sees the headers and params of each tools/list request.
+	capture func(h http.Header, params json.RawMessage)
 }
 
 func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -97,6 +99,9 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	var call *wireMsg
 	if m, err := decodeWire(body); err == nil && m.isCall() {
 		call = m
+		if m.Method == "tools/list" && g.capture != nil {
+			g.capture(req.Header, m.Params)
+		}
 	}
 	resp, err := g.base.RoundTrip(req)
 	if err != nil || call == nil {

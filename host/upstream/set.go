@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,6 +93,10 @@ type Set struct {
 	counts map[string]int   // server -> tools it published in the last Tools
 	warned map[string]bool  // one-time messages already logged
 
+	pubMu    sync.Mutex        // serialises recheck
+	pubSum   [sha256.Size]byte // digest of the published list recheck last saw
+	onChange []func()
+
 	closeOnce sync.Once
 }
 
@@ -159,6 +164,20 @@ func (s *Set) Tools(ctx context.Context) []Tool {
 		}()
 	}
 	wg.Wait()
+	out, routes := s.publish(snaps)
+	counts := make(map[string]int, len(s.ups))
+	for _, t := range out {
+		counts[t.Server]++
+	}
+	s.mu.Lock()
+	s.routes, s.counts = routes, counts
+	s.mu.Unlock()
+	return out
+}
+
+// publish applies the naming rules to the upstreams' lists (in
+// registration order): the published tools and where each name goes.
+func (s *Set) publish(snaps [][]upTool) ([]Tool, map[string]route) {
 	var (
 		out    []Tool
 		routes = make(map[string]route)
@@ -189,14 +208,56 @@ func (s *Set) Tools(ctx context.Context) []Tool {
 			out = append(out, Tool{Name: t.pub, Server: u.srv.Name, UpstreamName: t.name, Definition: t.def})
 		}
 	}
-	counts := make(map[string]int, len(s.ups))
-	for _, t := range out {
-		counts[t.Server]++
+	return out, routes
+}
+
+// OnChange registers f to be called once for each change of what Tools
+// publishes that an upstream made: its tools/list_changed, or a refresh (the
+// ttl ran out, it came up or went down) whose answer changed the published
+// list. An upstream's first answer is not a change (the tools/list that
+// asked for it waits for it), nor is a refresh that finds the same list. f is
+// called from a background goroutine and must not block.
+func (s *Set) OnChange(f func()) {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	s.onChange = append(s.onChange, f)
+}
+
+// Rebase takes the published list as the upstreams' caches give it now as
+// what clients know, without calling the OnChange functions: a plugin swap,
+// which tells clients itself, changes the names the set excludes, and the
+// next refresh must not report that again.
+func (s *Set) Rebase() { s.recheck(false) }
+
+// recheck computes the published list from the caches (no round trip) and,
+// when it differs from the last one computed and notify is set, calls the
+// OnChange functions.
+func (s *Set) recheck(notify bool) {
+	s.pubMu.Lock() // held while computing: rechecks of two upstreams must not cross
+	snaps := make([][]upTool, len(s.ups))
+	for i, u := range s.ups {
+		u.mu.Lock()
+		snaps[i] = u.tools
+		u.mu.Unlock()
 	}
-	s.mu.Lock()
-	s.routes, s.counts = routes, counts
-	s.mu.Unlock()
-	return out
+	out, _ := s.publish(snaps)
+	h := sha256.New()
+	for _, t := range out {
+		h.Write(t.Definition)
+		h.Write([]byte{0})
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	changed := sum != s.pubSum
+	s.pubSum = sum
+	fs := s.onChange
+	s.pubMu.Unlock()
+	if !changed || !notify || s.ctx.Err() != nil {
+		return
+	}
+	for _, f := range fs {
+		f()
+	}
 }
 
 // Status is one upstream as a tools/list sees it.

@@ -31,15 +31,21 @@ type upstream struct {
 	set  *Set
 	cl   *mcp.Client
 	hc   *http.Client
-	lost atomic.Bool // a 404 answered a request with our session id
+	base http.RoundTripper        // under the guard: the fast path's transport
+	lost atomic.Bool              // a 404 answered a request with our session id
+	fast atomic.Pointer[fastPath] // nil: calls go through the go-sdk client
+	// fastCalls counts the calls the fast path answered (the tests
+	// read it).
+	fastCalls atomic.Int64
 
 	connMu sync.Mutex // serialises connecting
 
 	mu      sync.Mutex
 	cs      *mcp.ClientSession
 	closed  bool
-	tools   []upTool // in the upstream's order
-	have    bool     // tools holds the last good list
+	tools   []upTool        // in the upstream's order
+	plain   map[string]bool // tools whose arguments no header mirrors (the fast path's)
+	have    bool            // tools holds the last good list
 	fetched time.Time
 	ttl     time.Duration
 	stale   bool // a list_changed arrived since fetched
@@ -47,6 +53,8 @@ type upstream struct {
 	// downLogged: "does not answer" was logged since the last good list.
 	downLogged bool
 	refresh    *refreshOp
+	answers    int  // refreshes finished (a first one is no change)
+	again      bool // list_changed arrived during the running refresh
 
 	tokens   sync.Map // progress token -> *slot
 	tokenSeq atomic.Int64
@@ -72,7 +80,8 @@ func newUpstream(set *Set, srv Server) *upstream {
 		t.MaxIdleConnsPerHost = 64
 		base = t
 	}
-	u.hc = &http.Client{Transport: &guard{base: base, limit: set.opts.MaxResultBytes, sessionLost: func() { u.lost.Store(true) }}}
+	u.base = base
+	u.hc = &http.Client{Transport: &guard{base: base, limit: set.opts.MaxResultBytes, sessionLost: func() { u.lost.Store(true) }, capture: u.capture}}
 	u.cl = mcp.NewClient(&mcp.Implementation{Name: set.opts.ClientName, Version: set.opts.ClientVersion}, &mcp.ClientOptions{
 		Capabilities:                &mcp.ClientCapabilities{}, // no roots, sampling or elicitation
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
@@ -134,6 +143,7 @@ func (u *upstream) drop(cs *mcp.ClientSession) {
 	u.mu.Lock()
 	if u.cs == cs {
 		u.cs = nil
+		u.fast.Store(nil)
 	}
 	u.mu.Unlock()
 	go cs.Close() // bounded: the go-sdk gives its DELETE 5 s
@@ -355,6 +365,7 @@ func (u *upstream) startRefreshLocked() *refreshOp {
 	timeout := u.set.opts.ListTimeout
 	op := &refreshOp{done: make(chan struct{}), deadline: time.Now().Add(timeout)}
 	u.refresh = op
+	u.again = false
 	u.set.wg.Add(1)
 	go func() {
 		defer u.set.wg.Done()
@@ -363,10 +374,14 @@ func (u *upstream) startRefreshLocked() *refreshOp {
 		start := time.Now()
 		tools, ttl, err := u.list(ctx)
 		u.mu.Lock()
-		defer u.mu.Unlock()
-		u.refresh = nil
+		first := u.answers == 0
+		u.answers++
 		if err == nil {
 			u.tools, u.have, u.fetched, u.ttl, u.stale, u.timeout = tools, true, start, ttl, false, false
+			u.plain = make(map[string]bool, len(tools))
+			for _, t := range tools {
+				u.plain[t.name] = !bytes.Contains(t.raw, []byte("x-mcp-header"))
+			}
 			u.downLogged = false
 		} else {
 			// An upstream that does not answer is absent.
@@ -378,6 +393,21 @@ func (u *upstream) startRefreshLocked() *refreshOp {
 			}
 		}
 		close(op.done)
+		u.mu.Unlock()
+		// What clients see may have changed: tell them (not for the first
+		// answer, which the tools/list that asked for it waits for). The
+		// refresh ends after the recheck, so one upstream's refreshes and
+		// rechecks come one after the other.
+		u.set.recheck(!first)
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		u.refresh = nil
+		if u.again && !u.closed && u.set.ctx.Err() == nil {
+			// list_changed arrived while this list was on its way: it
+			// may predate the change.
+			u.again, u.stale = false, true
+			u.startRefreshLocked()
+		}
 	}()
 	return op
 }
@@ -390,6 +420,10 @@ func (u *upstream) listChanged() {
 		return
 	}
 	u.stale = true
+	if u.refresh != nil {
+		u.again = true // the running refresh may have been answered before the change
+		return
+	}
 	u.startRefreshLocked()
 }
 
@@ -430,6 +464,13 @@ func (u *upstream) callOnce(ctx context.Context, tool string, args json.RawMessa
 			return u.ctxResult(ctx)
 		}
 		return errorResult(fmt.Sprintf("upstream MCP server %q is not reachable: %v", u.srv.Name, err)), nil, false
+	}
+	if fp := u.fast.Load(); fp != nil && notify == nil && u.fastTool(tool) {
+		res, err := u.fastCall(ctx, cs, fp, tool, args)
+		if err != errFastRefused {
+			u.fastCalls.Add(1)
+			return res, err, false
+		}
 	}
 	sl := &slot{method: "tools/call", notify: notify}
 	p := &mcp.CallToolParams{Name: tool}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 var eras = []struct {
@@ -146,45 +149,53 @@ func TestNotifications(t *testing.T) {
 func TestCancel(t *testing.T) {
 	for _, era := range eras {
 		t.Run(era.name, func(t *testing.T) {
-			up := newSDKUpstream(t, era.stateless)
-			s := newSet(t, Options{}, Server{Name: "sdk", URL: up.url(), Prefix: "p"})
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() {
-				_, err := s.Call(ctx, "p_block", json.RawMessage(`{}`), nil)
-				done <- err
-			}()
-			select {
-			case <-up.started:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the upstream tool did not start")
-			}
-			cancel()
-			select {
-			case err := <-done:
-				if !errors.Is(err, context.Canceled) {
-					t.Fatalf("Call after cancel: %v, want context.Canceled", err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("Call did not return after cancel")
-			}
-			// 2026-07-28: closing the call's stream is the cancellation (the
-			// go-sdk server does not pass it on to a stateless tool handler).
-			// Legacy: notifications/cancelled, which it does pass on.
-			want, what := up.closed, "the call's stream was not closed"
-			if !era.stateless {
-				want, what = up.cancelled, "the upstream tool's context was not cancelled"
-			}
-			select {
-			case <-want:
-			case <-time.After(5 * time.Second):
-				t.Fatal(what)
-			}
-			if r := call(t, s, "p_echo", `{"text":"after"}`); r.text() != "after" {
-				t.Fatalf("after a cancel: %+v", r)
+			for _, fast := range []bool{false, true} {
+				t.Run(pathName(fast), func(t *testing.T) { testCancel(t, era.stateless, fast) })
 			}
 		})
 	}
+}
+
+func testCancel(t *testing.T, stateless, fast bool) {
+	up := newSDKUpstream(t, stateless)
+	s := newSet(t, Options{}, Server{Name: "sdk", URL: up.url(), Prefix: "p"})
+	arm(t, s, fast)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Call(ctx, "p_block", json.RawMessage(`{}`), nil)
+		done <- err
+	}()
+	select {
+	case <-up.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream tool did not start")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Call after cancel: %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Call did not return after cancel")
+	}
+	// 2026-07-28: closing the call's stream is the cancellation (the
+	// go-sdk server does not pass it on to a stateless tool handler).
+	// Legacy: notifications/cancelled, which it does pass on.
+	want, what := up.closed, "the call's stream was not closed"
+	if !stateless {
+		want, what = up.cancelled, "the upstream tool's context was not cancelled"
+	}
+	select {
+	case <-want:
+	case <-time.After(5 * time.Second):
+		t.Fatal(what)
+	}
+	if r := call(t, s, "p_echo", `{"text":"after"}`); r.text() != "after" {
+		t.Fatalf("after a cancel: %+v", r)
+	}
+	took(t, s, fast && stateless) // a session (legacy) never takes it
 }
 
 // TestDownAndLate: an upstream that does not answer is absent, a call to it
@@ -270,9 +281,16 @@ func TestFlood(t *testing.T) {
 			}
 		}
 	})
+	for _, fast := range []bool{false, true} {
+		t.Run(pathName(fast), func(t *testing.T) { testFlood(t, flood, ok, fast) })
+	}
+}
+
+func testFlood(t *testing.T, flood *rawUpstream, ok *sdkUpstream, fast bool) {
 	s := newSet(t, Options{},
 		Server{Name: "flood", URL: flood.URL, Prefix: "flood"},
 		Server{Name: "ok", URL: ok.url(), Prefix: "ok"})
+	arm(t, s, fast)
 	var n sync.Map
 	for _, withNotify := range []bool{false, true} {
 		var notify func(string, json.RawMessage)
@@ -296,6 +314,7 @@ func TestFlood(t *testing.T) {
 	if _, ok := n.Load("seen"); !ok {
 		t.Fatal("the flood's progress never reached notify")
 	}
+	took(t, s, fast)
 	healthy(t, s)
 }
 
@@ -323,22 +342,26 @@ func TestMalformed(t *testing.T) {
 			sseHeaders(w)
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			bad := newRawUpstream(t, tc.call)
-			s := newSet(t, Options{},
-				Server{Name: "bad", URL: bad.URL, Prefix: "bad"},
-				Server{Name: "ok", URL: ok.url(), Prefix: "ok"})
-			for range 2 { // the second one on the same session
-				r := call(t, s, "bad_hello", `{}`)
-				if !r.IsError || !strings.Contains(r.text(), `"bad"`) {
-					t.Fatalf("bad_hello: %+v", r)
+		for _, fast := range []bool{false, true} {
+			t.Run(tc.name+"/"+pathName(fast), func(t *testing.T) {
+				bad := newRawUpstream(t, tc.call)
+				s := newSet(t, Options{},
+					Server{Name: "bad", URL: bad.URL, Prefix: "bad"},
+					Server{Name: "ok", URL: ok.url(), Prefix: "ok"})
+				arm(t, s, fast)
+				for range 2 { // the second one on the same session
+					r := call(t, s, "bad_hello", `{}`)
+					if !r.IsError || !strings.Contains(r.text(), `"bad"`) {
+						t.Fatalf("bad_hello: %+v", r)
+					}
 				}
-			}
-			if got := names(s.Tools(context.Background())); !reflect.DeepEqual(got, []string{"bad_hello", "ok_echo"}) {
-				t.Fatalf("tools = %v", got)
-			}
-			healthy(t, s)
-		})
+				took(t, s, fast)
+				if got := names(s.Tools(context.Background())); !reflect.DeepEqual(got, []string{"bad_hello", "ok_echo"}) {
+					t.Fatalf("tools = %v", got)
+				}
+				healthy(t, s)
+			})
+		}
 	}
 }
 
@@ -384,25 +407,33 @@ func TestOversized(t *testing.T) {
 			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", id)
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			bad := newRawUpstream(t, tc.call)
-			s := newSet(t, Options{MaxResultBytes: 64 << 10},
-				Server{Name: "big", URL: bad.URL, Prefix: "big"},
-				Server{Name: "ok", URL: ok.url(), Prefix: "ok"})
-			r := call(t, s, "big_hello", `{}`)
-			if !r.IsError || !strings.Contains(r.text(), "size limit") || !strings.Contains(r.text(), `"big"`) {
-				t.Fatalf("big_hello: %+v", r)
-			}
-			healthy(t, s)
-		})
+		for _, fast := range []bool{false, true} {
+			t.Run(tc.name+"/"+pathName(fast), func(t *testing.T) {
+				bad := newRawUpstream(t, tc.call)
+				s := newSet(t, Options{MaxResultBytes: 64 << 10},
+					Server{Name: "big", URL: bad.URL, Prefix: "big"},
+					Server{Name: "ok", URL: ok.url(), Prefix: "ok"})
+				arm(t, s, fast)
+				r := call(t, s, "big_hello", `{}`)
+				if !r.IsError || !strings.Contains(r.text(), "size limit") || !strings.Contains(r.text(), `"big"`) {
+					t.Fatalf("big_hello: %+v", r)
+				}
+				took(t, s, fast)
+				healthy(t, s)
+			})
+		}
 	}
 	// Under the limit passes.
 	fine := newRawUpstream(t, func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
 		writeJSON(w, id, `{"content":[{"type":"text","text":"`+big+`"}]}`)
 	})
-	s := newSet(t, Options{MaxResultBytes: 1 << 20}, Server{Name: "fine", URL: fine.URL, Prefix: "fine"})
-	if r := call(t, s, "fine_hello", `{}`); r.IsError || r.text() != big {
-		t.Fatalf("under the limit: isError %v, %d bytes", r.IsError, len(r.text()))
+	for _, fast := range []bool{false, true} {
+		s := newSet(t, Options{MaxResultBytes: 1 << 20}, Server{Name: "fine", URL: fine.URL, Prefix: "fine"})
+		arm(t, s, fast)
+		if r := call(t, s, "fine_hello", `{}`); r.IsError || r.text() != big {
+			t.Fatalf("under the limit (%s): isError %v, %d bytes", pathName(fast), r.IsError, len(r.text()))
+		}
+		took(t, s, fast)
 	}
 }
 
@@ -533,5 +564,162 @@ func TestTTL(t *testing.T) {
 			t.Fatal("a stale list was not refreshed")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestOnChange: the set reports each change an upstream makes to what it
+// publishes once (its list_changed, going down, coming back), and neither
+// its first answer, nor refreshes that find the same list, nor a Rebase.
+func TestOnChange(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			addr := freeAddr(t)
+			up := newSDKUpstreamAt(t, addr, era.stateless, "echo")
+			s := newSet(t, Options{DefaultTTL: 50 * time.Millisecond, ListTimeout: 300 * time.Millisecond},
+				Server{Name: "sdk", URL: up.url(), Prefix: "p"})
+			ctx := context.Background()
+			seen := make(chan []string, 16) // what Tools publishes at each change
+			s.OnChange(func() { seen <- names(s.Tools(ctx)) })
+			next := func(want ...string) {
+				t.Helper()
+				// Tools keeps the caches refreshing (the ttl is short).
+				tick := time.NewTicker(20 * time.Millisecond)
+				defer tick.Stop()
+				deadline := time.After(5 * time.Second)
+				for {
+					select {
+					case got := <-seen:
+						if !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+							t.Fatalf("a change published %v, want %v", got, want)
+						}
+						return
+					case <-tick.C:
+						s.Tools(ctx)
+					case <-deadline:
+						t.Fatalf("no change reported, want one publishing %v", want)
+					}
+				}
+			}
+			if got := names(s.Tools(ctx)); !reflect.DeepEqual(got, []string{"p_echo"}) {
+				t.Fatalf("tools = %v", got)
+			}
+			addNamed(up.srv, "added") // list_changed
+			next("p_added", "p_echo")
+			// Refreshes of the same list (the ttl runs out) and a rebase
+			// report nothing: the next report is the next change.
+			for n := up.n("POST tools/list"); up.n("POST tools/list") < n+3; {
+				time.Sleep(20 * time.Millisecond)
+				s.Tools(ctx)
+			}
+			s.Rebase()
+			up.CloseClientConnections()
+			up.Close()
+			next() // down: absent
+			newSDKUpstreamAt(t, addr, era.stateless, "echo")
+			next("p_echo") // back, with its tools of a fresh start
+			select {
+			case got := <-seen:
+				t.Fatalf("one more change reported: %v", got)
+			default:
+			}
+		})
+	}
+}
+
+func pathName(fast bool) string {
+	if fast {
+		return "fast path"
+	}
+	return "go-sdk path"
+}
+
+// arm lists first when fast: the fast path needs the cached list (a call
+// without one goes through the go-sdk client).
+func arm(t *testing.T, s *Set, fast bool) {
+	t.Helper()
+	if fast {
+		s.Tools(context.Background())
+	}
+}
+
+// took checks whether the first server's calls took the fast path.
+func took(t *testing.T, s *Set, fast bool) {
+	t.Helper()
+	if n := s.ups[0].fastCalls.Load(); (n > 0) != fast {
+		t.Fatalf("%d fast calls to %q, want fast path %v", n, s.ups[0].srv.Name, fast)
+	}
+}
+
+// heldWriter buffers an answer until the handler returns.
+type heldWriter struct {
+	h    http.Header
+	code int
+	buf  strings.Builder
+}
+
+func (w *heldWriter) Header() http.Header         { return w.h }
+func (w *heldWriter) WriteHeader(code int)        { w.code = code }
+func (w *heldWriter) Write(b []byte) (int, error) { return w.buf.WriteString(string(b)) }
+func (w *heldWriter) Flush()                      {}
+
+// TestChangeDuringRefresh: a list_changed that arrives while a refresh's
+// answer is on its way (computed before the change) refreshes once more,
+// so the change is not lost until the ttl runs out.
+func TestChangeDuringRefresh(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			srv := mcp.NewServer(&mcp.Implementation{Name: "held", Version: "1"}, nil)
+			addNamed(srv, "echo")
+			h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: era.stateless})
+			var hold atomic.Bool
+			held, release := make(chan struct{}, 1), make(chan struct{})
+			up := newHandlerServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodPost || peekMethod(r) != "tools/list" || !hold.CompareAndSwap(true, false) {
+					h.ServeHTTP(w, r)
+					return
+				}
+				hw := &heldWriter{h: w.Header(), code: 200}
+				h.ServeHTTP(hw, r) // the answer is computed now
+				held <- struct{}{}
+				<-release // and delivered after the change
+				w.WriteHeader(hw.code)
+				io.WriteString(w, hw.buf.String())
+			})
+			s := newSet(t, Options{DefaultTTL: time.Hour}, Server{Name: "h", URL: up.URL, Prefix: "h"})
+			ctx := context.Background()
+			if got := names(s.Tools(ctx)); !reflect.DeepEqual(got, []string{"h_echo"}) {
+				t.Fatalf("tools = %v", got)
+			}
+			hold.Store(true)
+			addNamed(srv, "a") // list_changed: a refresh, whose answer is held
+			select {
+			case <-held:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no refresh after list_changed")
+			}
+			addNamed(srv, "b") // list_changed while that answer is on its way
+			u := s.ups[0]
+			for arrived, deadline := false, time.Now().Add(5*time.Second); !arrived; {
+				u.mu.Lock()
+				arrived = u.again
+				u.mu.Unlock()
+				if time.Now().After(deadline) {
+					t.Fatal("the second list_changed did not arrive during the refresh")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			close(release)
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				got := names(s.Tools(ctx))
+				if reflect.DeepEqual(got, []string{"h_a", "h_b", "h_echo"}) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("tools = %v: the change during the refresh was lost", got)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
 	}
 }
