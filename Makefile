@@ -11,6 +11,9 @@ ENGINE  ?= wazero
 
 # Built-in plugins, in tools/list order (plugins/builtin/dist/order).
 BUILTINS := $(sort $(dir $(wildcard plugins/sandbox/*/main.go)))
+# The page tools (spec/page-tools.md): embedded apart from the built-ins
+# (plugins/browser/dist), served after them with --browser launch or --page-tools.
+PAGETOOLS := plugins/browser/page
 # Other plugins built into build/plugins/ (not embedded). plugins/examples/relay
 # is not among them: it needs an upstream grant, so it is built by its tests.
 EXTRA    := plugins/examples/echo/ plugins/examples/hash/ $(dir $(wildcard plugins/conformance/main.go))
@@ -40,6 +43,8 @@ builtins: bin/aiodpack
 		$(WASM) -o build/wasm/builtin-$$n.wasm ./$$d; \
 		bin/aiodpack -cache-dir build/cache/wazero -into plugins/builtin/dist build/wasm/builtin-$$n.wasm; \
 	done
+	$(WASM) -o build/wasm/page-tools.wasm ./$(PAGETOOLS)
+	bin/aiodpack -cache-dir build/cache/wazero -into plugins/browser/dist build/wasm/page-tools.wasm
 
 # bin/aiod has both engines (wasmtime needs cgo; CGO_ENABLED=0 builds a
 # wazero-only binary).
@@ -115,4 +120,4 @@ check: vet
 
 clean:
 	rm -rf bin build
-	find plugins/builtin/dist -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
+	find plugins/builtin/dist plugins/browser/dist -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +

@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"io/fs"
 	"runtime/debug"
 )
 
@@ -90,4 +91,17 @@ type TenancyConfig struct {
 	// AuditRequired refuses a request whose audit line cannot be written
 	// (set by lockdown).
 	AuditRequired bool
+}
+
+// PageToolsConfig is the page tools of the browser plane (spec/page-tools.md):
+// the 21 tools of @agent-infra/mcp-server-browser as one embedded plugin,
+// served after the ten built-ins when the browser is launched
+// (--browser launch) or when asked for (--page-tools, AIO_PAGE_TOOLS), so
+// that a plain start lists exactly the ten.
+type PageToolsConfig struct {
+	// PageTools serves the page tools in attach mode too.
+	PageTools bool
+	// PageToolsFS holds the page tools' plugin package (plugins/browser.FS());
+	// nil: this binary has none.
+	PageToolsFS fs.FS
 }

@@ -92,6 +92,8 @@ type Config struct {
 	LockdownConfig
 	// TenancyConfig: OAuth, the audit log (config.go; wiring.go).
 	TenancyConfig
+	// PageToolsConfig: the page tools (config.go; pagetools.go).
+	PageToolsConfig
 }
 
 // Host is a running aiod.
@@ -239,7 +241,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		BuiltinPolicy: builtinPolicy(policy),
 		Env:           env,
 		Families:      fams.forGrant,
-		Builtins:      cfg.Builtins,
+		Builtins:      withPageTools(cfg),
 		Dir:           cfg.PluginsDir,
 		IdleTimeout:   cfg.IdleTimeout,
 		Logger:        log,

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"github.com/aiodhq/aiod/sdk/cdp"
+	"github.com/aiodhq/aiod/sdk/state"
+)
+
+// State keys: the current tab's target id, and the tabs' order (target
+// ids, oldest first: the browser's own target list is in no stable order).
+const (
+	keyActive = "active"
+	keyTabs   = "tabs"
+)
+
+// current attaches to the current tab: the one the client switched to or
+// opened last, else the first. The fast path (the current tab is known
+// and still open) is one state read and one attach.
+func current() (*cdp.Session, error) {
+	if id, ok, _ := state.Get(keyActive); ok && id != "" {
+		if s, err := cdp.Attach(id); err == nil {
+			return s, nil
+		} else if !errors.Is(err, cdp.ErrNotFound) {
+			return nil, err
+		}
+	}
+	tabs, active, err := tabList0()
+	if err != nil {
+		return nil, err
+	}
+	return cdp.Attach(tabs[active].TargetID)
+}
+
+// tabList0 lists the open tabs in their order and says which is current;
+// with none open it opens about:blank, as a browser always has a page.
+func tabList0() ([]cdp.Target, int, error) {
+	ts, err := cdp.Targets()
+	if err != nil {
+		return nil, 0, err
+	}
+	var pages []cdp.Target
+	for _, t := range ts {
+		if t.Type == "page" {
+			pages = append(pages, t)
+		}
+	}
+	if len(pages) == 0 {
+		id, err := createTab("about:blank")
+		if err != nil {
+			return nil, 0, err
+		}
+		pages = []cdp.Target{{TargetID: id, Type: "page", URL: "about:blank", Title: "about:blank"}}
+	}
+	var order []string
+	if v, ok, _ := state.Get(keyTabs); ok {
+		_ = json.Unmarshal([]byte(v), &order)
+	}
+	// the known tabs in their order, then the new ones
+	sorted := make([]cdp.Target, 0, len(pages))
+	for _, id := range order {
+		if i := slices.IndexFunc(pages, func(t cdp.Target) bool { return t.TargetID == id }); i >= 0 {
+			sorted = append(sorted, pages[i])
+		}
+	}
+	for _, t := range pages {
+		if !slices.Contains(order, t.TargetID) {
+			sorted = append(sorted, t)
+		}
+	}
+	ids := make([]string, len(sorted))
+	for i, t := range sorted {
+		ids[i] = t.TargetID
+	}
+	if !slices.Equal(ids, order) {
+		saveOrder(ids)
+	}
+	active := 0
+	if id, ok, _ := state.Get(keyActive); ok {
+		if i := slices.Index(ids, id); i >= 0 {
+			active = i
+		}
+	}
+	if a, _, _ := state.Get(keyActive); a != ids[active] {
+		_ = state.Set(keyActive, ids[active])
+	}
+	return sorted, active, nil
+}
+
+// saveOrder keeps as many of the newest tabs' ids as a state value holds.
+func saveOrder(ids []string) {
+	for {
+		b, _ := json.Marshal(ids)
+		if len(b) <= 1024 || len(ids) == 0 {
+			_ = state.Set(keyTabs, string(b))
+			return
+		}
+		ids = ids[1:]
+	}
+}
+
+// createTab opens url in a new tab and makes it the current one.
+func createTab(url string) (string, error) {
+	var res struct {
+		TargetID string `json:"targetId"`
+	}
+	if err := cdp.Browser("Target.createTarget", map[string]any{"url": url}, &res); err != nil {
+		return "", err
+	}
+	var order []string
+	if v, ok, _ := state.Get(keyTabs); ok {
+		_ = json.Unmarshal([]byte(v), &order)
+	}
+	saveOrder(append(order, res.TargetID))
+	_ = state.Set(keyActive, res.TargetID)
+	return res.TargetID, nil
+}
