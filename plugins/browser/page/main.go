@@ -36,9 +36,9 @@ const MaxText = 100_000
 var Methods = []string{
 	"Runtime.evaluate",
 	"Page.enable", "Page.navigate", "Page.getNavigationHistory", "Page.navigateToHistoryEntry",
-	"Page.captureScreenshot", "Page.bringToFront", "Page.getLayoutMetrics",
+	"Page.captureScreenshot", "Page.bringToFront",
 	"Input.dispatchMouseEvent", "Input.dispatchKeyEvent", "Input.insertText",
-	"Target.createTarget", "Target.closeTarget", "Target.activateTarget",
+	"Target.createTarget", "Target.closeTarget",
 	"Browser.setDownloadBehavior",
 }
 

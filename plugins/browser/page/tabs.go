@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/aiodhq/aiod/sdk/cdp"
 	"github.com/aiodhq/aiod/sdk/state"
@@ -12,16 +13,27 @@ import (
 // State keys: the current tab's target id, and the tabs' order (target
 // ids, oldest first: the browser's own target list is in no stable order).
 const (
-	keyActive = "active"
-	keyTabs   = "tabs"
+	keyActive  = "active"
+	keyTabs    = "tabs"
+	keyCurrent = "cur"
 )
 
-// current attaches to the current tab: the one the client switched to or
-// opened last, else the first. The fast path (the current tab is known
-// and still open) is one state read and one attach.
+// current is a session on the current tab: the one the client switched
+// to or opened last, else the first. The session is kept in the state
+// ("cur": target and session ids) and checked with an events call that
+// only the host answers, so the fast path costs no browser round trip.
 func current() (*cdp.Session, error) {
+	if v, ok, _ := state.Get(keyCurrent); ok {
+		if tid, sid, ok := strings.Cut(v, " "); ok {
+			s := &cdp.Session{ID: sid, TargetID: tid}
+			if _, _, _, err := s.Events([]string{"aiod.none"}, 1, 0); err == nil {
+				return s, nil
+			}
+		}
+	}
 	if id, ok, _ := state.Get(keyActive); ok && id != "" {
 		if s, err := cdp.Attach(id); err == nil {
+			_ = state.Set(keyCurrent, s.TargetID+" "+s.ID)
 			return s, nil
 		} else if !errors.Is(err, cdp.ErrNotFound) {
 			return nil, err
@@ -31,7 +43,17 @@ func current() (*cdp.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cdp.Attach(tabs[active].TargetID)
+	s, err := cdp.Attach(tabs[active].TargetID)
+	if err == nil {
+		_ = state.Set(keyCurrent, s.TargetID+" "+s.ID)
+	}
+	return s, err
+}
+
+// setActive makes the tab id the current one.
+func setActive(id string) error {
+	_, _ = state.Delete(keyCurrent)
+	return state.Set(keyActive, id)
 }
 
 // tabList0 lists the open tabs in their order and says which is current;
@@ -84,7 +106,7 @@ func tabList0() ([]cdp.Target, int, error) {
 		}
 	}
 	if a, _, _ := state.Get(keyActive); a != ids[active] {
-		_ = state.Set(keyActive, ids[active])
+		_ = setActive(ids[active])
 	}
 	return sorted, active, nil
 }
@@ -114,6 +136,6 @@ func createTab(url string) (string, error) {
 		_ = json.Unmarshal([]byte(v), &order)
 	}
 	saveOrder(append(order, res.TargetID))
-	_ = state.Set(keyActive, res.TargetID)
+	_ = setActive(res.TargetID)
 	return res.TargetID, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 
 	"github.com/aiodhq/aiod/sdk"
 	"github.com/aiodhq/aiod/sdk/cdp"
@@ -521,7 +522,7 @@ func switchTab(_ *sdk.Ctx, raw json.RawMessage) (*sdk.Result, error) {
 	if a.Index != math.Trunc(a.Index) || i < 0 || i >= len(tabs) {
 		return sdk.ErrorResult("Invalid tab index: " + num(&a.Index)), nil
 	}
-	if err := state.Set(keyActive, tabs[i].TargetID); err != nil {
+	if err := setActive(tabs[i].TargetID); err != nil {
 		return errText("Failed to switch tab: ", err), nil
 	}
 	if s, err := cdp.Attach(tabs[i].TargetID); err == nil {
@@ -547,6 +548,7 @@ func closeTab(*sdk.Ctx, json.RawMessage) (*sdk.Result, error) {
 		return sdk.ErrorResult(fmt.Sprintf("Failed to close tab [%d]: %v", active, err)), nil
 	}
 	_, _ = state.Delete(keyActive)
+	_, _ = state.Delete(keyCurrent)
 	return sdk.TextResult(fmt.Sprintf("Closed current tab [%d]", active)), nil
 }
 
@@ -569,7 +571,7 @@ func evaluate(_ *sdk.Ctx, raw json.RawMessage) (*sdk.Result, error) {
 	if len(res.Result.Value) > 0 {
 		var b bytes.Buffer
 		if json.Indent(&b, res.Result.Value, "", "  ") == nil {
-			out = b.String()
+			out = unescapeUnicode(b.String())
 		}
 	}
 	return sdk.TextResult(bound("Execution result:\n" + out + "\n")), nil
@@ -875,4 +877,51 @@ func pressKey(_ *sdk.Ctx, raw json.RawMessage) (*sdk.Result, error) {
 		return sdk.ErrorResult("Failed to press key: " + a.Key + ": " + err.Error()), nil
 	}
 	return sdk.TextResult("Pressed key: " + a.Key), nil
+}
+
+// unescapeUnicode writes the \uXXXX escapes of a JSON text's strings as
+// the characters (the browser escapes every non-ASCII character;
+// JSON.stringify, whose layout the upstream tool answers, does not),
+// except control characters and lone surrogates.
+func unescapeUnicode(s string) string {
+	if !strings.Contains(s, `\u`) {
+		return s
+	}
+	var b strings.Builder
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(s) || s[i] != '\\' || s[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(s[i+2:i+6], 16, 32)
+		return rune(v), err == nil
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		if s[i+1] != 'u' {
+			b.WriteString(s[i : i+2])
+			i++
+			continue
+		}
+		r, ok := hex4(i)
+		switch {
+		case !ok || r < 0x20:
+		case r >= 0xD800 && r < 0xDC00:
+			if lo, ok := hex4(i + 6); ok && lo >= 0xDC00 && lo < 0xE000 {
+				b.WriteRune(utf16.DecodeRune(r, lo))
+				i += 11
+				continue
+			}
+		case r >= 0xDC00 && r < 0xE000:
+		default:
+			b.WriteRune(r)
+			i += 5
+			continue
+		}
+		b.WriteString(s[i : i+2])
+		i++
+	}
+	return b.String()
 }
