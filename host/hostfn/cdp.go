@@ -180,8 +180,12 @@ func (f *CDPFamily) info(ctx context.Context, c *Call, _ *struct{}) (*abi.CDPInf
 		return nil, err
 	}
 	v, vp := conn.Version(), f.b.Viewport()
+	ws := v.WebSocketURL
+	if fw, ok := browser.ForwardedFrom(ctx); ok { // the client came through a proxy: its URL
+		ws = fw.CDPURL(ws)
+	}
 	return &abi.CDPInfoResponse{Mode: string(f.b.Mode()), Product: v.Product, UserAgent: v.UserAgent, ProtocolVersion: v.ProtocolVersion,
-		JSVersion: v.JSVersion, WebSocketURL: v.WebSocketURL, Viewport: abi.CDPViewport{Width: vp.Width, Height: vp.Height}}, nil
+		JSVersion: v.JSVersion, WebSocketURL: ws, Viewport: abi.CDPViewport{Width: vp.Width, Height: vp.Height}}, nil
 }
 
 func (f *CDPFamily) targets(ctx context.Context, c *Call, _ *struct{}) (*abi.CDPTargetsResponse, error) {

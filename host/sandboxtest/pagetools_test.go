@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -514,9 +515,52 @@ func TestPageToolsNoBrowser(t *testing.T) {
 			}
 			continue
 		}
-		if !r.IsError || (!strings.Contains(r.Text(), want) && tool != "browser_scroll" && tool != "browser_tab_list") {
+		if !r.IsError || !strings.Contains(r.Text(), want) {
 			t.Errorf("%s: isError %v %q", tool, r.IsError, r.Text())
 		}
+	}
+}
+
+// TestBrowserInfoBehindProxy: browser_get_info's cdp_url is the proxy's
+// when the request came through one (X-Forwarded-Proto/Host/Prefix, the
+// query string echoed), the browser's own otherwise.
+func TestBrowserInfoBehindProxy(t *testing.T) {
+	s := pageHost(t, pageToolsPackage(t, nil), false)
+	info := func(query string, headers map[string]string) string {
+		t.Helper()
+		req, err := http.NewRequest("POST", s.url+query, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"browser_get_info","arguments":{}}}`))
+		must(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := client.Do(req)
+		must(t, err)
+		defer resp.Body.Close()
+		var r rpcResponse
+		must(t, json.NewDecoder(resp.Body).Decode(&r))
+		if r.Error != nil || r.Result == nil || r.Result.IsError {
+			t.Fatalf("browser_get_info: %+v %+v", r.Error, r.Result)
+		}
+		var m struct {
+			CDPURL string `json:"cdp_url"`
+		}
+		must(t, json.Unmarshal([]byte(r.Result.Text()), &m))
+		return m.CDPURL
+	}
+	direct := info("", nil)
+	_, id, found := strings.Cut(direct, "/devtools/browser/")
+	if !strings.HasPrefix(direct, "ws://127.0.0.1:") || !found || id == "" {
+		t.Fatalf("direct cdp_url %q", direct)
+	}
+	got := info("?sandbox=s1", map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-Host": "sb.example.com, inner", "X-Forwarded-Prefix": "/box"})
+	if want := "wss://sb.example.com/box/cdp/devtools/browser/" + id + "?sandbox=s1"; got != want {
+		t.Errorf("behind a proxy: %s, want %s", got, want)
+	}
+	u, _ := url.Parse(s.url)
+	if got, want := info("", map[string]string{"X-Forwarded-Prefix": "/p"}), "ws://"+u.Host+"/p/cdp/devtools/browser/"+id; got != want {
+		t.Errorf("prefix only (the Host header): %s, want %s", got, want)
 	}
 }
 

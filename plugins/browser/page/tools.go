@@ -492,7 +492,7 @@ func tabInfos() ([]cdp.Target, []tabInfo, int, error) {
 func tabList(*sdk.Ctx, json.RawMessage) (*sdk.Result, error) {
 	_, tabs, active, err := tabInfos()
 	if err != nil {
-		r := sdk.ErrorResult("Failed to get tab list")
+		r := sdk.ErrorResult("Failed to get tab list: " + err.Error())
 		r.Structured = map[string]any{"tabList": []tabInfo{}}
 		return r, nil
 	}
@@ -813,7 +813,7 @@ func scroll(_ *sdk.Ctx, raw json.RawMessage) (*sdk.Result, error) {
 	fail := sdk.ErrorResult("Failed to scroll: " + num(a.Amount))
 	s, err := current()
 	if err != nil {
-		return fail, nil
+		return sdk.ErrorResult("Failed to scroll: " + num(a.Amount) + ": " + err.Error()), nil
 	}
 	var r struct {
 		ActualScroll float64 `json:"actualScroll"`
