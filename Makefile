@@ -89,7 +89,10 @@ test-go:
 # and the tutorial, through `aiod plugin test`) and the 60 s task run, whose
 # subject is the MCP task layer (the bash tool itself runs on wasmtime in
 # host/sandboxtest, and the other task tests run here).
-WASMTIME_SKIP := ^(TestTenMinutes|TestTallyLanguages|TestTallyWithoutStateGrant|TestBashTask)$$
+# Nor the page tools' checks (TestPageTools, -Scope, -NoBrowser): their
+# subject is the page script and the answers, not the engine (the page
+# tools' plugin is loaded and listed on wasmtime by TestPageToolsListed).
+WASMTIME_SKIP := ^(TestTenMinutes|TestTallyLanguages|TestTallyWithoutStateGrant|TestBashTask|TestPageTools|TestPageToolsScope|TestPageToolsNoBrowser)$$
 test-wasmtime: build plugins
 	AIO_ENGINE=wasmtime $(GO) test -race -count=1 -timeout 15m -skip '$(WASMTIME_SKIP)' ./host/sandboxtest/ ./host/e2e/
 
