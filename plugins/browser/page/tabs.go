@@ -35,8 +35,8 @@ func current() (*cdp.Session, error) {
 		if s, err := cdp.Attach(id); err == nil {
 			_ = state.Set(keyCurrent, s.TargetID+" "+s.ID)
 			return s, nil
-		} else if !errors.Is(err, cdp.ErrNotFound) {
-			return nil, err
+		} else if errors.Is(err, cdp.ErrUnavailable) || errors.Is(err, cdp.ErrTimeout) {
+			return nil, err // no browser: saying so beats looking for another tab
 		}
 	}
 	tabs, active, err := tabList0()

@@ -184,7 +184,7 @@ func waitSelector(s *cdp.Session, selector string) error {
 	var ok bool
 	_, err := eval(s, fmt.Sprintf(`new Promise((r) => { const t0 = Date.now(); const f = () => { if (document.querySelector(%s)) r(true); else if (Date.now() - t0 > 10000) r(false); else setTimeout(f, 50); }; f(); })`, sel), &ok)
 	if err == nil && !ok {
-		return fmt.Errorf("Waiting for selector `%s` failed", selector)
+		return &jsError{"Waiting for selector `" + selector + "` failed"} // Puppeteer's words
 	}
 	return err
 }
