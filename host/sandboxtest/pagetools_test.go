@@ -45,15 +45,11 @@ var (
 	pageToolsDir  string
 )
 
-// pageToolsPackage builds the page tools' package once (edit, when set,
-// makes a variant in a directory of its own).
+// pageToolsPackage builds the page tools' package once; edit, when set,
+// makes a variant of its manifest in a directory of its own (the same
+// module).
 func pageToolsPackage(t testing.TB, edit func([]byte) []byte) string {
 	t.Helper()
-	if edit != nil {
-		dir := tmpDir(t)
-		testplugins.Package(t, dir, "plugins/browser/page", host.AllFamilies(), edit)
-		return dir
-	}
 	pageToolsOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "aiod-pagetools-")
 		must(t, err)
@@ -63,7 +59,18 @@ func pageToolsPackage(t testing.TB, edit func([]byte) []byte) string {
 	if pageToolsDir == "" {
 		t.Fatal("no page tools package")
 	}
-	return pageToolsDir
+	if edit == nil {
+		return pageToolsDir
+	}
+	dir := tmpDir(t)
+	for _, f := range []string{"manifest.json", "plugin.wasm"} {
+		b := readFile(t, filepath.Join(pageToolsDir, "browser_page_tools", f))
+		if f == "manifest.json" {
+			b = string(edit([]byte(b)))
+		}
+		writeFile(t, filepath.Join(dir, "browser_page_tools", f), b)
+	}
+	return dir
 }
 
 // browserEndpoint is the launched browser's DevTools host and port.
@@ -535,8 +542,41 @@ func TestPageToolsNoBrowser(t *testing.T) {
 		"browser_click": {"index": 0}, "browser_select": {"index": 0, "value": "v"}, "browser_hover": {"index": 0},
 		"browser_press_key": {"key": "Enter"},
 	}
-	for _, tool := range pageToolNames {
-		r := pcall(t, s, tool, args[tool])
+	// in parallel: each call waits for the host's attempt to reach the browser
+	type answer struct {
+		r   *toolResult
+		err string
+	}
+	answers := make([]answer, len(pageToolNames))
+	var wg sync.WaitGroup
+	for i, tool := range pageToolNames {
+		wg.Go(func() {
+			a := args[tool]
+			if a == nil {
+				a = map[string]any{}
+			}
+			body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": a}})
+			resp, err := client.Post(s.url, "application/json", bytes.NewReader(body))
+			if err != nil {
+				answers[i].err = err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			var r rpcResponse
+			if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Result == nil {
+				answers[i].err = fmt.Sprintf("no result (%v, %+v)", err, r.Error)
+				return
+			}
+			answers[i].r = r.Result
+		})
+	}
+	wg.Wait()
+	for i, tool := range pageToolNames {
+		r := answers[i].r
+		if r == nil {
+			t.Errorf("%s: %s", tool, answers[i].err)
+			continue
+		}
 		if tool == "browser_get_download_list" {
 			if r.IsError || string(r.StructuredContent) != `{"list":[]}` {
 				t.Errorf("%s: %v %s", tool, r.IsError, r.StructuredContent)

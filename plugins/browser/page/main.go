@@ -60,7 +60,7 @@ func init() {
 			InputSchema:  json.RawMessage(t.in),
 			OutputSchema: outputSchema(t.out),
 			Annotations:  t.behavior.Annotations(),
-		}, t.run)
+		}, retrying(t.run))
 	}
 }
 

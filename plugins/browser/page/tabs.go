@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aiodhq/aiod/sdk/cdp"
 	"github.com/aiodhq/aiod/sdk/state"
@@ -39,15 +40,42 @@ func current() (*cdp.Session, error) {
 			return nil, err // no browser: saying so beats looking for another tab
 		}
 	}
-	tabs, active, err := tabList0()
-	if err != nil {
-		return nil, err
+	// A tab closed a moment ago may still be listed: try again for a while.
+	var err error
+	for try := 0; try < 20; try++ {
+		var tabs []cdp.Target
+		var active int
+		if tabs, active, err = tabList0(); err != nil {
+			return nil, err
+		}
+		var s *cdp.Session
+		if s, err = cdp.Attach(tabs[active].TargetID); err == nil {
+			_ = state.Set(keyCurrent, s.TargetID+" "+s.ID)
+			return s, nil
+		}
+		if errors.Is(err, cdp.ErrUnavailable) || errors.Is(err, cdp.ErrTimeout) {
+			return nil, err
+		}
+		_, _ = state.Delete(keyActive)
+		time.Sleep(100 * time.Millisecond)
 	}
-	s, err := cdp.Attach(tabs[active].TargetID)
-	if err == nil {
-		_ = state.Set(keyCurrent, s.TargetID+" "+s.ID)
+	return nil, err
+}
+
+// closeTarget closes a tab and waits (up to 2 s) until the browser no
+// longer lists it, so that the next call does not find it.
+func closeTarget(id string) error {
+	if err := cdp.Browser("Target.closeTarget", map[string]any{"targetId": id}, nil); err != nil {
+		return err
 	}
-	return s, err
+	for try := 0; try < 40; try++ {
+		ts, err := cdp.Targets()
+		if err != nil || !slices.ContainsFunc(ts, func(t cdp.Target) bool { return t.TargetID == id }) {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
 }
 
 // setActive makes the tab id the current one.

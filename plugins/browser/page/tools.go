@@ -25,6 +25,25 @@ const navTimeoutMs = 30_000
 
 func errText(prefix string, err error) *sdk.Result { return sdk.ErrorResult(prefix + err.Error()) }
 
+// stale is set when a call found the current tab gone (closed behind the
+// plugin's back after its session was checked); the tool is then run once
+// more, on the tab current() finds (retrying). One call at a time runs in
+// an instance.
+var stale bool
+
+// retrying runs a tool, and once more if it found the current tab gone.
+func retrying(run func(*sdk.Ctx, json.RawMessage) (*sdk.Result, error)) func(*sdk.Ctx, json.RawMessage) (*sdk.Result, error) {
+	return func(c *sdk.Ctx, raw json.RawMessage) (*sdk.Result, error) {
+		stale = false
+		r, err := run(c, raw)
+		if stale {
+			stale = false
+			return run(c, raw)
+		}
+		return r, err
+	}
+}
+
 // jsError is an exception thrown by a script in the page.
 type jsError struct{ msg string }
 
@@ -53,6 +72,10 @@ func eval(s *cdp.Session, expr string, out any) (*evalResult, error) {
 	var res evalResult
 	err := s.CallTimeout("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true, "userGesture": true}, &res, navTimeoutMs)
 	if err != nil {
+		if errors.Is(err, cdp.ErrNotFound) { // the tab is gone: the next current() looks again
+			_, _ = state.Delete(keyCurrent)
+			stale = true
+		}
 		return nil, err
 	}
 	if d := res.ExceptionDetails; d != nil {
@@ -544,7 +567,7 @@ func closeTab(*sdk.Ctx, json.RawMessage) (*sdk.Result, error) {
 	if err != nil {
 		return errText("Failed to close tab [0]: ", err), nil
 	}
-	if err := cdp.Browser("Target.closeTarget", map[string]any{"targetId": tabs[active].TargetID}, nil); err != nil {
+	if err := closeTarget(tabs[active].TargetID); err != nil {
 		return sdk.ErrorResult(fmt.Sprintf("Failed to close tab [%d]: %v", active, err)), nil
 	}
 	_, _ = state.Delete(keyActive)
@@ -850,7 +873,7 @@ func closeBrowser(*sdk.Ctx, json.RawMessage) (*sdk.Result, error) {
 		return errText("Failed to close browser: ", err), nil
 	}
 	for _, t := range tabs {
-		if err := cdp.Browser("Target.closeTarget", map[string]any{"targetId": t.TargetID}, nil); err != nil && !errors.Is(err, cdp.ErrNotFound) {
+		if err := closeTarget(t.TargetID); err != nil && !errors.Is(err, cdp.ErrNotFound) {
 			return errText("Failed to close browser: ", err), nil
 		}
 	}
