@@ -11,6 +11,9 @@ ENGINE  ?= wazero
 
 # Built-in plugins, in tools/list order (plugins/builtin/dist/order).
 BUILTINS := $(sort $(dir $(wildcard plugins/sandbox/*/main.go)))
+# The page tools (spec/page-tools.md): embedded apart from the built-ins
+# (plugins/browser/dist), served after them with --browser launch or --page-tools.
+PAGETOOLS := plugins/browser/page
 # Other plugins built into build/plugins/ (not embedded). plugins/examples/relay
 # is not among them: it needs an upstream grant, so it is built by its tests.
 EXTRA    := plugins/examples/echo/ plugins/examples/hash/ $(dir $(wildcard plugins/conformance/main.go))
@@ -40,6 +43,8 @@ builtins: bin/aiodpack
 		$(WASM) -o build/wasm/builtin-$$n.wasm ./$$d; \
 		bin/aiodpack -cache-dir build/cache/wazero -into plugins/builtin/dist build/wasm/builtin-$$n.wasm; \
 	done
+	$(WASM) -o build/wasm/page-tools.wasm ./$(PAGETOOLS)
+	bin/aiodpack -cache-dir build/cache/wazero -into plugins/browser/dist build/wasm/page-tools.wasm
 
 # bin/aiod has both engines (wasmtime needs cgo; CGO_ENABLED=0 builds a
 # wazero-only binary).
@@ -84,10 +89,13 @@ test-go:
 # and the tutorial, through `aiod plugin test`) and the 60 s task run, whose
 # subject is the MCP task layer (the bash tool itself runs on wasmtime in
 # host/sandboxtest, and the other task tests run here), the replicas behind
-# nginx (their subject is routing and the shared state key) and the foreign
+# nginx (their subject is routing and the shared state key), the foreign
 # upstreams (Chromium, the TypeScript client; forwarding is host-side, no
-# engine in it).
-WASMTIME_SKIP := ^(TestTenMinutes|TestTallyLanguages|TestTallyWithoutStateGrant|TestBashTask|TestReplicas|TestForeignUpstreams)$$
+# engine in it), and the page tools' checks (TestPageTools, -Scope,
+# -NoBrowser): their subject is the page script and the answers, not the
+# engine (the page tools' plugin is loaded and listed on wasmtime by
+# TestPageToolsListed).
+WASMTIME_SKIP := ^(TestTenMinutes|TestTallyLanguages|TestTallyWithoutStateGrant|TestBashTask|TestReplicas|TestForeignUpstreams|TestPageTools|TestPageToolsScope|TestPageToolsNoBrowser)$$
 test-wasmtime: build plugins
 	AIO_ENGINE=wasmtime $(GO) test -race -count=1 -timeout 15m -skip '$(WASMTIME_SKIP)' ./host/sandboxtest/ ./host/e2e/
 
@@ -118,4 +126,4 @@ check: vet
 
 clean:
 	rm -rf bin build
-	find plugins/builtin/dist -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
+	find plugins/builtin/dist plugins/browser/dist -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +

@@ -83,6 +83,10 @@ awk '/^Benchmark/ {n=$1; sub(/-[0-9]+$/, "", n); v[n]=$3} END {
   if (v["BenchmarkNativeBashEchoHi"] > 0) printf "bash echo hi: %.0f us, bash -c %.0f us, ratio %.1f\n", v["BenchmarkBashEchoHi"]/1000, v["BenchmarkNativeBashEchoHi"]/1000, v["BenchmarkBashEchoHi"]/v["BenchmarkNativeBashEchoHi"]
 }' "$WORK/sandbox-bench.txt"
 
+section "Page tools: browser_get_text through aiod vs @agent-infra/mcp-server-browser (same Chromium, medians)"
+# Needs Debian's chromium and the pinned Node tools (the benchmark runs host/e2e/testdata/install.sh).
+go test -run '^$' -bench 'PageGetText' -benchtime 200x -count 3 ./host/sandboxtest 2>/dev/null | grep -E '^Benchmark' || true
+
 URL="http://127.0.0.1:$AIOD_PORT/mcp"
 BODY=$PEERS/echo-call.json
 section "HTTP echo throughput, legacy without a session (ratios to the go-sdk peer)"

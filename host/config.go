@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"io/fs"
 	"runtime/debug"
 
 	"github.com/aiodhq/aiod/host/mcp"
@@ -121,4 +122,17 @@ func (c ReplicaConfig) stateKeys() ([][]byte, error) {
 		return nil, nil
 	}
 	return mcp.ReadStateKeyFile(c.StateKeyFile)
+}
+
+// PageToolsConfig is the page tools of the browser plane (spec/page-tools.md):
+// the 21 tools of @agent-infra/mcp-server-browser as one embedded plugin,
+// served after the ten built-ins when the browser is launched
+// (--browser launch) or when asked for (--page-tools, AIO_PAGE_TOOLS), so
+// that a plain start lists exactly the ten.
+type PageToolsConfig struct {
+	// PageTools serves the page tools in attach mode too.
+	PageTools bool
+	// PageToolsFS holds the page tools' plugin package (plugins/browser.FS());
+	// nil: this binary has none.
+	PageToolsFS fs.FS
 }

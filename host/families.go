@@ -130,8 +130,9 @@ func builtinPolicy(p *caps.Policy) *caps.Policy {
 		Process: &abi.ProcessScope{Commands: []string{"*"}, Cwd: []string{"$SANDBOX"}, Shell: true},
 		State:   &abi.StateScope{MaxBytes: 64 << 20},
 		// Any CDP method a built-in names (the sensitive ones only when
-		// named, hostfn.CDPFamily), no new targets.
-		CDP: &abi.CDPScope{Methods: []string{"*"}},
+		// named, hostfn.CDPFamily); new targets for one that asks (the
+		// page tools' tabs).
+		CDP: &abi.CDPScope{Methods: []string{"*"}, NewTargets: true},
 	}
 	return &np
 }

@@ -94,6 +94,8 @@ type Config struct {
 	TenancyConfig
 	// ReplicaConfig: the shared state keys and the replica id (config.go).
 	ReplicaConfig
+	// PageToolsConfig: the page tools (config.go; pagetools.go).
+	PageToolsConfig
 }
 
 // Host is a running aiod.
@@ -245,7 +247,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		BuiltinPolicy: builtinPolicy(policy),
 		Env:           env,
 		Families:      fams.forGrant,
-		Builtins:      cfg.Builtins,
+		Builtins:      withPageTools(cfg),
 		Dir:           cfg.PluginsDir,
 		IdleTimeout:   cfg.IdleTimeout,
 		Logger:        log,

@@ -29,6 +29,7 @@ import (
 	"github.com/aiodhq/aiod/host/plugin"
 	_ "github.com/aiodhq/aiod/host/runtime/wasmtime/register" // --engine wasmtime (cgo builds)
 	"github.com/aiodhq/aiod/host/upstream"
+	pagetools "github.com/aiodhq/aiod/plugins/browser"
 	"github.com/aiodhq/aiod/plugins/builtin"
 )
 
@@ -137,6 +138,7 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.int(&c.Browser.Port, "browser-port", "BROWSER_REMOTE_DEBUGGING_PORT", browser.DefaultPort, "attach: the browser's DevTools port")
 	s.str(&c.Browser.Path, "browser-path", "AIO_BROWSER_PATH", browser.DefaultPath, "launch: the Chromium binary (looked up on PATH)")
 	s.value(&viewportValue{&c.Browser.Viewport}, "browser-viewport", "AIO_BROWSER_VIEWPORT", browser.DefaultViewport, "launch: the viewport, WIDTHxHEIGHT in CSS pixels")
+	s.bool(&c.PageTools, "page-tools", "AIO_PAGE_TOOLS", false, "attach: also serve the page tools (browser_navigate, browser_click, ... after the ten built-ins; always with --browser launch)")
 	s.bool(&c.Lockdown, "lockdown", "AIO_LOCKDOWN", false, "locked-down multi-tenant mode: processes under bubblewrap, each tenant its own /workspace and /tmp under --data-dir, plugins pinned by sha256 in the policy; refuses to start, saying what is missing, without all of it")
 	s.str(&c.DataDir, "data-dir", "AIO_DATA_DIR", "", "where lockdown keeps the tenants' directories (<dir>/tenants/<tenant>/{workspace,tmp})")
 	return s
@@ -322,6 +324,9 @@ func parseStart(args []string, stderr io.Writer) (cfg host.Config, code int) {
 	}
 	if builtin.Present() {
 		s.cfg.Builtins = builtin.FS()
+	}
+	if pagetools.Present() {
+		s.cfg.PageToolsFS = pagetools.FS()
 	}
 	return s.cfg, -1
 }

@@ -83,6 +83,7 @@ var settings = []setting{
 	{"BROWSER_REMOTE_DEBUGGING_PORT", "9333", 9333, "9444", 9444, "nine", func(s *startFlags) any { return s.cfg.Browser.Port }, browser.DefaultPort},
 	{"AIO_BROWSER_PATH", "/env/chromium", "/env/chromium", "/flag/chrome", "/flag/chrome", "", func(s *startFlags) any { return s.cfg.Browser.Path }, browser.DefaultPath},
 	{"AIO_BROWSER_VIEWPORT", "1024x768", "1024x768", "800x600", "800x600", "big", func(s *startFlags) any { return s.cfg.Browser.Viewport }, browser.DefaultViewport},
+	{"AIO_PAGE_TOOLS", "true", true, "false", false, "maybe", func(s *startFlags) any { return s.cfg.PageTools }, false},
 	{"AIO_LOCKDOWN", "true", true, "false", false, "maybe", func(s *startFlags) any { return s.cfg.Lockdown }, false},
 	{"AIO_DATA_DIR", "/env/data", "/env/data", "/flag/data", "/flag/data", "", func(s *startFlags) any { return s.cfg.DataDir }, ""},
 }

@@ -180,8 +180,12 @@ func (f *CDPFamily) info(ctx context.Context, c *Call, _ *struct{}) (*abi.CDPInf
 		return nil, err
 	}
 	v, vp := conn.Version(), f.b.Viewport()
+	ws := v.WebSocketURL
+	if fw, ok := browser.ForwardedFrom(ctx); ok { // the client came through a proxy: its URL
+		ws = fw.CDPURL(ws)
+	}
 	return &abi.CDPInfoResponse{Mode: string(f.b.Mode()), Product: v.Product, UserAgent: v.UserAgent, ProtocolVersion: v.ProtocolVersion,
-		JSVersion: v.JSVersion, WebSocketURL: v.WebSocketURL, Viewport: abi.CDPViewport{Width: vp.Width, Height: vp.Height}}, nil
+		JSVersion: v.JSVersion, WebSocketURL: ws, Viewport: abi.CDPViewport{Width: vp.Width, Height: vp.Height}}, nil
 }
 
 func (f *CDPFamily) targets(ctx context.Context, c *Call, _ *struct{}) (*abi.CDPTargetsResponse, error) {
@@ -237,8 +241,9 @@ func (f *CDPFamily) attach(ctx context.Context, c *Call, req *abi.CDPAttachReque
 		if id == "" {
 			return nil, Errorf(abi.NotFound, "the browser has no page open")
 		}
-	} else if isolated(c.Owner) && !slices.ContainsFunc(ts, func(t *target.Info) bool { return t.TargetID == id }) {
-		return nil, Errorf(abi.NotFound, "no target %q", id) // another tenant's target does not exist for this one
+	} else if !slices.ContainsFunc(ts, func(t *target.Info) bool { return t.TargetID == id }) {
+		// closed (or another tenant's, which does not exist for this one)
+		return nil, Errorf(abi.NotFound, "no target %q", id)
 	}
 	key := cdpOwner{g, c.Owner}
 	f.mu.Lock()

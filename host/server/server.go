@@ -115,7 +115,7 @@ func (s *Server) handleMCP(c *fiber.Ctx) error {
 		ex.Hold = hold(&release) // a call that becomes a task keeps the slot (tenancy.go)
 	}
 	start := time.Now()
-	r := s.mcp.Serve(c.UserContext(), ex)
+	r := s.mcp.Serve(forwardedContext(c), ex) // behind a proxy, cdp_url is the proxy's (forwarded.go)
 	if s.opts.Audit != nil && ex.Method == fiber.MethodPost {
 		if err := s.auditOutside(c, start, r); err != nil {
 			return err
