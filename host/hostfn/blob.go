@@ -2,6 +2,7 @@ package hostfn
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -17,6 +18,12 @@ import (
 // twice (output_blob). A 1 MiB file read this way never enters the guest:
 // the host escapes it natively, once for structuredContent and once more
 // for the text block that holds the same object as JSON text.
+
+// kept is a kept response and whether it is valid UTF-8.
+type kept struct {
+	b    []byte
+	utf8 bool
+}
 
 // Span is a range [Start, End) of a call's output that the host wrote
 // itself with output_blob: JSON string contents, valid by construction.
@@ -41,9 +48,10 @@ func responseKeep(_ context.Context, c *Call, _ Memory, stack []uint64) {
 		panic(fmt.Errorf("aiod:core.response_keep: more than %d responses kept in one call", maxKept))
 	}
 	h := uint64(len(c.kept))
-	c.kept = append(c.kept, c.resp)
+	k := kept{b: c.resp, utf8: utf8.Valid(c.resp)}
+	c.kept = append(c.kept, k)
 	c.resp = nil
-	if utf8.Valid(c.kept[h]) {
+	if k.utf8 {
 		h |= 1 << 32
 	}
 	stack[0] = h
@@ -59,7 +67,8 @@ func outputBlob(_ context.Context, c *Call, _ Memory, stack []uint64) {
 	if escape != 1 && escape != 2 {
 		panic(fmt.Errorf("aiod:core.output_blob: escape must be 1 or 2, not %d", escape))
 	}
-	b := c.kept[h]
+	k := c.kept[h]
+	b := k.b
 	// every byte is written at least once: fail before escaping what
 	// cannot fit
 	if int64(len(c.Output))+int64(len(b)) > c.MaxOutput {
@@ -67,8 +76,12 @@ func outputBlob(_ context.Context, c *Call, _ Memory, stack []uint64) {
 		panic(ErrResultTooLarge{Limit: c.MaxOutput})
 	}
 	start := len(c.Output)
-	c.Output = slices.Grow(c.Output, len(b)+len(b)/8)
-	c.Output = AppendEscaped(c.Output, b, int(escape))
+	if cap(c.Output)-len(c.Output) < len(b) {
+		// a kept response is usually written twice (structuredContent
+		// and the text block): room for both at once
+		c.Output = slices.Grow(c.Output, 2*(len(b)+len(b)/16)+1024)
+	}
+	c.Output = appendEscaped(c.Output, b, int(escape), k.utf8)
 	if int64(len(c.Output)) > c.MaxOutput {
 		c.Overflow = true
 		panic(ErrResultTooLarge{Limit: c.MaxOutput})
@@ -127,15 +140,42 @@ func init() {
 // writes it: `"`, `\` and control characters only, invalid UTF-8 as
 // U+FFFD.
 func AppendEscaped(dst, b []byte, escape int) []byte {
+	return appendEscaped(dst, b, escape, utf8.Valid(b))
+}
+
+// appendEscaped is AppendEscaped for b whose UTF-8 validity is known: valid
+// text skips runs of plain bytes eight at a time.
+func appendEscaped(dst, b []byte, escape int, valid bool) []byte {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
 	tab := &escapes[escape]
 	start := 0
 	for i := 0; i < len(b); {
+		for valid && i+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i:])
+			// a byte below 0x20, a '"' or a '\\' (bytes >= 0x80 are
+			// plain in valid UTF-8, and masked out of the tests)
+			q, bs := w^(ones*'"'), w^(ones*'\\')
+			if ((w-ones*0x20)&^w|(q-ones)&^q|(bs-ones)&^bs)&highs != 0 {
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		if c < utf8.RuneSelf {
 			if s := tab[c]; s != "" {
 				dst = append(append(dst, b[start:i]...), s...)
 				start = i + 1
 			}
+			i++
+			continue
+		}
+		if valid {
 			i++
 			continue
 		}

@@ -21,7 +21,7 @@ func contents(s string) []byte {
 var escapeCases = []string{
 	"", "plain", `"quoted" \back\slash`, "tab\tnew\nline\r\x00\x01\x1f\x7f",
 	"\b\f", "<html>&amp; \u2028\u2029", "é漢字🙂", "bad \xff\xfe utf8 \xe2\x82", "\xef\xbf\xbd real U+FFFD",
-	strings.Repeat("abcdefghij", 9) + "\n",
+	strings.Repeat("abcdefghij", 9) + "\n", strings.Repeat("1234567\"é\\\x01yz漢", 9),
 }
 
 func TestAppendEscapedMatchesSDK(t *testing.T) {
@@ -154,6 +154,16 @@ func TestKeptResponse(t *testing.T) {
 	}
 	c.Reset()
 	if len(c.kept) != 0 || len(c.Spliced) != 0 {
-		t.Fatal("Reset kept responses")
+		t.Fatal("Reset left kept responses or spans")
+	}
+}
+
+func BenchmarkAppendEscaped1MiB(b *testing.B) {
+	line := strings.Repeat("abcdefghij", 9) + "\n"
+	src := []byte(strings.Repeat(line, (1<<20)/len(line)+1)[:1<<20])
+	dst := make([]byte, 0, 3<<20)
+	b.SetBytes(int64(len(src)))
+	for i := 0; i < b.N; i++ {
+		dst = AppendEscaped(dst[:0], src, 2)
 	}
 }

@@ -122,7 +122,7 @@ type Call struct {
 	resp []byte
 	// kept are the responses kept with response_keep (blob.go); Spliced
 	// are the parts of Output that output_blob wrote from them.
-	kept    [][]byte
+	kept    []kept
 	Spliced []Span
 }
 
