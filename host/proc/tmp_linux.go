@@ -16,7 +16,9 @@ import (
 // blocks with a discard (ext4 mounted -o discard, as on this kind of
 // VM), truncating one took about 4 ms: ten of them per command were most
 // of an `echo hi`'s latency. In memory each is a few microseconds.
-var memDir = sync.OnceValue(func() string {
+var memDir = sync.OnceValue(pickMemDir)
+
+func pickMemDir() string {
 	if os.Getenv("TMPDIR") != "" {
 		return os.TempDir()
 	}
@@ -26,4 +28,4 @@ var memDir = sync.OnceValue(func() string {
 		return "/dev/shm"
 	}
 	return os.TempDir()
-})
+}
