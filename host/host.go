@@ -264,6 +264,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, err
 	}
 	h.reg = reg
+	go releaseAfterLoad(reg) // footprint.go
 	var served mcp.Catalog = reg
 	if h.ups != nil {
 		served = &catalog{Registry: reg, ups: h.ups}

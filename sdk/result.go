@@ -33,6 +33,9 @@ type Content struct {
 	data     []byte
 	mimeType string
 	uri      string
+	// json: text is JSON from JSONResult, which may hold kept responses
+	// (sdk/files.Text) for the host to write
+	json bool
 }
 
 // Text is a text content block.
@@ -74,7 +77,7 @@ func ErrorResult(msg string) *Result { return oneBlock(Text(msg), true) }
 // the same object.
 func JSONResult(v any, isError bool) *Result {
 	b := jsonx.Marshal(v)
-	r := oneBlock(Text(string(b)), isError)
+	r := oneBlock(Content{typ: "text", text: string(b), json: true}, isError)
 	r.Structured = json.RawMessage(b)
 	return r
 }
@@ -84,7 +87,11 @@ var out []byte
 func writeResult(r *Result) {
 	b := appendResult(out[:0], r)
 	out = b
-	guest.WriteOutput(b)
+	if guest.Splicing() {
+		guest.WriteSpliced(b)
+	} else {
+		guest.WriteOutput(b)
+	}
 	if cap(out) > 1<<20 {
 		out = nil // do not pin large buffers in a pooled instance
 	}
@@ -115,7 +122,11 @@ func appendContent(b []byte, c *Content) []byte {
 	switch c.typ {
 	case "text":
 		b = append(b, `{"type":"text","text":`...)
-		b = jsonx.AppendString(b, c.text)
+		if c.json && guest.Splicing() {
+			b = guest.AppendJSONText(b, c.text)
+		} else {
+			b = jsonx.AppendString(b, c.text)
+		}
 	case "image", "audio":
 		b = append(b, `{"type":"`...)
 		b = append(b, c.typ...)

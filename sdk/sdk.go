@@ -184,6 +184,7 @@ func init() { guest.Handler = handle }
 var ctx Ctx
 
 func handle(op int32, name, args []byte) int32 {
+	guest.ResetBlobs()
 	switch op {
 	case abi.OpDescribe:
 		b, err := Describe()

@@ -189,6 +189,14 @@ func Classify(ctx context.Context, req *mcp.Request, res json.RawMessage, err er
 // isError reports whether a CallToolResult says "isError": true. The flag
 // is looked for before decoding anything.
 func isError(res []byte) bool {
+	// The Go SDK writes the flag last: a valid object that ends so says
+	// it at its top level, and a large result need not be decoded.
+	switch {
+	case bytes.HasSuffix(res, []byte(`,"isError":false}`)):
+		return false
+	case bytes.HasSuffix(res, []byte(`,"isError":true}`)):
+		return true
+	}
 	if !bytes.Contains(res, []byte(`"isError"`)) {
 		return false
 	}

@@ -19,7 +19,8 @@ func (e ErrResultTooLarge) Error() string {
 type core struct{}
 
 // Core returns the aiod:core family: input_read, output_write,
-// response_read, log and progress.
+// response_read, log and progress (and the client and kept-response
+// functions of client.go and blob.go).
 func Core() Family { return core{} }
 
 func (core) Name() abi.Family { return "" }
@@ -32,6 +33,7 @@ func (core) Defs() []Def {
 		{Module: abi.ModuleCore, Name: "log", Params: []ValueType{I32, I32, I32}, Fn: logFn},
 		{Module: abi.ModuleCore, Name: "progress", Params: []ValueType{F64, F64, I32, I32}, Fn: progressFn},
 		clientInfoDef, clientInputDef, notifyDef,
+		responseKeepDef, outputBlobDef,
 	}
 }
 

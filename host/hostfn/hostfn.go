@@ -120,6 +120,10 @@ type Call struct {
 	Client Client
 	// resp is the pending response for response_read.
 	resp []byte
+	// kept are the responses kept with response_keep (blob.go); Spliced
+	// are the parts of Output that output_blob wrote from them.
+	kept    []kept
+	Spliced []Span
 }
 
 // Reset prepares a Call for reuse.
@@ -128,6 +132,9 @@ func (c *Call) Reset() {
 	c.Output = c.Output[:0]
 	c.Overflow = false
 	c.resp = nil
+	clear(c.kept)
+	c.kept = c.kept[:0]
+	c.Spliced = c.Spliced[:0]
 	c.Notify = nil
 	c.Client = nil
 }

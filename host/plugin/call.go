@@ -130,7 +130,7 @@ func (r *Registry) invoke(ctx context.Context, p *Plugin, op uint64, req CallReq
 		}
 		return toolError("plugin %s failed tool %s with code %d: %s", p.Manifest.Name, req.Name, ret, truncate(string(out), 512)), nil
 	}
-	if !validResult(out) {
+	if !hostfn.ValidObject(out, c.Spliced) {
 		if op != abi.OpToolCall {
 			return nil, fmt.Errorf("plugin %s returned an invalid result for %s (not a JSON object)", p.Manifest.Name, req.Name)
 		}

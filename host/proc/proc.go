@@ -142,7 +142,10 @@ type Config struct {
 	// Bash is the shell of sessions; empty means "bash" on the PATH of
 	// BaseEnv.
 	Bash string
-	// TempDir holds the session directories; empty means os.TempDir().
+	// TempDir holds the session directories; empty means $TMPDIR if
+	// set, else /dev/shm on Linux when it is a writable tmpfs (the
+	// sessions rewrite small files for every command: see memDir), else
+	// os.TempDir().
 	TempDir string
 	// Isolation selects the containment (IsolationAuto).
 	Isolation Isolation
@@ -544,7 +547,7 @@ func (m *Manager) tempDir() string {
 	if m.cfg.TempDir != "" {
 		return m.cfg.TempDir
 	}
-	return os.TempDir()
+	return memDir()
 }
 
 func randomToken() string {

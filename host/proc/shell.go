@@ -349,8 +349,10 @@ func (m *Manager) execLocked(ctx context.Context, s *session, command, cwd strin
 	col := &collector{mark: []byte("\x00" + tok + ":"), seq: strconv.FormatUint(seq, 10), max: maxOut, done: make(chan struct{}), onOutput: onOutput}
 	sh.setCollector(col)
 	defer sh.setCollector(nil)
-	line := fmt.Sprintf("__aiod_run %d %s %s; if __aiod_ok %d; then __aiod_clear; builtin source \"$__aiod_d/st.%d\"; builtin printf '%%s\\n' %d >|\"$__aiod_d/good\"; fi >/dev/null 2>&1; __aiod_end %d %s\n",
-		seq, tok, shQuote(cwd), seq, seq%2, seq, seq, tok)
+	// The line is short: bash reads a pipe one byte at a time, so the
+	// rest is the prelude's __aiod_L, evaluated at the top level (where
+	// the state's declarations stay global).
+	line := "__aiod_run " + strconv.FormatUint(seq, 10) + " " + tok + " " + shQuote(cwd) + "; builtin eval \"$__aiod_L\"\n"
 
 	start := time.Now()
 	res := &ExecResult{Restarted: restarted}

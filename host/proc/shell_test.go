@@ -66,6 +66,11 @@ func TestShellSession(t *testing.T) {
 			{cmd: `unset FOO; unset -f f; unalias hi`, code: "0"},
 			{cmd: `echo "${FOO-unset}"; type f >/dev/null 2>&1 || echo nofn; alias hi 2>/dev/null || echo noalias`, want: "unset\nnofn\nnoalias\n", code: "0"},
 			{cmd: `pwd`, cwd: root, want: root + "\n", code: "0", wantCwd: root}, // cwd sync
+			// the shell cds to a given cwd, the command back (OLDPWD too):
+			// the saved state is the text loaded before, yet it must be
+			// loaded again
+			{cmd: `cd "` + root + `"; OLDPWD="` + sub + `"`, cwd: sub, code: "0", wantCwd: root},
+			{cmd: `pwd`, want: root + "\n", code: "0", wantCwd: root},
 			{cmd: `echo out; echo err >&2; echo out2`, want: "out\nerr\nout2\n", code: "0"},
 			{cmd: `printf abc`, want: "abc", code: "0"},
 			{cmd: `read x; echo "got[$x] $?"`, want: "got[] 1\n", code: "0"}, // stdin is /dev/null

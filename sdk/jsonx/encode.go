@@ -25,8 +25,8 @@ import (
 func Marshal(v any) []byte { return Append(nil, v) }
 
 // Append appends v as JSON. Maps, slices, strings, booleans, numbers,
-// json.RawMessage (appended as is: it must be valid) and nil are encoded
-// here; anything else goes through encoding/json.
+// json.RawMessage (appended as is: it must be valid), Appenders and nil
+// are encoded here; anything else goes through encoding/json.
 func Append(b []byte, v any) []byte {
 	switch x := v.(type) {
 	case nil:
@@ -127,11 +127,20 @@ func Append(b []byte, v any) []byte {
 		}
 		return append(b, ']')
 	}
+	if a, ok := v.(Appender); ok {
+		return a.AppendJSON(b)
+	}
 	j, err := json.Marshal(v)
 	if err != nil {
 		return append(b, "null"...)
 	}
 	return append(b, j...)
+}
+
+// Appender is a value that appends its own JSON (Append writes it as
+// is), for example a file's content kept by the host (sdk/files.Text).
+type Appender interface {
+	AppendJSON(b []byte) []byte
 }
 
 const hex = "0123456789abcdef"

@@ -61,17 +61,24 @@ func read(a Args) *sdk.Result {
 	if enc == "" {
 		return unsupportedEncoding(a)
 	}
-	b, err := files.Read(a.Path, &files.ReadOptions{StartLine: a.StartLine, EndLine: a.EndLine})
+	opts := &files.ReadOptions{StartLine: a.StartLine, EndLine: a.EndLine}
+	if enc == "utf-8" {
+		// the content stays on the host, which writes it into the answer
+		t, err := files.ReadText(a.Path, opts)
+		if err != nil {
+			return fileErr(a, err)
+		}
+		if !t.ValidUTF8() {
+			return fileErr(a, decodeError("read", a.Path))
+		}
+		return ok(a, map[string]any{"content": t})
+	}
+	b, err := files.Read(a.Path, opts)
 	if err != nil {
 		return fileErr(a, err)
 	}
 	var s string
 	switch enc {
-	case "utf-8":
-		if !utf8.Valid(b) {
-			return fileErr(a, decodeError("read", a.Path))
-		}
-		s = string(b)
 	case "base64":
 		s = base64.StdEncoding.EncodeToString(b)
 	case "raw":

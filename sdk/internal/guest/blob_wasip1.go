@@ -1,0 +1,33 @@
+//go:build wasip1
+
+package guest
+
+//go:wasmimport aiod:core response_keep
+func responseKeep() uint64
+
+//go:wasmimport aiod:core output_blob
+func outputBlob(h, escape uint32) uint32
+
+// FinishKept is Finish for a call whose response the guest keeps on the
+// host: on success the response stays there (a Blob); a failure's
+// response is read as Finish reads it.
+func FinishKept(ret uint64) (*Blob, []byte, uint32) {
+	code, n := uint32(ret>>32), uint32(ret)
+	if code != 0 {
+		resp, code := Finish(ret)
+		return nil, resp, code
+	}
+	if n == 0 {
+		return &Blob{utf8: true, gen: gen}, nil, 0
+	}
+	k := responseKeep()
+	if k == ^uint64(0) {
+		panic("aiod sdk: the host kept no response")
+	}
+	kept++
+	return &Blob{h: uint32(k), n: int(n), utf8: k>>32&1 == 1, gen: gen}, nil, 0
+}
+
+func writeBlob(h, level uint32) { outputBlob(h, level) }
+
+func resetNative() {}
