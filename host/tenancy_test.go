@@ -31,6 +31,7 @@ const (
 	bobKey   = "bob-secret-key-0123456789"
 	carolKey = "carol-secret-key-0123456789"
 	daveKey  = "dave-secret-key-0123456789"
+	erinKey  = "erin-secret-key-0123456789"
 	adminKey = "admin-secret-key-0123456789"
 )
 
@@ -41,7 +42,8 @@ func tenancyPolicy(t *testing.T) string {
 	  "alice":{"keys":["` + keyLine(aliceKey) + `"],"tools":["echo","sandbox_execute_bash"],"quotas":{"concurrent_calls":8}},
 	  "bob":{"keys":["` + keyLine(bobKey) + `"],"tools":["sandbox_execute_bash"]},
 	  "carol":{"keys":["` + keyLine(carolKey) + `"],"tools":["echo"],"quotas":{"calls_per_minute":6}},
-	  "dave":{"keys":["` + keyLine(daveKey) + `"],"tools":["echo"],"quotas":{"concurrent_calls":1}}}}`
+	  "dave":{"keys":["` + keyLine(daveKey) + `"],"tools":["echo"],"quotas":{"concurrent_calls":1}},
+	  "erin":{"keys":["` + keyLine(erinKey) + `"],"tools":["echo"],"quotas":{"sessions":1}}}}`
 	path := filepath.Join(t.TempDir(), "policy.json")
 	if err := os.WriteFile(path, []byte(p), 0o600); err != nil {
 		t.Fatal(err)
@@ -300,6 +302,36 @@ func TestTenantIsolation(t *testing.T) {
 			if r := do(t, "POST", url, daveKey, call("echo", `{"text":"d"}`), nil); r.status != 200 || !strings.Contains(r.body, `"d"`) {
 				t.Fatalf("dave's call %d with two streams open: %d %s", i, r.status, r.body)
 			}
+		}
+	})
+
+	// erin (sessions 1): a second session ends her idle first one; with
+	// the only one busy (its GET stream open) initialize answers 503;
+	// another tenant's sessions are untouched.
+	t.Run("sessions quota", func(t *testing.T) {
+		init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+		session := func(key string) string {
+			t.Helper()
+			r := do(t, "POST", url, key, init, nil)
+			if r.status != 200 || r.header.Get("Mcp-Session-Id") == "" {
+				t.Fatalf("initialize: %d %s", r.status, r.body)
+			}
+			return r.header.Get("Mcp-Session-Id")
+		}
+		alices := session(aliceKey)
+		first := session(erinKey)
+		second := session(erinKey)
+		if r := do(t, "POST", url, erinKey, listTools, map[string]string{"Mcp-Session-Id": first}); r.status != 404 {
+			t.Errorf("erin's first session after her second: %d, want 404 (ended to make room)", r.status)
+		}
+		if st, first := openStream(t, "GET", url, erinKey, "", map[string]string{"Mcp-Session-Id": second}); st != 200 {
+			t.Fatalf("erin's GET stream: %d %s", st, first)
+		}
+		if r := do(t, "POST", url, erinKey, init, nil); r.status != 503 {
+			t.Errorf("erin's initialize with her one session busy: %d %s, want 503", r.status, r.body)
+		}
+		if r := do(t, "POST", url, aliceKey, listTools, map[string]string{"Mcp-Session-Id": alices}); r.status != 200 {
+			t.Errorf("alice's session after erin's: %d", r.status)
 		}
 	})
 
