@@ -3,9 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/prometheus/client_golang/prometheus"
@@ -171,7 +171,8 @@ type counters struct {
 	labels int
 	mu     sync.Mutex
 	vals   map[[4]string]uint64
-	names  map[string]string // interned label values
+	names  map[string]string // interned label values, in arena
+	arena  []byte            // never written below its length once a string is in it
 }
 
 func newCounters(name, help string, labels ...string) *counters {
@@ -186,16 +187,27 @@ func (c *counters) inc(a, b, d, e string) {
 	defer c.mu.Unlock()
 	if _, ok := c.vals[k]; !ok {
 		for i, v := range k {
-			if in, ok := c.names[v]; ok {
-				k[i] = in
-			} else {
-				v = strings.Clone(v)
-				c.names[v] = v
-				k[i] = v
-			}
+			k[i] = c.intern(v)
 		}
 	}
 	c.vals[k]++
+}
+
+// intern returns v's interned copy, made once, in a shared block of bytes:
+// a string each would be a small object per tenant, allocated among its
+// first call's garbage, each keeping a span of the heap in use.
+func (c *counters) intern(v string) string {
+	if in, ok := c.names[v]; ok {
+		return in
+	}
+	if len(v) > cap(c.arena)-len(c.arena) {
+		c.arena = make([]byte, 0, max(4096, len(v)))
+	}
+	off := len(c.arena)
+	c.arena = append(c.arena, v...)
+	in := unsafe.String(unsafe.SliceData(c.arena[off:]), len(v))
+	c.names[in] = in
+	return in
 }
 
 func (c *counters) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }

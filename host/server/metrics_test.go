@@ -2,6 +2,7 @@ package server
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -10,7 +11,11 @@ import (
 // and exposes only its declared labels.
 func TestCounters(t *testing.T) {
 	c := newCounters("aiod_test_total", "Test.", "tenant", "quota")
-	for range 3 {
+	// a label value is copied: the request's buffer it came from is reused
+	buf := []byte("alice")
+	c.inc(unsafe.String(&buf[0], len(buf)), "calls_per_minute", "", "")
+	copy(buf, "XXXXX")
+	for range 2 {
 		c.inc("alice", "calls_per_minute", "", "")
 	}
 	c.inc("bob", "calls_per_minute", "", "")
