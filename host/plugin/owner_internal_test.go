@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	goruntime "runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -91,7 +92,8 @@ func TestOwnerInstancesAcrossPlugins(t *testing.T) {
 	if n := r.slots.holding("alice"); n != 2 {
 		t.Fatalf("alice holds %d slots, want 2", n)
 	}
-	// one goes idle: the waiter closes it and takes its slot
+	// a third call waits; one goes idle: the waiter closes it and takes
+	// its slot
 	got := make(chan error, 1)
 	go func() {
 		pl, inst, err := b.get(ctx, "alice")
@@ -100,8 +102,13 @@ func TestOwnerInstancesAcrossPlugins(t *testing.T) {
 		}
 		got <- err
 	}()
-	time.Sleep(20 * time.Millisecond) // let it wait (the result is the same if it has not yet)
-	pa.put(ia)
+	for deadline := time.Now().Add(10 * time.Second); r.slots.waiters.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the third call never waited for a slot")
+		}
+		goruntime.Gosched()
+	}
+	pa.put(ia) // a goes idle: the waiter wakes and closes it
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
