@@ -30,6 +30,8 @@ const (
 	aliceKey = "alice-secret-key-0123456789"
 	bobKey   = "bob-secret-key-0123456789"
 	carolKey = "carol-secret-key-0123456789"
+	daveKey  = "dave-secret-key-0123456789"
+	erinKey  = "erin-secret-key-0123456789"
 	adminKey = "admin-secret-key-0123456789"
 )
 
@@ -39,7 +41,9 @@ func tenancyPolicy(t *testing.T) string {
 	p := `{"tenants":{
 	  "alice":{"keys":["` + keyLine(aliceKey) + `"],"tools":["echo","sandbox_execute_bash"],"quotas":{"concurrent_calls":8}},
 	  "bob":{"keys":["` + keyLine(bobKey) + `"],"tools":["sandbox_execute_bash"]},
-	  "carol":{"keys":["` + keyLine(carolKey) + `"],"tools":["echo"],"quotas":{"calls_per_minute":6}}}}`
+	  "carol":{"keys":["` + keyLine(carolKey) + `"],"tools":["echo"],"quotas":{"calls_per_minute":6}},
+	  "dave":{"keys":["` + keyLine(daveKey) + `"],"tools":["echo"],"quotas":{"concurrent_calls":1}},
+	  "erin":{"keys":["` + keyLine(erinKey) + `"],"tools":["echo"],"quotas":{"sessions":1}}}}`
 	path := filepath.Join(t.TempDir(), "policy.json")
 	if err := os.WriteFile(path, []byte(p), 0o600); err != nil {
 		t.Fatal(err)
@@ -79,6 +83,38 @@ func do(t testing.TB, method, url, key, body string, hdr map[string]string) repl
 	b, _ := io.ReadAll(resp.Body)
 	return reply{resp.StatusCode, resp.Header, string(b)}
 }
+
+// openStream sends one request whose answer is an event stream, reads up
+// to its first data line (or keep-alive comment), and leaves the stream
+// open until the test ends.
+func openStream(t *testing.T, method, url, key, body string, hdr map[string]string) (status int, first string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+key)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil || strings.HasPrefix(line, "data:") || strings.HasPrefix(line, ":") {
+			return resp.StatusCode, line
+		}
+	}
+}
+
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
 
 func call(name, args string) string {
 	return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `}}`
@@ -171,7 +207,7 @@ func TestTenantIsolation(t *testing.T) {
 			t.Errorf("a hidden tool answers %d %q (%d), a missing one %d %q (%d): they must look alike", hc, hm, hidden.status, mc, mm, missing.status)
 		}
 		// modern era too
-		modern := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}`
+		modern := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},` + modernMeta + `}}`
 		r := do(t, "POST", url, bobKey, modern, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"})
 		if c, m := rpcError(t, r.body); c != -32602 || m != "unknown tool: echo" {
 			t.Errorf("modern: %d %q", c, m)
@@ -242,6 +278,60 @@ func TestTenantIsolation(t *testing.T) {
 		}
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("alice's five calls took %v", d)
+		}
+	})
+
+	// dave (concurrent_calls 1) keeps a subscriptions/listen stream and a
+	// legacy GET stream open: neither holds his one slot, so he can call.
+	t.Run("streams hold no slot", func(t *testing.T) {
+		listen := `{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`
+		st, first := openStream(t, "POST", url, daveKey, listen, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"})
+		if st != 200 || !strings.Contains(first, "subscriptions/acknowledged") {
+			t.Fatalf("dave's subscriptions/listen: %d %s", st, first)
+		}
+		init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+		r := do(t, "POST", url, daveKey, init, nil)
+		sid := r.header.Get("Mcp-Session-Id")
+		if r.status != 200 || sid == "" {
+			t.Fatalf("initialize: %d %s", r.status, r.body)
+		}
+		if st, first := openStream(t, "GET", url, daveKey, "", map[string]string{"Mcp-Session-Id": sid}); st != 200 {
+			t.Fatalf("dave's GET stream: %d %s", st, first)
+		}
+		for i := range 3 {
+			if r := do(t, "POST", url, daveKey, call("echo", `{"text":"d"}`), nil); r.status != 200 || !strings.Contains(r.body, `"d"`) {
+				t.Fatalf("dave's call %d with two streams open: %d %s", i, r.status, r.body)
+			}
+		}
+	})
+
+	// erin (sessions 1): a second session ends her idle first one; with
+	// the only one busy (its GET stream open) initialize answers 503;
+	// another tenant's sessions are untouched.
+	t.Run("sessions quota", func(t *testing.T) {
+		init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+		session := func(key string) string {
+			t.Helper()
+			r := do(t, "POST", url, key, init, nil)
+			if r.status != 200 || r.header.Get("Mcp-Session-Id") == "" {
+				t.Fatalf("initialize: %d %s", r.status, r.body)
+			}
+			return r.header.Get("Mcp-Session-Id")
+		}
+		alices := session(aliceKey)
+		first := session(erinKey)
+		second := session(erinKey)
+		if r := do(t, "POST", url, erinKey, listTools, map[string]string{"Mcp-Session-Id": first}); r.status != 404 {
+			t.Errorf("erin's first session after her second: %d, want 404 (ended to make room)", r.status)
+		}
+		if st, first := openStream(t, "GET", url, erinKey, "", map[string]string{"Mcp-Session-Id": second}); st != 200 {
+			t.Fatalf("erin's GET stream: %d %s", st, first)
+		}
+		if r := do(t, "POST", url, erinKey, init, nil); r.status != 503 {
+			t.Errorf("erin's initialize with her one session busy: %d %s, want 503", r.status, r.body)
+		}
+		if r := do(t, "POST", url, aliceKey, listTools, map[string]string{"Mcp-Session-Id": alices}); r.status != 200 {
+			t.Errorf("alice's session after erin's: %d", r.status)
 		}
 	})
 

@@ -53,7 +53,8 @@ type Quotas struct {
 	// bucket refilled at this rate that holds ten seconds' worth (at least
 	// one request; spec/tenants.md §3).
 	CallsPerMinute int `json:"calls_per_minute,omitempty"`
-	// Instances is the most warm instances of one plugin the tenant holds.
+	// Instances is the most plugin instances (idle or in a call) the tenant
+	// holds across all its plugins.
 	Instances int `json:"instances,omitempty"`
 	// Sessions is the most legacy MCP sessions the tenant holds at once.
 	Sessions int `json:"sessions,omitempty"`

@@ -87,8 +87,7 @@ func (r *Registry) invoke(ctx context.Context, p *Plugin, op uint64, req CallReq
 		}
 		return r.callCommand(ctx, p, c, req.Name, args)
 	}
-	pl := p.pool(owner)
-	inst, err := pl.get(ctx)
+	pl, inst, err := p.get(ctx, owner)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.Canceled) {
 			return toolError("tool %s: no instance became free before the deadline (timeout %s)", req.Name, p.Grant.Timeout), nil

@@ -158,8 +158,7 @@ func (r *Registry) invokeExtism(ctx context.Context, p *Plugin, op uint64, req C
 	if err != nil {
 		return fail("plugin %s: bad request for %s: %v", p.Manifest.Name, req.Name, err)
 	}
-	pl := p.pool(owner)
-	inst, err := pl.get(ctx)
+	pl, inst, err := p.get(ctx, owner)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.Canceled) {
 			return fail("tool %s: no instance became free before the deadline (timeout %s)", req.Name, p.Grant.Timeout)

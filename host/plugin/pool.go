@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -14,11 +15,23 @@ import (
 // never returned to the pool.
 type pool struct {
 	newInst func(ctx context.Context) (runtime.Instance, error)
+	onIdle  func()        // after an instance goes idle (ownerSlots.idled); may be nil
 	sem     chan struct{} // one token per live instance
 	mu      sync.Mutex
 	idle    []idleInst // LIFO: the warmest on top
 	closed  bool
+	// retired: the pool was empty (no instance idle or in a call) and left
+	// its plugin's map (retire), so that an idle owner keeps nothing; a
+	// get that still found it takes a new pool (errRetired).
+	retired bool
 }
+
+// errRetired is get's answer from a retired pool: take the owner's pool
+// again (Plugin.get).
+var errRetired = errors.New("pool retired")
+
+// errNoSlot is a prewarm's instance its owner has no slot for.
+var errNoSlot = errors.New("owner at its instances quota")
 
 type idleInst struct {
 	inst runtime.Instance
@@ -44,6 +57,11 @@ func (p *pool) get(ctx context.Context) (runtime.Instance, error) {
 		}
 	}
 	p.mu.Lock()
+	if p.retired {
+		p.mu.Unlock()
+		<-p.sem
+		return nil, errRetired
+	}
 	if n := len(p.idle); n > 0 {
 		inst := p.idle[n-1].inst
 		p.idle[n-1] = idleInst{}
@@ -72,17 +90,24 @@ func (p *pool) put(inst runtime.Instance) {
 	p.idle = append(p.idle, idleInst{inst: inst, at: time.Now()})
 	p.mu.Unlock()
 	<-p.sem
+	if p.onIdle != nil {
+		p.onIdle()
+	}
 }
 
 // add puts a fresh instance that was not obtained with get into the pool.
 func (p *pool) add(inst runtime.Instance) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || p.retired {
+		p.mu.Unlock()
 		inst.Close(context.Background())
 		return
 	}
 	p.idle = append(p.idle, idleInst{inst: inst, at: time.Now()})
+	p.mu.Unlock()
+	if p.onIdle != nil {
+		p.onIdle()
+	}
 }
 
 // discard drops a failed instance.
@@ -109,11 +134,53 @@ func (p *pool) evict(cutoff time.Time, keep int) int {
 		p.idle[i] = idleInst{}
 	}
 	p.idle = kept
+	if len(kept) == 0 {
+		p.idle = nil // an idle owner keeps no array
+	}
 	p.mu.Unlock()
 	for _, inst := range drop {
 		inst.Close(context.Background())
 	}
 	return len(drop)
+}
+
+// oldestIdle is the time (unix ns) the oldest idle instance went idle.
+func (p *pool) oldestIdle() (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) == 0 {
+		return 0, false
+	}
+	return p.idle[0].at.UnixNano(), true
+}
+
+// evictOne closes the oldest idle instance, if any is left.
+func (p *pool) evictOne() bool {
+	p.mu.Lock()
+	if len(p.idle) == 0 {
+		p.mu.Unlock()
+		return false
+	}
+	inst := p.idle[0].inst
+	n := copy(p.idle, p.idle[1:])
+	p.idle[n] = idleInst{}
+	p.idle = p.idle[:n]
+	p.mu.Unlock()
+	inst.Close(context.Background())
+	return true
+}
+
+// retire marks an empty pool retired (see pool.retired) and reports
+// whether it did; a pool with an instance idle or in a call stays.
+func (p *pool) retire() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.idle) > 0 || len(p.sem) > 0 {
+		return false
+	}
+	p.retired = true
+	p.idle = nil
+	return true
 }
 
 // live returns the instances in use plus the idle ones.

@@ -68,8 +68,11 @@ type Options struct {
 	// RequirePins refuses a plugin from Dir whose module the policy does
 	// not pin by sha256 (caps.Policy.CheckPin; lockdown).
 	RequirePins bool
-	// OwnerInstances, when set, caps the instances of one plugin an owner
-	// (tenant) holds below the grant's MaxInstances (0: no further cap).
+	// OwnerInstances, when set, caps the instances an owner (tenant)
+	// holds across all its plugins, idle or in a call (0: no cap); each
+	// plugin's pool of the owner is also capped at min(the grant's
+	// MaxInstances, this). At the cap a call closes the owner's oldest
+	// idle instance of another plugin, or waits for one (quota.go).
 	OwnerInstances func(owner string) int
 }
 
@@ -91,6 +94,9 @@ type Registry struct {
 	jobs       []loadJob
 	// extismVars keeps the vars of Extism plugins, per plugin and owner
 	extismVars *hostfn.ExtismVars
+	// slots bounds each owner's instances across plugins
+	// (Options.OwnerInstances; nil without it)
+	slots *ownerSlots
 }
 
 // Catalog is one immutable generation of the tool catalogue.
@@ -142,6 +148,7 @@ type Plugin struct {
 	extism   extismIface            // form extism: its interface (extism.go), once checked
 	pools    sync.Map               // owner -> *pool
 	ownerMax func(owner string) int // Options.OwnerInstances
+	slots    *ownerSlots            // the registry's, with OwnerInstances (quota.go)
 	refs     atomic.Int64           // catalogues holding it + calls in flight
 	log      *slog.Logger
 	closed   atomic.Bool
@@ -170,6 +177,9 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	}
 	r := &Registry{opts: opts, log: opts.Logger, stop: make(chan struct{}), loadSem: make(chan struct{}, goruntime.GOMAXPROCS(0)),
 		extismVars: hostfn.NewExtismVars(0)}
+	if opts.OwnerInstances != nil {
+		r.slots = newOwnerSlots(opts.OwnerInstances, r.evictOldest)
+	}
 	r.calls.New = func() any { return &hostfn.Call{} }
 	r.cat.Store(&Catalog{byName: map[string]*Tool{}, listJSON: []byte("[]")})
 	// Plugins that fail to load are skipped: the registry serves the rest
@@ -571,6 +581,7 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 	}
 	p := &Plugin{Manifest: m, Grant: grant, Digest: digest, Builtin: s.builtin, Source: s.where,
 		key: key, command: m.Form == "command", log: r.log.With("plugin", m.Name), ownerMax: r.opts.OwnerInstances}
+	p.slots = r.slots
 	p.refs.Add(1)
 	return p, fams, nil
 }
@@ -867,13 +878,30 @@ func (p *Plugin) pool(owner string) *pool {
 		}
 	}
 	np := newPool(max, func(ctx context.Context) (runtime.Instance, error) {
-		return p.compiled.Instantiate(ctx)
+		return p.instantiate(ctx, owner, true)
 	})
+	if p.slots != nil {
+		np.onIdle = p.slots.idled
+	}
 	v, loaded := p.pools.LoadOrStore(owner, np)
 	if !loaded && p.closed.Load() {
 		np.close()
 	}
 	return v.(*pool)
+}
+
+// get takes an instance of owner's pool: the pool it came from, to give it
+// back to. A pool the janitor retired meanwhile is left for a new one.
+func (p *Plugin) get(ctx context.Context, owner string) (*pool, runtime.Instance, error) {
+	for {
+		pl := p.pool(owner)
+		inst, err := pl.get(ctx)
+		if err == errRetired {
+			p.pools.CompareAndDelete(owner, pl)
+			continue
+		}
+		return pl, inst, err
+	}
 }
 
 // prewarmMax bounds the instances prewarm makes per owner.
@@ -916,7 +944,10 @@ func (p *Plugin) prewarm(ctx context.Context, prev *Plugin) {
 				if failed.Load() {
 					continue
 				}
-				inst, err := p.compiled.Instantiate(ctx)
+				inst, err := p.instantiate(ctx, j.owner, false)
+				if err == errNoSlot {
+					continue // the owner is at its instances quota
+				}
 				if err != nil {
 					failed.Store(true)
 					p.log.Warn("prewarm stopped", "owner", j.owner, "err", err)
@@ -1004,6 +1035,10 @@ func (r *Registry) janitor() {
 					}
 					if n := v.(*pool).evict(now.Add(-r.opts.IdleTimeout), keep); n > 0 {
 						p.log.Debug("evicted idle instances", "owner", k, "count", n)
+					}
+					// an owner with no instance left keeps no pool
+					if k != DefaultOwner && v.(*pool).retire() {
+						p.pools.CompareAndDelete(k, v)
 					}
 					return true
 				})

@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,9 +26,9 @@ const metricsPath = "/metrics"
 // (MetricsSources).
 type Metrics struct {
 	reg     *prometheus.Registry
-	calls   *prometheus.CounterVec
+	calls   *counters
 	latency *prometheus.HistogramVec
-	quota   *prometheus.CounterVec
+	quota   *counters
 }
 
 // MetricsSources are the host's numbers read at each scrape; a nil func
@@ -51,14 +53,13 @@ type MetricsSources struct {
 // collectors and the host's gauges from src.
 func NewMetrics(src MetricsSources) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
-	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "aiod_mcp_requests_total",
-		Help: "MCP requests served, by tenant, method, tool (or prompt, resource) and outcome."},
-		[]string{"tenant", "method", "tool", "outcome"})
+	m.calls = newCounters("aiod_mcp_requests_total", "MCP requests served, by tenant, method, tool (or prompt, resource) and outcome.",
+		"tenant", "method", "tool", "outcome")
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "aiod_mcp_request_duration_seconds",
 		Help: "Time to serve an MCP request, by method.", Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}},
 		[]string{"method"})
-	m.quota = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "aiod_quota_rejections_total",
-		Help: "Requests refused because their tenant was at a quota, by tenant and quota."}, []string{"tenant", "quota"})
+	m.quota = newCounters("aiod_quota_rejections_total", "Requests refused because their tenant was at a quota, by tenant and quota.",
+		"tenant", "quota")
 	m.reg.MustRegister(m.calls, m.latency, m.quota, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gauge := func(name, help string, f func() int) {
 		if f != nil {
@@ -140,7 +141,7 @@ func (m *Metrics) Middleware() mcp.Middleware {
 			if tt := tenant.FromContext(ctx); tt != nil {
 				t = tt.Name
 			}
-			m.calls.WithLabelValues(t, req.Method, name, string(out)).Inc()
+			m.calls.inc(t, req.Method, name, string(out))
 			return res, err
 		}
 	}
@@ -149,10 +150,80 @@ func (m *Metrics) Middleware() mcp.Middleware {
 // quotaRejected counts a refusal.
 func (m *Metrics) quotaRejected(e *tenant.QuotaError) {
 	if m != nil {
-		m.quota.WithLabelValues(e.Tenant, e.Quota).Inc()
+		m.quota.inc(e.Tenant, e.Quota, "", "")
 	}
 }
 
 func (s *Server) routeMetrics(m *Metrics) {
 	s.app.Get(metricsPath, adaptor.HTTPHandler(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})))
+}
+
+// counters is a counter vector of up to four labels kept compact: one map
+// of values (no allocation per series but the map's own growth) and label
+// values interned once per distinct string. A client_golang CounterVec
+// allocates about ten objects per series (the label pairs, the values,
+// the counter, its creation time) and keeps the request's own strings:
+// with a series per tenant, those small long-lived objects, allocated among
+// the short-lived ones of the tenant's first call, kept their spans in use
+// after every instance was evicted (BENCHMARKS.md "Tenant density").
+type counters struct {
+	desc   *prometheus.Desc
+	labels int
+	mu     sync.Mutex
+	vals   map[[4]string]uint64
+	names  map[string]string // interned label values, in arena
+	arena  []byte            // never written below its length once a string is in it
+}
+
+func newCounters(name, help string, labels ...string) *counters {
+	return &counters{desc: prometheus.NewDesc(name, help, labels, nil), labels: len(labels),
+		vals: map[[4]string]uint64{}, names: map[string]string{}}
+}
+
+// inc adds one to the series of the label values (the unused ones "").
+func (c *counters) inc(a, b, d, e string) {
+	k := [4]string{a, b, d, e}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.vals[k]; !ok {
+		for i, v := range k {
+			k[i] = c.intern(v)
+		}
+	}
+	c.vals[k]++
+}
+
+// intern returns v's interned copy, made once, in a shared block of bytes:
+// a string each would be a small object per tenant, allocated among its
+// first call's garbage, each keeping a span of the heap in use.
+func (c *counters) intern(v string) string {
+	if in, ok := c.names[v]; ok {
+		return in
+	}
+	if len(v) > cap(c.arena)-len(c.arena) {
+		c.arena = make([]byte, 0, max(4096, len(v)))
+	}
+	off := len(c.arena)
+	c.arena = append(c.arena, v...)
+	in := unsafe.String(unsafe.SliceData(c.arena[off:]), len(v))
+	c.names[in] = in
+	return in
+}
+
+func (c *counters) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *counters) Collect(ch chan<- prometheus.Metric) {
+	type series struct {
+		k [4]string
+		v uint64
+	}
+	c.mu.Lock()
+	all := make([]series, 0, len(c.vals))
+	for k, v := range c.vals {
+		all = append(all, series{k, v})
+	}
+	c.mu.Unlock()
+	for _, s := range all {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(s.v), s.k[:c.labels]...)
+	}
 }

@@ -40,14 +40,15 @@ func principal(c *fiber.Ctx) mcp.Principal {
 // admit takes a request slot of the caller's tenant for a POST; release is
 // nil when the request was refused (and answered: 429, Retry-After and a
 // JSON-RPC error naming the quota, err being what to return). GET streams
-// and DELETE take no slot.
+// and DELETE take no slot; nor do a subscriptions/listen stream and the
+// requests that steer a task (slotless): they take only a rate token.
 func (s *Server) admit(c *fiber.Ctx) (release func(), err error) {
 	t := tenantOf(c)
 	if c.Method() != fiber.MethodPost || t == nil {
 		return func() {}, nil
 	}
 	admit := t.Admit
-	if taskControl(c) {
+	if slotless(c) {
 		admit = t.AdmitRate
 	}
 	rel, qe := admit()
@@ -81,21 +82,27 @@ func hold(release *func()) func() func() {
 	}
 }
 
-// taskControl reports whether c is a tasks/get, tasks/update or
-// tasks/cancel request: these steer a task that holds its tenant's slot
-// already (mcp.Exchange.Hold), so they take no concurrent_calls slot of
-// their own, only a calls_per_minute token (else a tenant at its quota
-// could neither poll nor cancel its own task). The Mcp-Method header
-// (required in the 2026-07-28 era, where alone these methods exist) picks
-// the candidates without parsing every body; the body's method decides.
-func taskControl(c *fiber.Ctx) bool {
+// slotless reports whether c is a request that takes no concurrent_calls
+// slot, only a calls_per_minute token:
+//   - tasks/get, tasks/update, tasks/cancel steer a task that holds its
+//     tenant's slot already (mcp.Exchange.Hold); else a tenant at its
+//     quota could neither poll nor cancel its own task;
+//   - subscriptions/listen opens a stream that lives as long as the client
+//     listens, doing no work of its own: held for its whole life, a slot
+//     would let one open stream and concurrent_calls=1 stop every call (a
+//     legacy GET stream takes none either).
+//
+// The Mcp-Method header (required in the 2026-07-28 era, where alone these
+// methods exist, and checked against the body) picks the candidates
+// without parsing every body; the body's method decides.
+func slotless(c *fiber.Ctx) bool {
 	switch string(c.Request().Header.Peek("Mcp-Method")) {
-	case "tasks/get", "tasks/update", "tasks/cancel":
+	case "tasks/get", "tasks/update", "tasks/cancel", "subscriptions/listen":
 	default:
 		return false
 	}
 	switch method, _, _ := peek(c.Body()); method {
-	case "tasks/get", "tasks/update", "tasks/cancel":
+	case "tasks/get", "tasks/update", "tasks/cancel", "subscriptions/listen":
 		return true
 	}
 	return false

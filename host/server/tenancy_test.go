@@ -9,26 +9,30 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// TestTaskControl: only a request whose body is tasks/get, tasks/update or
-// tasks/cancel skips the concurrency slot; the Mcp-Method header alone
-// (which the legacy era does not check) never does.
-func TestTaskControl(t *testing.T) {
+// TestSlotless: only a request whose body is tasks/get, tasks/update,
+// tasks/cancel or subscriptions/listen skips the concurrency slot; the
+// Mcp-Method header alone (which the legacy era does not check) never
+// does.
+func TestSlotless(t *testing.T) {
 	app := fiber.New()
 	app.Post("/", func(c *fiber.Ctx) error {
-		if taskControl(c) {
-			return c.SendString("control")
+		if slotless(c) {
+			return c.SendString("no slot")
 		}
 		return c.SendString("call")
 	})
 	for _, c := range []struct {
 		header, body, want string
 	}{
-		{"tasks/get", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"x"}}`, "control"},
-		{"tasks/cancel", `{"jsonrpc":"2.0","id":1,"method":"tasks/cancel","params":{"taskId":"x"}}`, "control"},
-		{"tasks/update", `{"jsonrpc":"2.0","id":1,"method":"tasks/update","params":{"taskId":"x","inputResponses":{}}}`, "control"},
+		{"tasks/get", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"x"}}`, "no slot"},
+		{"tasks/cancel", `{"jsonrpc":"2.0","id":1,"method":"tasks/cancel","params":{"taskId":"x"}}`, "no slot"},
+		{"tasks/update", `{"jsonrpc":"2.0","id":1,"method":"tasks/update","params":{"taskId":"x","inputResponses":{}}}`, "no slot"},
 		{"tasks/get", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_execute_bash"}}`, "call"}, // a lying header
 		{"", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"x"}}`, "call"},                            // no header: not the modern era
 		{"tools/call", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`, "call"},
+		{"subscriptions/listen", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`, "no slot"},
+		{"subscriptions/listen", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`, "call"}, // a lying header
+		{"", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{}}`, "call"},
 		{"tasks/get", `[{"jsonrpc":"2.0","id":1,"method":"tasks/get"},{"jsonrpc":"2.0","id":2,"method":"tools/call"}]`, "call"}, // a batch
 	} {
 		req := httptest.NewRequest("POST", "/", strings.NewReader(c.body))

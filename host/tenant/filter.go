@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/skills"
 )
 
 // Middleware puts the request's tenant in its context, for what runs
@@ -22,7 +24,10 @@ func (s *Set) Middleware() mcp.Middleware {
 
 // Filter removes from every list what the request's tenant (from the
 // context Middleware set) may not use: tools and prompts by name,
-// resources by URI, resource templates by URI template. It goes innermost,
+// resources by URI, resource templates by URI template, skills (the
+// skills extension) by their SKILL.md URI; and it answers a skills
+// request for a skill:// URI the tenant may not use as one for a skill
+// that does not exist (hiddenSkill). It goes innermost,
 // so that the audit log and the metrics see the lists as sent. Calls of
 // hidden names are refused by Catalog, as names that do not exist.
 func (s *Set) Filter() mcp.Middleware {
@@ -32,11 +37,18 @@ func (s *Set) Filter() mcp.Middleware {
 			if t == nil {
 				t = s.ForOwner(req.Principal.Owner)
 			}
+			if !t.Unrestricted {
+				if e := hiddenSkill(req, t); e != nil {
+					return nil, e
+				}
+			}
 			res, err := next(ctx, req)
 			if err != nil || t.Unrestricted {
 				return res, err
 			}
 			switch req.Method {
+			case "skills/list":
+				return filterList(res, "skills", "uri", t)
 			case "tools/list":
 				return filterList(res, "tools", "name", t)
 			case "prompts/list":
@@ -49,6 +61,42 @@ func (s *Set) Filter() mcp.Middleware {
 			return res, nil
 		}
 	}
+}
+
+// hiddenSkill answers a request of the skills extension for a skill://
+// URI the tenant may not use (its tools globs name skill URIs as they name
+// resources) exactly as the protocol layer answers one for a skill that
+// does not exist (host/mcp/skills.go; TestSkillsFollowAllowList compares
+// the two answers); nil when the request is not one.
+func hiddenSkill(req *mcp.Request, t *Tenant) *mcp.Error {
+	uri := req.Name
+	if !strings.HasPrefix(uri, skills.Scheme) {
+		return nil
+	}
+	data := map[string]string{"uri": uri}
+	switch req.Method {
+	case "resources/read":
+		if t.Allowed(uri) {
+			return nil
+		}
+		code := mcp.CodeInvalidParams
+		if req.Era == mcp.Legacy {
+			code = mcp.CodeLegacyNotFound
+		}
+		return &mcp.Error{Code: code, Message: "Resource not found: " + uri, Data: data}
+	case "skills/get":
+		if t.Allowed(uri) {
+			return nil
+		}
+		return &mcp.Error{Code: mcp.CodeInvalidParams, Message: "Invalid params: unknown skill " + uri, Data: data}
+	case "resources/directory/read":
+		// a directory is the tenant's when what is under it is
+		if t.Allowed(strings.TrimSuffix(uri, "/") + "/") {
+			return nil
+		}
+		return &mcp.Error{Code: mcp.CodeInvalidParams, Message: "Invalid params: " + uri + " is not a served directory", Data: data}
+	}
+	return nil
 }
 
 // filterList keeps the items of list result res whose field the tenant

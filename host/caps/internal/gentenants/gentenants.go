@@ -31,7 +31,7 @@ func Generate() ([]byte, error) {
 				"properties": map[string]any{
 					"concurrent_calls": count("Most MCP requests of the tenant in flight at once (HTTP 429 beyond)."),
 					"calls_per_minute": count("Sustained MCP requests per minute: a token bucket holding ten seconds' worth, at least one (HTTP 429 with Retry-After beyond)."),
-					"instances":        count("Most warm instances of one plugin the tenant holds."),
+					"instances":        count("Most plugin instances (idle or in a call) the tenant holds across all its plugins."),
 					"sessions":         count("Most legacy MCP sessions the tenant holds at once."),
 				}},
 			"upstreams": map[string]any{"type": "array", "description": "Upstream MCP servers (registered names) whose tools the tenant may see and call; \"*\" for all. Absent or empty: none.",
