@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -53,6 +55,29 @@ func BenchmarkCallEcho(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := reg.CallTool(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReloadChanged measures one reload of a changed plugin, as a
+// deploy swaps versions: the package is a link relinked between two
+// versions, each reload loading the other (both were compiled before, so
+// this is a reload from a warm cache), with no instances to prewarm.
+func BenchmarkReloadChanged(b *testing.B) {
+	work := b.TempDir()
+	v1, v2 := swapVersions(b, work)
+	dir := filepath.Join(work, "plugins")
+	os.MkdirAll(dir, 0o755)
+	link := filepath.Join(dir, "swap")
+	relink(b, v1, link)
+	reg := newRegistry(b, dir)
+	ctx := context.Background()
+	targets := []string{v2, v1}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		relink(b, targets[i%2], link)
+		if err := reg.Reload(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -21,7 +21,7 @@ var (
 // swapVersions copies both versions of the swap test plugin, packaged
 // once per test binary (describing a module is slow under -race), into
 // dir/v1/swap and dir/v2/swap.
-func swapVersions(t *testing.T, dir string) (v1, v2 string) {
+func swapVersions(t testing.TB, dir string) (v1, v2 string) {
 	t.Helper()
 	swapOnce.Do(func() {
 		base, err := os.MkdirTemp("", "aiod-swap-")
@@ -42,7 +42,7 @@ func swapVersions(t *testing.T, dir string) (v1, v2 string) {
 
 // relink points the link at target atomically, as deploy tools do: a new
 // link renamed over the old one.
-func relink(t *testing.T, target, link string) {
+func relink(t testing.TB, target, link string) {
 	t.Helper()
 	tmp := link + ".new"
 	os.Remove(tmp)
@@ -54,7 +54,7 @@ func relink(t *testing.T, target, link string) {
 	}
 }
 
-func copyPackage(t *testing.T, from, to string) {
+func copyPackage(t testing.TB, from, to string) {
 	t.Helper()
 	if err := os.MkdirAll(to, 0o755); err != nil {
 		t.Fatal(err)
