@@ -91,6 +91,9 @@ type Registry struct {
 	jobs       []loadJob
 	// extismVars keeps the vars of Extism plugins, per plugin and owner
 	extismVars *hostfn.ExtismVars
+	// modules holds the compiled modules, shared across generations
+	// (modules.go)
+	modules modules
 }
 
 // Catalog is one immutable generation of the tool catalogue.
@@ -136,8 +139,10 @@ type Plugin struct {
 	Source   string // where it was loaded from
 
 	key      string // digest + manifest digest + grant: reuse across reloads
-	compiled runtime.Compiled
-	families []hostfn.Family // linked; those with a Lifecycle are provisioned
+	modKey   string // digest + name + form + grant: a compiled module's inputs
+	mod      *module
+	compiled runtime.Compiled // mod's
+	families []hostfn.Family  // linked; those with a Lifecycle are provisioned
 	command  bool
 	extism   extismIface            // form extism: its interface (extism.go), once checked
 	pools    sync.Map               // owner -> *pool
@@ -215,6 +220,7 @@ type source struct {
 	manifest []byte
 	m        *abi.Manifest // manifest, parsed and validated
 	wasm     []byte        // nil until read (a built-in pinned by its manifest is read when compiled)
+	digest   string        // hex sha256 of wasm, once read
 	fsys     fs.FS
 	module   string // the module's path in fsys
 	pinned   string // the manifest's sha256, checked when the module is read late
@@ -234,12 +240,12 @@ func (s *source) read() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plugin %s: module: %w", s.name, err)
 		}
-		if s.pinned != "" {
-			if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != s.pinned {
-				return nil, fmt.Errorf("plugin %s: module digest %x does not match the manifest's sha256 %s", s.name, sum, s.pinned)
-			}
+		sum := sha256.Sum256(b)
+		digest := hex.EncodeToString(sum[:])
+		if s.pinned != "" && digest != s.pinned {
+			return nil, fmt.Errorf("plugin %s: module digest %s does not match the manifest's sha256 %s", s.name, digest, s.pinned)
 		}
-		s.wasm = b
+		s.wasm, s.digest = b, digest
 	}
 	return s.wasm, nil
 }
@@ -358,6 +364,7 @@ func (r *Registry) ReloadReport(ctx context.Context) (*Report, error) {
 		}
 	}
 	r.swap(old, next)
+	r.modules.prune(seenPlugin)
 	rep.DurationMs = float64(time.Since(began).Microseconds()) / 1000
 	r.log.Info("catalogue loaded", "generation", next.Generation, "plugins", len(next.Plugins), "tools", len(next.Tools),
 		"added", rep.Added, "removed", rep.Removed, "changed", rep.Changed, "kept", rep.Kept, "ms", rep.DurationMs)
@@ -536,8 +543,7 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 	m := s.m
 	digest := m.SHA256 // a pinned module read late (readPackages)
 	if s.wasm != nil {
-		sum := sha256.Sum256(s.wasm)
-		digest = hex.EncodeToString(sum[:])
+		digest = s.digest
 	}
 	if m.SHA256 != "" && m.SHA256 != digest {
 		return nil, nil, fmt.Errorf("plugin %s: module digest %s does not match the manifest's sha256 %s", m.Name, digest, m.SHA256)
@@ -553,7 +559,8 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 	}
 	grant := policy.Allow(m, r.opts.Env)
 	msum := sha256.Sum256(s.manifest)
-	key := fmt.Sprintf("%s/%x/%v/%v", digest, msum[:8], s.builtin, grantKey(grant))
+	gkey := grantKey(grant)
+	key := fmt.Sprintf("%s/%x/%v/%v", digest, msum[:8], s.builtin, gkey)
 	if p, ok := reuse[key]; ok && !p.closed.Load() {
 		p.refs.Add(1)
 		return p, nil, nil
@@ -570,7 +577,7 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 		fams = r.extismFamilies(grant, gated)
 	}
 	p := &Plugin{Manifest: m, Grant: grant, Digest: digest, Builtin: s.builtin, Source: s.where,
-		key: key, command: m.Form == "command", log: r.log.With("plugin", m.Name), ownerMax: r.opts.OwnerInstances}
+		key: key, modKey: fmt.Sprintf("%s/%s/%s/%s", digest, m.Name, m.Form, gkey), command: m.Form == "command", log: r.log.With("plugin", m.Name), ownerMax: r.opts.OwnerInstances}
 	p.refs.Add(1)
 	return p, fams, nil
 }
@@ -584,26 +591,10 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, wasm []byte, fams []ho
 		return fmt.Errorf("plugin %s: %s is not a wasm module", m.Name, p.Source)
 	}
 	t0 := time.Now()
-	compiled, err := r.opts.Engine.Compile(ctx, wasm, runtime.Config{
-		Name:        m.Name,
-		Families:    fams,
-		MemoryPages: grant.MemoryPages,
-		Fuel:        uint64(max(grant.Fuel, 0)),
-		Stderr:      &logWriter{log: log, left: 64 << 10},
-	})
+	reused, err := r.compile(ctx, p, wasm, fams)
 	if err != nil {
-		// The engine names the import; which capability it belongs to,
-		// and whether that was granted, is the registry's to say.
-		var ie *runtime.ImportError
-		if errors.As(err, &ie) {
-			if fam, ok := strings.CutPrefix(ie.Module, "aiod:"); ok && slices.Contains(abi.Families, abi.Family(fam)) {
-				ie.Family = fam
-				ie.Unimplemented = grant.Has(abi.Family(fam)) // granted, yet not linked: no such family here
-			}
-		}
 		return err
 	}
-	p.compiled = compiled
 	t1 := time.Now()
 	if err := p.provision(ctx, fams); err != nil {
 		p.close()
@@ -619,6 +610,7 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, wasm []byte, fams []ho
 			return err
 		}
 	}
+	p.mod.checked()
 	t2 := time.Now()
 	if !p.command && prev != nil {
 		p.prewarm(ctx, prev)
@@ -628,8 +620,40 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, wasm []byte, fams []ho
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	log.Info("plugin loaded", "version", m.Version, "digest", p.Digest[:12], "tools", len(m.Tools), "families", grant.GrantedFamilies(),
-		"compile_ms", ms(t1.Sub(t0)), "check_ms", ms(t2.Sub(t1)), "prewarm_ms", ms(time.Since(t2)))
+		"compiled", !reused, "compile_ms", ms(t1.Sub(t0)), "check_ms", ms(t2.Sub(t1)), "prewarm_ms", ms(time.Since(t2)))
 	return nil
+}
+
+// compile gives p its compiled module: one held for the same inputs
+// (modules.go, reused), or a new one.
+func (r *Registry) compile(ctx context.Context, p *Plugin, wasm []byte, fams []hostfn.Family) (reused bool, err error) {
+	if mod := r.modules.get(p.modKey); mod != nil {
+		p.mod, p.compiled = mod, mod.compiled
+		return true, nil
+	}
+	m, grant := p.Manifest, p.Grant
+	compiled, err := r.opts.Engine.Compile(ctx, wasm, runtime.Config{
+		Name:        m.Name,
+		Families:    fams,
+		MemoryPages: grant.MemoryPages,
+		Fuel:        uint64(max(grant.Fuel, 0)),
+		Stderr:      &logWriter{log: p.log, left: 64 << 10},
+	})
+	if err != nil {
+		// The engine names the import; which capability it belongs to,
+		// and whether that was granted, is the registry's to say.
+		var ie *runtime.ImportError
+		if errors.As(err, &ie) {
+			if fam, ok := strings.CutPrefix(ie.Module, "aiod:"); ok && slices.Contains(abi.Families, abi.Family(fam)) {
+				ie.Family = fam
+				ie.Unimplemented = grant.Has(abi.Family(fam)) // granted, yet not linked: no such family here
+			}
+		}
+		return false, err
+	}
+	p.mod = r.modules.add(p.modKey, m.Name, compiled)
+	p.compiled = p.mod.compiled
+	return false, nil
 }
 
 func isWasm(b []byte) bool { return len(b) >= 8 && string(b[:4]) == "\x00asm" }
@@ -972,8 +996,8 @@ func (p *Plugin) close() {
 		return
 	}
 	p.pools.Range(func(_, v any) bool { v.(*pool).close(); return true })
-	if p.compiled != nil {
-		p.compiled.Close(context.Background())
+	if p.mod != nil {
+		p.mod.release()
 	}
 	for i := len(p.families) - 1; i >= 0; i-- {
 		if lc, ok := p.families[i].(hostfn.Lifecycle); ok {
@@ -1024,6 +1048,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	for _, p := range cat.Plugins {
 		r.releasePlugin(p)
 	}
+	r.modules.close()
 	return nil
 }
 

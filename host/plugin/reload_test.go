@@ -2,6 +2,8 @@ package plugin_test
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/plugin"
 )
@@ -220,5 +223,73 @@ func TestReloadPrewarms(t *testing.T) {
 	after := reg.Catalog().Lookup("which").Plugin.IdleInstances(plugin.DefaultOwner)
 	if after != before {
 		t.Errorf("new version has %d warm instances, the old one had %d", after, before)
+	}
+}
+
+// compileLog records, for each plugin the registry loads, whether it
+// compiled its module (the "compiled" attribute of "plugin loaded").
+type compileLog struct {
+	mu       sync.Mutex
+	compiled []bool
+}
+
+func (l *compileLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *compileLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *compileLog) WithGroup(string) slog.Handler            { return l }
+func (l *compileLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "plugin loaded" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "compiled" {
+			l.mu.Lock()
+			l.compiled = append(l.compiled, a.Value.Bool())
+			l.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+// TestReloadReusesCompiledModule: swapping back to the version replaced
+// last (an A/B deploy, a rollback) compiles nothing: the module compiled
+// for it is kept once released; a version that only changes its
+// manifest's text shares the module of the version it replaces.
+func TestReloadReusesCompiledModule(t *testing.T) {
+	work := t.TempDir()
+	v1, v2 := swapVersions(t, work)
+	dir := filepath.Join(work, "plugins")
+	os.MkdirAll(dir, 0o755)
+	link := filepath.Join(dir, "swap")
+	relink(t, v1, link)
+	log := &compileLog{}
+	ctx := context.Background()
+	reg, err := plugin.New(ctx, plugin.Options{Engine: engine(t), Policy: &caps.Policy{}, Dir: dir, Logger: slog.New(log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close(ctx)
+	for i, target := range []string{v2, v1, v2, v1} {
+		relink(t, target, link)
+		if err := reg.Reload(ctx); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("v%d:x", 2-i%2)
+		if got := text(call(t, reg, "which", `{"text":"x"}`)); got != want {
+			t.Fatalf("swap %d: %q, want %q", i, got, want)
+		}
+	}
+	// v1 at start-up and v2 compile; the swaps back and forth do not
+	if want := []bool{true, true, false, false, false}; !slices.Equal(log.compiled, want) {
+		t.Errorf("compiled per load %v, want %v", log.compiled, want)
+	}
+	man, _ := os.ReadFile(filepath.Join(v1, "manifest.json"))
+	os.WriteFile(filepath.Join(v1, "manifest.json"), editManifest(func(m map[string]any) { m["description"] = "edited" })(man), 0o644)
+	rep, err := reg.ReloadReport(ctx)
+	if err != nil || !slices.Equal(rep.Changed, []string{"swap"}) {
+		t.Fatalf("reload of an edited manifest: %+v %v", rep, err)
+	}
+	if last := log.compiled[len(log.compiled)-1]; last || len(log.compiled) != 6 {
+		t.Errorf("an edited manifest: compiled per load %v, want a sixth load without compiling", log.compiled)
 	}
 }
