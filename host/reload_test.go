@@ -494,7 +494,7 @@ func countFDs(t testing.TB) int {
 
 // loadLog is a slog handler that keeps the timings the registry logs for
 // each plugin it loads ("plugin loaded": compile_ms, check_ms,
-// prewarm_ms) and each catalogue it swaps in ("catalogue loaded": ms).
+// prewarm_ms, prewarmed) and each catalogue it swaps in ("catalogue loaded": ms).
 type loadLog struct {
 	mu    sync.Mutex
 	times map[string][]float64
@@ -514,6 +514,9 @@ func (l *loadLog) Handle(_ context.Context, r slog.Record) error {
 		l.times = map[string][]float64{}
 	}
 	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "prewarmed" {
+			l.times[a.Key] = append(l.times[a.Key], float64(a.Value.Int64()))
+		}
 		if strings.HasSuffix(a.Key, "ms") && a.Value.Kind() == slog.KindFloat64 {
 			k := a.Key
 			if r.Message == "catalogue loaded" {

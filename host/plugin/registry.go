@@ -612,15 +612,16 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, wasm []byte, fams []ho
 	}
 	p.mod.checked()
 	t2 := time.Now()
+	warmed := 0
 	if !p.command && prev != nil {
-		p.prewarm(ctx, prev)
+		warmed = p.prewarm(ctx, prev)
 	}
 	if grant.Fuel > 0 && !runtime.MetersFuel(r.opts.Engine) {
 		log.Info("fuel not metered: this engine applies the deadline only", "fuel", grant.Fuel, "timeout", grant.Timeout)
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	log.Info("plugin loaded", "version", m.Version, "digest", p.Digest[:12], "tools", len(m.Tools), "families", grant.GrantedFamilies(),
-		"compiled", !reused, "compile_ms", ms(t1.Sub(t0)), "check_ms", ms(t2.Sub(t1)), "prewarm_ms", ms(time.Since(t2)))
+		"compiled", !reused, "compile_ms", ms(t1.Sub(t0)), "check_ms", ms(t2.Sub(t1)), "prewarm_ms", ms(time.Since(t2)), "prewarmed", warmed)
 	return nil
 }
 
@@ -907,7 +908,7 @@ const prewarmMax = 16
 // after a swap under load pays an instantiation. Instances are made on
 // GOMAXPROCS goroutines; a failure stops warming (calls instantiate as
 // usual then).
-func (p *Plugin) prewarm(ctx context.Context, prev *Plugin) {
+func (p *Plugin) prewarm(ctx context.Context, prev *Plugin) int {
 	type job struct {
 		owner string
 		pool  *pool
@@ -923,7 +924,7 @@ func (p *Plugin) prewarm(ctx context.Context, prev *Plugin) {
 		return true
 	})
 	if len(jobs) == 0 {
-		return
+		return 0
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Grant.Timeout)
 	defer cancel()
@@ -953,7 +954,7 @@ func (p *Plugin) prewarm(ctx context.Context, prev *Plugin) {
 	}
 	close(work)
 	wg.Wait()
-	p.log.Debug("prewarmed", "instances", len(jobs))
+	return len(jobs)
 }
 
 // IdleInstances reports the idle instances of owner's pool (for tests and
