@@ -18,6 +18,7 @@ type pool struct {
 	mu      sync.Mutex
 	idle    []idleInst // LIFO: the warmest on top
 	closed  bool
+	peak    int // the most instances in calls at once (prewarm sizes a new version's pool by it)
 }
 
 type idleInst struct {
@@ -44,6 +45,7 @@ func (p *pool) get(ctx context.Context) (runtime.Instance, error) {
 		}
 	}
 	p.mu.Lock()
+	p.peak = max(p.peak, len(p.sem))
 	if n := len(p.idle); n > 0 {
 		inst := p.idle[n-1].inst
 		p.idle[n-1] = idleInst{}
@@ -116,11 +118,11 @@ func (p *pool) evict(cutoff time.Time, keep int) int {
 	return len(drop)
 }
 
-// live returns the instances in use plus the idle ones.
-func (p *pool) live() int {
+// inUsePeak returns the most instances that were in calls at once.
+func (p *pool) inUsePeak() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.sem) + len(p.idle)
+	return p.peak
 }
 
 // size returns the idle count.

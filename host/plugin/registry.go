@@ -903,11 +903,13 @@ func (p *Plugin) pool(owner string) *pool {
 const prewarmMax = 16
 
 // prewarm gives p, a new version of prev, as many warm instances per owner
-// as prev has live (idle or in a call, at most prewarmMax), before p is
-// swapped in: otherwise every call that finds the new pool empty right
-// after a swap under load pays an instantiation. Instances are made on
-// GOMAXPROCS goroutines; a failure stops warming (calls instantiate as
-// usual then).
+// as prev had in calls at once (at most prewarmMax), before p is swapped
+// in: otherwise every call that finds the new pool empty right after a
+// swap under load pays an instantiation. Not as many as prev has live: its
+// idle instances are the high-water mark of past bursts (and of its own
+// prewarm), which each swap would pay for again; a pool short of
+// instances grows on demand. Instances are made on GOMAXPROCS goroutines;
+// a failure stops warming (calls instantiate as usual then).
 func (p *Plugin) prewarm(ctx context.Context, prev *Plugin) int {
 	type job struct {
 		owner string
@@ -916,7 +918,7 @@ func (p *Plugin) prewarm(ctx context.Context, prev *Plugin) int {
 	var jobs []job
 	prev.pools.Range(func(k, v any) bool {
 		owner := k.(string)
-		n := min(v.(*pool).live(), prewarmMax, p.Grant.MaxInstances)
+		n := min(v.(*pool).inUsePeak(), prewarmMax, p.Grant.MaxInstances)
 		np := p.pool(owner)
 		for i := np.size(); i < n; i++ {
 			jobs = append(jobs, job{owner, np})
