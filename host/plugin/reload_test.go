@@ -1,6 +1,7 @@
 package plugin_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
@@ -291,5 +293,97 @@ func TestReloadReusesCompiledModule(t *testing.T) {
 	}
 	if last := log.compiled[len(log.compiled)-1]; last || len(log.compiled) != 6 {
 		t.Errorf("an edited manifest: compiled per load %v, want a sixth load without compiling", log.compiled)
+	}
+}
+
+// mappings counts the process's memory mappings: each wasm memory and each
+// compiled module's code is one or more, so a leaked instance or module
+// shows here even in a race build, where RSS grows by itself.
+func mappings(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(b, []byte("\n"))
+}
+
+// TestReloadSwapSoak: 200 swaps between two versions, alternating the two
+// deploy forms (a link renamed over the package's link; a new directory
+// renamed into place, the old one moved aside and removed), each version
+// called after its swap: the open fds, the memory mappings and (without
+// the race detector) RSS stay within 10% of their level after the first
+// swap.
+func TestReloadSwapSoak(t *testing.T) {
+	const swaps = 200
+	work := t.TempDir()
+	v1, v2 := swapVersions(t, work)
+	dir := filepath.Join(work, "plugins")
+	os.MkdirAll(dir, 0o755)
+	pkg := filepath.Join(dir, "swap")
+	aside := func(i int) {
+		if st, err := os.Lstat(pkg); err == nil && st.IsDir() {
+			old := filepath.Join(work, fmt.Sprintf("old-%d", i))
+			if err := os.Rename(pkg, old); err != nil {
+				t.Fatal(err)
+			}
+			os.RemoveAll(old)
+		}
+	}
+	swapTo := func(i int, target string) {
+		if i%2 == 0 {
+			// a link renamed over the link (or, after a directory
+			// swap, the directory moved aside first)
+			tmp := pkg + ".new"
+			if err := os.Symlink(target, tmp); err != nil {
+				t.Fatal(err)
+			}
+			aside(i)
+			if err := os.Rename(tmp, pkg); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		next := filepath.Join(work, fmt.Sprintf("next-%d", i))
+		copyPackage(t, target, next)
+		if st, err := os.Lstat(pkg); err == nil && st.Mode()&os.ModeSymlink != 0 {
+			os.Remove(pkg)
+		}
+		aside(i)
+		if err := os.Rename(next, pkg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relink(t, v1, pkg)
+	reg := newRegistry(t, dir)
+	ctx := context.Background()
+	var fd0, map0, rss0 int
+	began := time.Now()
+	for i := range swaps {
+		target, want := v2, "v2:s"
+		if i%2 == 1 {
+			target, want = v1, "v1:s"
+		}
+		swapTo(i, target)
+		rep, err := reg.ReloadReport(ctx)
+		if err != nil || !slices.Equal(rep.Changed, []string{"swap"}) {
+			t.Fatalf("swap %d: %+v %v", i, rep, err)
+		}
+		if got := text(call(t, reg, "which", `{"text":"s"}`)); got != want {
+			t.Fatalf("swap %d: %q, want %q", i, got, want)
+		}
+		if i == 0 {
+			fd0, map0, rss0 = openFDs(t), mappings(t), rssKiB(t)
+		}
+	}
+	fd1, map1, rss1 := openFDs(t), mappings(t), rssKiB(t)
+	t.Logf("%d swaps in %v: fds %d -> %d, mappings %d -> %d, RSS %d -> %d KiB (race detector %v)",
+		swaps, time.Since(began).Round(time.Millisecond), fd0, fd1, map0, map1, rss0, rss1, raceEnabled)
+	within := func(a, b int) bool { return b <= a+a/10 }
+	if !within(fd0, fd1) || !within(map0, map1) {
+		t.Errorf("after %d swaps: fds %d -> %d, mappings %d -> %d: over 10%% more than after the first", swaps, fd0, fd1, map0, map1)
+	}
+	if !raceEnabled && !within(rss0, rss1) {
+		t.Errorf("after %d swaps: RSS %d -> %d KiB, over 10%% more than after the first", swaps, rss0, rss1)
 	}
 }
