@@ -22,7 +22,8 @@ import (
 )
 
 // DefaultWatchDebounce is Config.WatchDebounce when zero: how long the
-// plugins directory must be quiet after a change before it is reloaded.
+// plugins directory must be quiet after a change before it is reloaded
+// (a change already complete waits only settle: watcher).
 const DefaultWatchDebounce = 100 * time.Millisecond
 
 // ReloadResult is what one reload did: the registry's report, and whether
