@@ -309,6 +309,15 @@ func (r *Registry) ReloadReport(ctx context.Context) (*Report, error) {
 	for _, s := range srcs {
 		var p *Plugin
 		err := s.err
+		if err == nil && seenPlugin[s.name] {
+			// refused below without loading it (a link about to be
+			// renamed over a package names the same plugin)
+			err = fmt.Errorf("plugin %s from %s: a plugin with that name is already loaded", s.name, s.where)
+			r.log.Warn("plugin refused", "err", err)
+			errs = append(errs, err)
+			rep.Errors = append(rep.Errors, err.Error())
+			continue
+		}
 		if err == nil {
 			p, err = r.load(ctx, s, reuse, oldByName[s.name])
 		}

@@ -387,3 +387,30 @@ func TestReloadSwapSoak(t *testing.T) {
 		t.Errorf("after %d swaps: RSS %d -> %d KiB, over 10%% more than after the first", swaps, rss0, rss1)
 	}
 }
+
+// TestReloadDuplicateNotLoaded: a second package naming a plugin already
+// loaded (a link about to be renamed over the package, caught by a
+// reload in between) is refused without being compiled or checked.
+func TestReloadDuplicateNotLoaded(t *testing.T) {
+	work := t.TempDir()
+	v1, v2 := swapVersions(t, work)
+	dir := filepath.Join(work, "plugins")
+	os.MkdirAll(dir, 0o755)
+	relink(t, v1, filepath.Join(dir, "swap"))
+	if err := os.Symlink(v2, filepath.Join(dir, "swap.next")); err != nil {
+		t.Fatal(err)
+	}
+	log := &compileLog{}
+	ctx := context.Background()
+	reg, err := plugin.New(ctx, plugin.Options{Engine: engine(t), Policy: &caps.Policy{}, Dir: dir, Logger: slog.New(log)})
+	if err == nil || !strings.Contains(err.Error(), "already loaded") {
+		t.Fatalf("load of a duplicate: %v", err)
+	}
+	defer reg.Close(ctx)
+	if got := text(call(t, reg, "which", `{"text":"d"}`)); got != "v1:d" {
+		t.Errorf("%q, want the first package's v1:d", got)
+	}
+	if len(log.compiled) != 1 {
+		t.Errorf("%d plugins loaded, want 1 (the duplicate refused before loading)", len(log.compiled))
+	}
+}
