@@ -2,8 +2,11 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -19,7 +22,8 @@ import (
 )
 
 // DefaultWatchDebounce is Config.WatchDebounce when zero: how long the
-// plugins directory must be quiet after a change before it is reloaded.
+// plugins directory must be quiet after a change before it is reloaded
+// (a change already complete waits only settle: watcher).
 const DefaultWatchDebounce = 100 * time.Millisecond
 
 // ReloadResult is what one reload did: the registry's report, and whether
@@ -129,9 +133,13 @@ func (h *Host) adminPlugins() any {
 // watcher reloads the host when the plugins directory (or a package in
 // it, or the policy file) changes. Events are debounced: the directory
 // must be quiet for the debounce interval, so a package being copied in is
-// read once it is complete. A reload that refused a package is retried a
-// few times, as a copy may still be settling; a refused new version never
-// replaces a working one (plugin.Registry.Reload).
+// read once it is complete; but when every package the events touched is
+// provably complete already (gone, or its module matches the sha256 its
+// manifest pins: a link or directory renamed into place) and the policy
+// file parses, the reload starts after a short settle instead (settle).
+// A reload that refused a package is retried a few times, as a copy may
+// still be settling; a refused new version never replaces a working one
+// (plugin.Registry.Reload).
 type watcher struct {
 	w        *fsnotify.Watcher
 	dir      string
@@ -143,7 +151,16 @@ type watcher struct {
 	done     chan struct{}
 	once     sync.Once
 	targets  map[string]string // watched package path -> the directory it resolved to
+	// touched names the packages (and the policy file, "") changed since
+	// the last reload; quiet is when the last event came
+	touched map[string]bool
+	last    time.Time
 }
+
+// settle is how long the directory must be quiet before a reload of
+// packages that are complete already (watcher): one burst of events (a
+// rename, a link replaced) is over by then.
+const settle = 5 * time.Millisecond
 
 // watchRetries and watchRetryDelay bound the retries of a reload that
 // refused a package.
@@ -262,8 +279,14 @@ func (w *watcher) loop() {
 			}
 			w.log.Debug("watch event", "event", ev.String())
 			retries = 0
-			timer.Reset(w.debounce)
+			w.touch(ev.Name)
+			timer.Reset(min(settle, w.debounce))
 		case <-timer.C:
+			if quiet := time.Since(w.last); quiet < w.debounce && !w.complete() {
+				timer.Reset(w.debounce - quiet)
+				continue
+			}
+			clear(w.touched)
 			w.sync()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			res, err := w.reload(ctx)
@@ -275,6 +298,76 @@ func (w *watcher) loop() {
 			}
 		}
 	}
+}
+
+// touch notes the package (or the policy file) an event names.
+func (w *watcher) touch(name string) {
+	w.last = time.Now()
+	if w.touched == nil {
+		w.touched = map[string]bool{}
+	}
+	if name == w.policy {
+		w.touched[""] = true
+		return
+	}
+	rel, err := filepath.Rel(w.dir, name)
+	if err != nil {
+		return
+	}
+	pkg, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
+	w.touched[pkg] = true
+}
+
+// complete reports whether every package touched since the last reload is
+// gone or complete (its manifest parses and pins the sha256 its module
+// has), and the policy file, if touched, parses: then nothing is being
+// written that the debounce would wait for. A package whose manifest pins
+// no digest cannot be told from one half-written: false.
+func (w *watcher) complete() bool {
+	for pkg := range w.touched {
+		if pkg == "" {
+			if _, err := readPolicy(w.policy); err != nil {
+				return false
+			}
+			continue
+		}
+		// (the temporary name of a link or directory renamed over a
+		// package is gone once renamed)
+		if !packageComplete(filepath.Join(w.dir, pkg)) {
+			return false
+		}
+	}
+	return true
+}
+
+// packageComplete reports whether the package at dir is gone, or holds a
+// manifest that parses and pins the sha256 of the module beside it.
+func packageComplete(dir string) bool {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	mb, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return false
+	}
+	m, err := caps.ParseManifest(mb)
+	if err != nil || m.SHA256 == "" {
+		return false
+	}
+	mod := m.Module
+	if mod == "" {
+		mod = "plugin.wasm"
+	}
+	f, err := os.Open(filepath.Join(dir, mod))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return false
+	}
+	return hex.EncodeToString(h.Sum(nil)) == m.SHA256
 }
 
 // Close stops watching. Idempotent.

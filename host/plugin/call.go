@@ -28,11 +28,20 @@ type CallRequest struct {
 // the tool (limits, traps, bad output) come back as isError results; only
 // an unknown tool (ErrUnknownTool) or a cancelled request is an error.
 func (r *Registry) CallTool(ctx context.Context, req CallRequest) ([]byte, error) {
-	t := r.cat.Load().byName[req.Name]
-	if t == nil {
-		return nil, ErrUnknownTool
+	for {
+		cat := r.cat.Load()
+		t := cat.byName[req.Name]
+		if t == nil {
+			return nil, ErrUnknownTool
+		}
+		out, err := r.invoke(ctx, t.Plugin, abi.OpToolCall, req)
+		// a reload swapped the catalogue and retired the plugin between
+		// the lookup and invoke's reference: the call goes to the new one
+		if err == ErrUnknownTool && r.cat.Load() != cat && t.Plugin.closed.Load() {
+			continue
+		}
+		return out, err
 	}
-	return r.invoke(ctx, t.Plugin, abi.OpToolCall, req)
 }
 
 // invoke runs one aiod_call operation on p. For tools, failures of the

@@ -26,27 +26,27 @@ func TestOwnerInstances(t *testing.T) {
 	}
 }
 
-// fakeCompiled makes fakeInstances and counts those alive.
-type fakeCompiled struct {
+// quotaCompiled makes quotaInstances and counts those alive.
+type quotaCompiled struct {
 	runtime.Compiled
 	alive atomic.Int32
 }
 
-func (c *fakeCompiled) Instantiate(context.Context) (runtime.Instance, error) {
+func (c *quotaCompiled) Instantiate(context.Context) (runtime.Instance, error) {
 	c.alive.Add(1)
-	return &fakeInstance{c: c}, nil
+	return &quotaInstance{c: c}, nil
 }
 
-type fakeInstance struct {
-	c      *fakeCompiled
+type quotaInstance struct {
+	c      *quotaCompiled
 	closed atomic.Bool
 }
 
-func (i *fakeInstance) Call(context.Context, *hostfn.Call, string, ...uint64) (int32, error) {
+func (i *quotaInstance) Call(context.Context, *hostfn.Call, string, ...uint64) (int32, error) {
 	return 0, nil
 }
 
-func (i *fakeInstance) Close(context.Context) error {
+func (i *quotaInstance) Close(context.Context) error {
 	if i.closed.CompareAndSwap(false, true) {
 		i.c.alive.Add(-1)
 	}
@@ -59,14 +59,14 @@ func quotaRegistry() (r *Registry, a, b *Plugin) {
 	r = &Registry{}
 	r.slots = newOwnerSlots(func(owner string) int { return map[string]int{"alice": 2}[owner] }, r.evictOldest)
 	mk := func(name string) *Plugin {
-		return &Plugin{Manifest: &abi.Manifest{Name: name}, Grant: &caps.Grant{MaxInstances: 8}, compiled: &fakeCompiled{}, slots: r.slots}
+		return &Plugin{Manifest: &abi.Manifest{Name: name}, Grant: &caps.Grant{MaxInstances: 8}, compiled: &quotaCompiled{}, slots: r.slots}
 	}
 	a, b = mk("a"), mk("b")
 	r.cat.Store(&Catalog{Plugins: []*Plugin{a, b}})
 	return r, a, b
 }
 
-func alive(p *Plugin) int { return int(p.compiled.(*fakeCompiled).alive.Load()) }
+func alive(p *Plugin) int { return int(p.compiled.(*quotaCompiled).alive.Load()) }
 
 // TestOwnerInstancesAcrossPlugins: the instances quota bounds an owner's
 // instances of all its plugins together: at it, a call of another plugin

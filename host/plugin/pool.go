@@ -24,6 +24,7 @@ type pool struct {
 	// its plugin's map (retire), so that an idle owner keeps nothing; a
 	// get that still found it takes a new pool (errRetired).
 	retired bool
+	peak    int // the most instances in calls at once (prewarm sizes a new version's pool by it)
 }
 
 // errRetired is get's answer from a retired pool: take the owner's pool
@@ -62,6 +63,7 @@ func (p *pool) get(ctx context.Context) (runtime.Instance, error) {
 		<-p.sem
 		return nil, errRetired
 	}
+	p.peak = max(p.peak, len(p.sem))
 	if n := len(p.idle); n > 0 {
 		inst := p.idle[n-1].inst
 		p.idle[n-1] = idleInst{}
@@ -183,11 +185,11 @@ func (p *pool) retire() bool {
 	return true
 }
 
-// live returns the instances in use plus the idle ones.
-func (p *pool) live() int {
+// inUsePeak returns the most instances that were in calls at once.
+func (p *pool) inUsePeak() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.sem) + len(p.idle)
+	return p.peak
 }
 
 // size returns the idle count.

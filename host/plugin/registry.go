@@ -97,6 +97,9 @@ type Registry struct {
 	// slots bounds each owner's instances across plugins
 	// (Options.OwnerInstances; nil without it)
 	slots *ownerSlots
+	// modules holds the compiled modules, shared across generations
+	// (modules.go)
+	modules modules
 }
 
 // Catalog is one immutable generation of the tool catalogue.
@@ -142,8 +145,10 @@ type Plugin struct {
 	Source   string // where it was loaded from
 
 	key      string // digest + manifest digest + grant: reuse across reloads
-	compiled runtime.Compiled
-	families []hostfn.Family // linked; those with a Lifecycle are provisioned
+	modKey   string // digest + name + form + grant: a compiled module's inputs
+	mod      *module
+	compiled runtime.Compiled // mod's
+	families []hostfn.Family  // linked; those with a Lifecycle are provisioned
 	command  bool
 	extism   extismIface            // form extism: its interface (extism.go), once checked
 	pools    sync.Map               // owner -> *pool
@@ -225,6 +230,7 @@ type source struct {
 	manifest []byte
 	m        *abi.Manifest // manifest, parsed and validated
 	wasm     []byte        // nil until read (a built-in pinned by its manifest is read when compiled)
+	digest   string        // hex sha256 of wasm, once read
 	fsys     fs.FS
 	module   string // the module's path in fsys
 	pinned   string // the manifest's sha256, checked when the module is read late
@@ -244,12 +250,12 @@ func (s *source) read() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plugin %s: module: %w", s.name, err)
 		}
-		if s.pinned != "" {
-			if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != s.pinned {
-				return nil, fmt.Errorf("plugin %s: module digest %x does not match the manifest's sha256 %s", s.name, sum, s.pinned)
-			}
+		sum := sha256.Sum256(b)
+		digest := hex.EncodeToString(sum[:])
+		if s.pinned != "" && digest != s.pinned {
+			return nil, fmt.Errorf("plugin %s: module digest %s does not match the manifest's sha256 %s", s.name, digest, s.pinned)
 		}
-		s.wasm = b
+		s.wasm, s.digest = b, digest
 	}
 	return s.wasm, nil
 }
@@ -313,6 +319,15 @@ func (r *Registry) ReloadReport(ctx context.Context) (*Report, error) {
 	for _, s := range srcs {
 		var p *Plugin
 		err := s.err
+		if err == nil && seenPlugin[s.name] {
+			// refused below without loading it (a link about to be
+			// renamed over a package names the same plugin)
+			err = fmt.Errorf("plugin %s from %s: a plugin with that name is already loaded", s.name, s.where)
+			r.log.Warn("plugin refused", "err", err)
+			errs = append(errs, err)
+			rep.Errors = append(rep.Errors, err.Error())
+			continue
+		}
 		if err == nil {
 			p, err = r.load(ctx, s, reuse, oldByName[s.name])
 		}
@@ -368,6 +383,7 @@ func (r *Registry) ReloadReport(ctx context.Context) (*Report, error) {
 		}
 	}
 	r.swap(old, next)
+	r.modules.prune(seenPlugin)
 	rep.DurationMs = float64(time.Since(began).Microseconds()) / 1000
 	r.log.Info("catalogue loaded", "generation", next.Generation, "plugins", len(next.Plugins), "tools", len(next.Tools),
 		"added", rep.Added, "removed", rep.Removed, "changed", rep.Changed, "kept", rep.Kept, "ms", rep.DurationMs)
@@ -546,8 +562,7 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 	m := s.m
 	digest := m.SHA256 // a pinned module read late (readPackages)
 	if s.wasm != nil {
-		sum := sha256.Sum256(s.wasm)
-		digest = hex.EncodeToString(sum[:])
+		digest = s.digest
 	}
 	if m.SHA256 != "" && m.SHA256 != digest {
 		return nil, nil, fmt.Errorf("plugin %s: module digest %s does not match the manifest's sha256 %s", m.Name, digest, m.SHA256)
@@ -563,7 +578,8 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 	}
 	grant := policy.Allow(m, r.opts.Env)
 	msum := sha256.Sum256(s.manifest)
-	key := fmt.Sprintf("%s/%x/%v/%v", digest, msum[:8], s.builtin, grantKey(grant))
+	gkey := grantKey(grant)
+	key := fmt.Sprintf("%s/%x/%v/%v", digest, msum[:8], s.builtin, gkey)
 	if p, ok := reuse[key]; ok && !p.closed.Load() {
 		p.refs.Add(1)
 		return p, nil, nil
@@ -580,7 +596,7 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 		fams = r.extismFamilies(grant, gated)
 	}
 	p := &Plugin{Manifest: m, Grant: grant, Digest: digest, Builtin: s.builtin, Source: s.where,
-		key: key, command: m.Form == "command", log: r.log.With("plugin", m.Name), ownerMax: r.opts.OwnerInstances}
+		key: key, modKey: fmt.Sprintf("%s/%s/%s/%s", digest, m.Name, m.Form, gkey), command: m.Form == "command", log: r.log.With("plugin", m.Name), ownerMax: r.opts.OwnerInstances}
 	p.slots = r.slots
 	p.refs.Add(1)
 	return p, fams, nil
@@ -595,26 +611,10 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, wasm []byte, fams []ho
 		return fmt.Errorf("plugin %s: %s is not a wasm module", m.Name, p.Source)
 	}
 	t0 := time.Now()
-	compiled, err := r.opts.Engine.Compile(ctx, wasm, runtime.Config{
-		Name:        m.Name,
-		Families:    fams,
-		MemoryPages: grant.MemoryPages,
-		Fuel:        uint64(max(grant.Fuel, 0)),
-		Stderr:      &logWriter{log: log, left: 64 << 10},
-	})
+	reused, err := r.compile(ctx, p, wasm, fams)
 	if err != nil {
-		// The engine names the import; which capability it belongs to,
-		// and whether that was granted, is the registry's to say.
-		var ie *runtime.ImportError
-		if errors.As(err, &ie) {
-			if fam, ok := strings.CutPrefix(ie.Module, "aiod:"); ok && slices.Contains(abi.Families, abi.Family(fam)) {
-				ie.Family = fam
-				ie.Unimplemented = grant.Has(abi.Family(fam)) // granted, yet not linked: no such family here
-			}
-		}
 		return err
 	}
-	p.compiled = compiled
 	t1 := time.Now()
 	if err := p.provision(ctx, fams); err != nil {
 		p.close()
@@ -630,17 +630,51 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, wasm []byte, fams []ho
 			return err
 		}
 	}
+	p.mod.checked()
 	t2 := time.Now()
+	warmed := 0
 	if !p.command && prev != nil {
-		p.prewarm(ctx, prev)
+		warmed = p.prewarm(ctx, prev)
 	}
 	if grant.Fuel > 0 && !runtime.MetersFuel(r.opts.Engine) {
 		log.Info("fuel not metered: this engine applies the deadline only", "fuel", grant.Fuel, "timeout", grant.Timeout)
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	log.Info("plugin loaded", "version", m.Version, "digest", p.Digest[:12], "tools", len(m.Tools), "families", grant.GrantedFamilies(),
-		"compile_ms", ms(t1.Sub(t0)), "check_ms", ms(t2.Sub(t1)), "prewarm_ms", ms(time.Since(t2)))
+		"compiled", !reused, "compile_ms", ms(t1.Sub(t0)), "check_ms", ms(t2.Sub(t1)), "prewarm_ms", ms(time.Since(t2)), "prewarmed", warmed)
 	return nil
+}
+
+// compile gives p its compiled module: one held for the same inputs
+// (modules.go, reused), or a new one.
+func (r *Registry) compile(ctx context.Context, p *Plugin, wasm []byte, fams []hostfn.Family) (reused bool, err error) {
+	if mod := r.modules.get(p.modKey); mod != nil {
+		p.mod, p.compiled = mod, mod.compiled
+		return true, nil
+	}
+	m, grant := p.Manifest, p.Grant
+	compiled, err := r.opts.Engine.Compile(ctx, wasm, runtime.Config{
+		Name:        m.Name,
+		Families:    fams,
+		MemoryPages: grant.MemoryPages,
+		Fuel:        uint64(max(grant.Fuel, 0)),
+		Stderr:      &logWriter{log: p.log, left: 64 << 10},
+	})
+	if err != nil {
+		// The engine names the import; which capability it belongs to,
+		// and whether that was granted, is the registry's to say.
+		var ie *runtime.ImportError
+		if errors.As(err, &ie) {
+			if fam, ok := strings.CutPrefix(ie.Module, "aiod:"); ok && slices.Contains(abi.Families, abi.Family(fam)) {
+				ie.Family = fam
+				ie.Unimplemented = grant.Has(abi.Family(fam)) // granted, yet not linked: no such family here
+			}
+		}
+		return false, err
+	}
+	p.mod = r.modules.add(p.modKey, m.Name, compiled)
+	p.compiled = p.mod.compiled
+	return false, nil
 }
 
 func isWasm(b []byte) bool { return len(b) >= 8 && string(b[:4]) == "\x00asm" }
@@ -908,12 +942,14 @@ func (p *Plugin) get(ctx context.Context, owner string) (*pool, runtime.Instance
 const prewarmMax = 16
 
 // prewarm gives p, a new version of prev, as many warm instances per owner
-// as prev has live (idle or in a call, at most prewarmMax), before p is
-// swapped in: otherwise every call that finds the new pool empty right
-// after a swap under load pays an instantiation. Instances are made on
-// GOMAXPROCS goroutines; a failure stops warming (calls instantiate as
-// usual then).
-func (p *Plugin) prewarm(ctx context.Context, prev *Plugin) {
+// as prev had in calls at once (at most prewarmMax), before p is swapped
+// in: otherwise every call that finds the new pool empty right after a
+// swap under load pays an instantiation. Not as many as prev has live: its
+// idle instances are the high-water mark of past bursts (and of its own
+// prewarm), which each swap would pay for again; a pool short of
+// instances grows on demand. Instances are made on GOMAXPROCS goroutines;
+// a failure stops warming (calls instantiate as usual then).
+func (p *Plugin) prewarm(ctx context.Context, prev *Plugin) int {
 	type job struct {
 		owner string
 		pool  *pool
@@ -921,7 +957,7 @@ func (p *Plugin) prewarm(ctx context.Context, prev *Plugin) {
 	var jobs []job
 	prev.pools.Range(func(k, v any) bool {
 		owner := k.(string)
-		n := min(v.(*pool).live(), prewarmMax, p.Grant.MaxInstances)
+		n := min(v.(*pool).inUsePeak(), prewarmMax, p.Grant.MaxInstances)
 		np := p.pool(owner)
 		for i := np.size(); i < n; i++ {
 			jobs = append(jobs, job{owner, np})
@@ -929,7 +965,7 @@ func (p *Plugin) prewarm(ctx context.Context, prev *Plugin) {
 		return true
 	})
 	if len(jobs) == 0 {
-		return
+		return 0
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Grant.Timeout)
 	defer cancel()
@@ -962,7 +998,7 @@ func (p *Plugin) prewarm(ctx context.Context, prev *Plugin) {
 	}
 	close(work)
 	wg.Wait()
-	p.log.Debug("prewarmed", "instances", len(jobs))
+	return len(jobs)
 }
 
 // IdleInstances reports the idle instances of owner's pool (for tests and
@@ -1005,8 +1041,8 @@ func (p *Plugin) close() {
 		return
 	}
 	p.pools.Range(func(_, v any) bool { v.(*pool).close(); return true })
-	if p.compiled != nil {
-		p.compiled.Close(context.Background())
+	if p.mod != nil {
+		p.mod.release()
 	}
 	for i := len(p.families) - 1; i >= 0; i-- {
 		if lc, ok := p.families[i].(hostfn.Lifecycle); ok {
@@ -1061,6 +1097,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	for _, p := range cat.Plugins {
 		r.releasePlugin(p)
 	}
+	r.modules.close()
 	return nil
 }
 
