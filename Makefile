@@ -92,10 +92,10 @@ test-go:
 # nginx (their subject is routing and the shared state key), the foreign
 # upstreams (Chromium, the TypeScript client; forwarding is host-side, no
 # engine in it), and the page tools' checks (TestPageTools, -Scope,
-# -NoBrowser): their subject is the page script and the answers, not the
+# -NoBrowser, TestLaunchServesPageTools): their subject is the page script and the answers, not the
 # engine (the page tools' plugin is loaded and listed on wasmtime by
 # TestPageToolsListed).
-WASMTIME_SKIP := ^(TestTenMinutes|TestTallyLanguages|TestTallyWithoutStateGrant|TestBashTask|TestReplicas|TestForeignUpstreams|TestPageTools|TestPageToolsScope|TestPageToolsNoBrowser)$$
+WASMTIME_SKIP := ^(TestTenMinutes|TestTallyLanguages|TestTallyWithoutStateGrant|TestBashTask|TestReplicas|TestForeignUpstreams|TestPageTools|TestPageToolsScope|TestPageToolsNoBrowser|TestLaunchServesPageTools)$$
 test-wasmtime: build plugins
 	AIO_ENGINE=wasmtime $(GO) test -race -count=1 -timeout 15m -skip '$(WASMTIME_SKIP)' ./host/sandboxtest/ ./host/e2e/
 

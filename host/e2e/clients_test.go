@@ -157,15 +157,7 @@ func checkExtensions(t *testing.T, outDir string) {
 		if scenario == "" {
 			continue
 		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var checks []struct{ ID, Status, ErrorMessage string }
-		if err := json.Unmarshal(b, &checks); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for _, c := range checks {
+		for _, c := range readChecks(t, f) {
 			switch c.Status {
 			case "SUCCESS":
 				passed[scenario]++
@@ -179,4 +171,18 @@ func checkExtensions(t *testing.T, outDir string) {
 			t.Errorf("%s: %d checks passed, want at least %d (did it run?)", sc, passed[sc], n)
 		}
 	}
+}
+
+// readChecks reads one conformance scenario's checks.json.
+func readChecks(t *testing.T, f string) []struct{ ID, Status, ErrorMessage string } {
+	t.Helper()
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var checks []struct{ ID, Status, ErrorMessage string }
+	if err := json.Unmarshal(b, &checks); err != nil {
+		t.Fatalf("%s: %v", f, err)
+	}
+	return checks
 }

@@ -247,15 +247,7 @@ func onlyTasksFail(t *testing.T, outDir string) {
 	passed, tasksFailed, warned := 0, 0, 0
 	for _, f := range files {
 		scenario := filepath.Base(filepath.Dir(f))
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var checks []struct{ ID, Status, ErrorMessage string }
-		if err := json.Unmarshal(b, &checks); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for _, c := range checks {
+		for _, c := range readChecks(t, f) {
 			switch {
 			case c.Status == "SUCCESS":
 				passed++

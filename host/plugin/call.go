@@ -112,7 +112,7 @@ func (r *Registry) invoke(ctx context.Context, p *Plugin, op uint64, req CallReq
 	if err != nil {
 		return r.callFailed(ctx, pl, inst, p, req.Name, op, err)
 	}
-	pl.put(inst)
+	pl.done(ctx, inst)
 	switch ret {
 	case abi.RetOK:
 	case abi.RetInputRequired:

@@ -174,7 +174,7 @@ func (r *Registry) invokeExtism(ctx context.Context, p *Plugin, op uint64, req C
 	if err != nil {
 		return r.callFailed(ctx, pl, inst, p, req.Name, op, err)
 	}
-	pl.put(inst)
+	pl.done(ctx, inst)
 	if ret != 0 {
 		if errText == "" {
 			errText = fmt.Sprintf("%s returned %d", export, ret)

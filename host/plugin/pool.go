@@ -113,6 +113,22 @@ func (p *pool) add(inst runtime.Instance) {
 }
 
 // discard drops a failed instance.
+// done gives inst back after a call in it returned: to the idle list, or
+// closed when the call's context ended before it returned. wazero closes a
+// module from a goroutine of its own when the context of a call in it ends
+// (WithCloseOnContextDone), also while a host function runs, and the guest
+// can still return normally after that (a cancelled task's process killed,
+// its host call answered): such an instance fails every later call with
+// "module closed with context canceled", so it is never kept. A context
+// that ends after the call returned closes nothing.
+func (p *pool) done(ctx context.Context, inst runtime.Instance) {
+	if ctx.Err() != nil {
+		p.discard(inst)
+		return
+	}
+	p.put(inst)
+}
+
 func (p *pool) discard(inst runtime.Instance) {
 	inst.Close(context.Background())
 	<-p.sem

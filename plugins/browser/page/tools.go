@@ -725,6 +725,31 @@ func click(_ *sdk.Ctx, raw json.RawMessage) (*sdk.Result, error) {
 	return sdk.TextResult("Clicked element: " + num(a.Index) + suggestion), nil
 }
 
+// target is what select and hover do first, as mcp-server-browser does:
+// the current tab, the element's name in answers (its selector, else its
+// index), the selector waited for, and the error answer for verb; res is
+// the answer to return at once when it is not nil.
+func target(verb string, index *float64, selector string) (s *cdp.Session, what string, fail func(error) (*sdk.Result, error), res *sdk.Result) {
+	what = selector
+	if what == "" {
+		what = num(index)
+	}
+	fail = func(err error) (*sdk.Result, error) {
+		return sdk.ErrorResult("Failed to " + verb + " " + what + ": " + err.Error()), nil
+	}
+	s, err := current()
+	if err == nil && index == nil {
+		if selector == "" {
+			return nil, what, fail, sdk.ErrorResult("No selector undefined or index undefined provided")
+		}
+		err = waitSelector(s, selector)
+	}
+	if err != nil {
+		res, _ = fail(err)
+	}
+	return s, what, fail, res
+}
+
 func selectOption(_ *sdk.Ctx, raw json.RawMessage) (*sdk.Result, error) {
 	var a struct {
 		Index    *float64 `json:"index"`
@@ -734,24 +759,9 @@ func selectOption(_ *sdk.Ctx, raw json.RawMessage) (*sdk.Result, error) {
 	if err := decode(raw, &a); err != nil {
 		return errText("Failed to select: ", err), nil
 	}
-	what := a.Selector
-	if what == "" {
-		what = num(a.Index)
-	}
-	fail := func(err error) (*sdk.Result, error) {
-		return sdk.ErrorResult("Failed to select " + what + ": " + err.Error()), nil
-	}
-	s, err := current()
-	if err != nil {
-		return fail(err)
-	}
-	if a.Index == nil {
-		if a.Selector == "" {
-			return sdk.ErrorResult("No selector undefined or index undefined provided"), nil
-		}
-		if err := waitSelector(s, a.Selector); err != nil {
-			return fail(err)
-		}
+	s, what, fail, res := target("select", a.Index, a.Selector)
+	if res != nil {
+		return res, nil
 	}
 	val, _ := json.Marshal(a.Value)
 	var found bool
@@ -779,24 +789,9 @@ func hover(_ *sdk.Ctx, raw json.RawMessage) (*sdk.Result, error) {
 	if err := decode(raw, &a); err != nil {
 		return errText("Failed to hover: ", err), nil
 	}
-	what := a.Selector
-	if what == "" {
-		what = num(a.Index)
-	}
-	fail := func(err error) (*sdk.Result, error) {
-		return sdk.ErrorResult("Failed to hover " + what + ": " + err.Error()), nil
-	}
-	s, err := current()
-	if err != nil {
-		return fail(err)
-	}
-	if a.Index == nil {
-		if a.Selector == "" {
-			return sdk.ErrorResult("No selector undefined or index undefined provided"), nil
-		}
-		if err := waitSelector(s, a.Selector); err != nil {
-			return fail(err)
-		}
+	s, what, fail, res := target("hover", a.Index, a.Selector)
+	if res != nil {
+		return res, nil
 	}
 	p, err := locate(s, elemExpr(a.Index, a.Selector))
 	if err != nil {
