@@ -79,7 +79,15 @@ test: build plugins examples test-go test-wasmtime conformance
 conformance: build plugins
 	AIO_ENGINE=$(ENGINE) AIOD_E2E_CONFORMANCE=1 $(GO) test -count=1 -timeout 15m -run '^TestConformance$$' -v ./host/e2e
 
+# Test binaries key wazero's compile cache "dev" (no module versions in
+# their build info; host/internal/testplugins/warm), so the cache `make
+# build` warmed is not theirs: the built modules are compiled into it first
+# by a non-race test binary, or the first -race test to load the built-ins
+# compiles them all under the race detector (minutes on two cores).
 test-go:
+	@mods=$$(ls $(CURDIR)/plugins/builtin/dist/*/plugin.wasm $(CURDIR)/plugins/browser/dist/*/plugin.wasm $(CURDIR)/build/plugins/*/plugin.wasm 2>/dev/null | paste -sd: -); \
+	if [ -n "$$mods" ]; then echo "warming the tests' compile cache ($$(echo $$mods | tr : ' ' | wc -w) modules)"; \
+	AIOD_WARM_MODULES=$$mods AIOD_WARM_CACHE=$(CURDIR)/build/cache/wazero $(GO) test -count=1 ./host/internal/testplugins/warm; fi
 	$(GO) test -race -timeout 15m ./...
 
 # test-go already runs the engine table and the hostile plugins on both

@@ -62,7 +62,7 @@ func runHost(t *testing.T, cfg host.Config) (*host.Host, string, func()) {
 	lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer lcancel()
 	if err := h.Registry().WaitLoaded(lctx); err != nil {
-		t.Fatalf("plugins still loading after 5 minutes: %v", err)
+		t.Fatalf("plugins still loading after 5 minutes: %v (loading: %v)", err, h.Registry().Loading())
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
