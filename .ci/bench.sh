@@ -71,6 +71,7 @@ pids+=("$AIOD_PID")
 printf '%-28s %8s %14s %14s\n' "" "tools/list" "first echo" "all compiled"
 printf '%-28s %8s %14s %14s\n' "cold compile cache" "${cold} ms" "${cold_echo} ms" "${cold_ready} ms"
 printf '%-28s %8s %14s %14s\n' "warm compile cache" "${warm} ms" "${warm_echo} ms" "${warm_ready} ms"
+sleep 1 # idle: the modules nothing called go dormant once loading ends (RATIONALE, "Footprint")
 idle_rss=$(rss_kb $AIOD_PID)
 
 section "Go micro-benchmarks (in-process call path)"
@@ -104,6 +105,7 @@ if [[ ${BENCH_WASMTIME:-1} == 1 ]] && { bin/aiod start --engine list 2>&1 || tru
   wt_list=$((($(date +%s%N) - t0) / 1000000))
   until curl -sf "http://127.0.0.1:$WT_PORT/v1/capabilities" | grep -q '"loading":\[\]'; do sleep 0.02; done
   printf '%-28s %8s %14s %14s\n' "wasmtime, cold cache" "${wt_list} ms" "" "$((($(date +%s%N) - t0) / 1000000)) ms"
+  sleep 1
   wt_idle_rss=$(rss_kb $WT_PID)
   "$PEERS/compare.sh" -d "$DURATION" -r "$ROUNDS" -c "$CONNS" "$BODY" \
     aiod-wazero=$URL aiod-wasmtime=http://127.0.0.1:$WT_PORT/mcp ceiling=http://127.0.0.1:$CEIL_PORT/mcp

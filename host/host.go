@@ -52,6 +52,10 @@ type Config struct {
 	AllowUnauthenticated bool
 	// IdleTimeout evicts plugin instances idle this long.
 	IdleTimeout time.Duration
+	// KeepCompiled keeps every plugin's compiled code in memory
+	// (plugin.Options.KeepCompiled); by default a plugin without
+	// instances drops it.
+	KeepCompiled bool
 	// Engine names the WebAssembly engine (one of Engines()).
 	Engine string
 	// PprofAddr, when set, serves Go's profiler on this loopback address
@@ -250,6 +254,8 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		Builtins:      withPageTools(cfg),
 		Dir:           cfg.PluginsDir,
 		IdleTimeout:   cfg.IdleTimeout,
+		KeepCompiled:  cfg.KeepCompiled,
+		Rested:        releaseRested, // footprint.go
 		Logger:        log,
 		// list at once from the manifests, compile in the background
 		Background:     true,

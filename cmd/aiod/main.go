@@ -116,6 +116,7 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.str(&c.APIKey, "api-key", "AIO_API_KEY", "", "API key required as 'Authorization: Bearer KEY' or 'x-api-key: KEY'; set but empty refuses to start")
 	s.bool(&c.AllowUnauthenticated, "allow-unauthenticated", "AIO_ALLOW_UNAUTHENTICATED", false, "allow listening beyond loopback without an API key")
 	s.duration(&c.IdleTimeout, "idle-timeout", "AIO_IDLE_TIMEOUT", plugin.DefaultIdleTimeout, "evict plugin instances idle this long (0: the default)")
+	s.bool(&c.KeepCompiled, "keep-compiled", "AIO_KEEP_COMPILED", false, "keep every plugin's compiled code in memory; by default a plugin without instances drops it (after start-up and after --idle-timeout) and compiles again from the cache when next called")
 	s.fs.TextVar(&s.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error (env AIO_LOG_LEVEL)")
 	s.env["log-level"] = "AIO_LOG_LEVEL"
 	s.int(&c.MaxSessions, "max-sessions", "AIO_MAX_SESSIONS", mcp.DefaultMaxSessions, "most legacy MCP sessions alive at once; the least recently used idle one makes room (0: the default)")

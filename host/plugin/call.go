@@ -28,16 +28,29 @@ type CallRequest struct {
 // the tool (limits, traps, bad output) come back as isError results; only
 // an unknown tool (ErrUnknownTool) or a cancelled request is an error.
 func (r *Registry) CallTool(ctx context.Context, req CallRequest) ([]byte, error) {
-	for {
-		cat := r.cat.Load()
+	return r.invokeCurrent(ctx, abi.OpToolCall, func(cat *Catalog) (*Plugin, CallRequest, error) {
 		t := cat.byName[req.Name]
 		if t == nil {
-			return nil, ErrUnknownTool
+			return nil, req, ErrUnknownTool
 		}
-		out, err := r.invoke(ctx, t.Plugin, abi.OpToolCall, req)
-		// a reload swapped the catalogue and retired the plugin between
-		// the lookup and invoke's reference: the call goes to the new one
-		if err == ErrUnknownTool && r.cat.Load() != cat && t.Plugin.closed.Load() {
+		return t.Plugin, req, nil
+	})
+}
+
+// invokeCurrent runs op on the plugin lookup finds in the current
+// catalogue. A reload can swap the catalogue and retire that plugin
+// between the lookup and invoke's reference (invoke then finds it closed):
+// the call goes to the new catalogue's plugin instead, for every operation
+// (tools, prompts, resources, completions).
+func (r *Registry) invokeCurrent(ctx context.Context, op uint64, lookup func(*Catalog) (*Plugin, CallRequest, error)) ([]byte, error) {
+	for {
+		cat := r.cat.Load()
+		p, req, err := lookup(cat)
+		if err != nil {
+			return nil, err
+		}
+		out, err := r.invoke(ctx, p, op, req)
+		if err == ErrUnknownTool && r.cat.Load() != cat && p.closed.Load() {
 			continue
 		}
 		return out, err

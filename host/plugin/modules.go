@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/aiodhq/aiod/host/runtime"
 )
@@ -31,6 +32,11 @@ type module struct {
 	compiled runtime.Compiled
 	refs     int  // plugins holding it; guarded by modules.mu
 	loaded   bool // a plugin passed its check with it; guarded by modules.mu
+	// passed holds the keys (Plugin.key: module, manifest, grant) of the
+	// plugins that passed their check with it: the same inputs pass
+	// again, so a swap back to such a version skips the check's
+	// instantiation. Guarded by modules.mu.
+	passed map[string]bool
 	set      *modules
 }
 
@@ -91,11 +97,23 @@ func (m *module) release() {
 	closeAll(drop)
 }
 
-// checked marks m as a module a plugin loaded with (kept once released).
-func (m *module) checked() {
+// checked marks m as a module a plugin loaded with (kept once released),
+// after the check of the plugin with key passed.
+func (m *module) checked(key string) {
 	m.set.mu.Lock()
 	m.loaded = true
+	if m.passed == nil {
+		m.passed = map[string]bool{}
+	}
+	m.passed[key] = true
 	m.set.mu.Unlock()
+}
+
+// hasPassed reports whether a plugin with key passed its check with m.
+func (m *module) hasPassed(key string) bool {
+	m.set.mu.Lock()
+	defer m.set.mu.Unlock()
+	return m.passed[key]
 }
 
 // prune closes the unreferenced modules of plugins not in keep (after a
@@ -140,4 +158,24 @@ func closeAll(cs []runtime.Compiled) {
 	for _, c := range cs {
 		c.Close(context.Background())
 	}
+}
+
+// rest puts to sleep the modules (in use or kept) that have had no live
+// instance since idleSince (lazy.go), and counts them.
+func (s *modules) rest(idleSince time.Time) int {
+	s.mu.Lock()
+	var ls []*lazyCompiled
+	for _, m := range s.m {
+		if l, ok := m.compiled.(*lazyCompiled); ok {
+			ls = append(ls, l)
+		}
+	}
+	s.mu.Unlock()
+	n := 0
+	for _, l := range ls {
+		if l.sleep(idleSince) {
+			n++
+		}
+	}
+	return n
 }

@@ -82,7 +82,7 @@ func TestModulesKeep(t *testing.T) {
 				switch st.op {
 				case "add":
 					held[st.key] = s.add(st.key, name, &fakeCompiled{name: st.key, closed: &closed})
-					held[st.key].checked()
+					held[st.key].checked(st.key)
 				case "get":
 					if m := s.get(st.key); m != held[st.key] || m == nil {
 						t.Fatalf("step %d: get %s = %v, want the module added", i, st.key, m)

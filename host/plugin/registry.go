@@ -58,8 +58,17 @@ type Options struct {
 	Dir string
 	// IdleTimeout evicts instances idle that long (default 5 minutes).
 	IdleTimeout time.Duration
+	// KeepCompiled keeps every plugin's machine code in memory. Without
+	// it a module with no instance is dormant (lazy.go): after the
+	// start-up load (Rest) and after IdleTimeout without one, its code is
+	// dropped, and its next call compiles it again from the engine's
+	// cache (~130 ms for a 5 MB Go module).
+	KeepCompiled bool
+	// Rested, when set, runs after the janitor put modules to sleep (the
+	// host returns the freed memory to the OS then).
+	Rested func()
 	// Background makes New list the plugins from their manifests at once
-	// and compile them in the background, GOMAXPROCS at a time: a call to
+	// and compile them in the background, one per core but one: a call to
 	// a plugin still compiling waits for it (within its deadline), and a
 	// plugin that fails to load is dropped from the catalogue then. Later
 	// reloads load before they swap.
@@ -180,7 +189,7 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
-	r := &Registry{opts: opts, log: opts.Logger, stop: make(chan struct{}), loadSem: make(chan struct{}, goruntime.GOMAXPROCS(0)),
+	r := &Registry{opts: opts, log: opts.Logger, stop: make(chan struct{}), loadSem: make(chan struct{}, loaders()),
 		extismVars: hostfn.NewExtismVars(0)}
 	if opts.OwnerInstances != nil {
 		r.slots = newOwnerSlots(opts.OwnerInstances, r.evictOldest)
@@ -258,6 +267,31 @@ func (s *source) read() ([]byte, error) {
 		s.wasm, s.digest = b, digest
 	}
 	return s.wasm, nil
+}
+
+// reader returns how to read the module again later (a dormant module's
+// wake, lazy.go). A built-in is read again from the binary's embedded
+// files, checked against digest. A module from a directory is kept in
+// memory instead (~5 MB for a Go plugin, a quarter of its machine code):
+// its file may be overwritten at any time, and a version that keeps
+// serving after a broken new one was refused must still be able to wake.
+func (s *source) reader(digest string) func() ([]byte, error) {
+	if !s.builtin || s.fsys == nil {
+		b := s.wasm
+		return func() ([]byte, error) { return b, nil }
+	}
+	fsys, name, pname := s.fsys, s.module, s.name
+	return func() ([]byte, error) {
+		b, err := readLimited(fsys, name, maxModuleBytes)
+		if err != nil {
+			return nil, fmt.Errorf("plugin %s: module: %w", pname, err)
+		}
+		sum := sha256.Sum256(b)
+		if got := hex.EncodeToString(sum[:]); got != digest {
+			return nil, fmt.Errorf("plugin %s: module %s changed since it was loaded (sha256 %s, loaded %s)", pname, name, got, digest)
+		}
+		return b, nil
+	}
 }
 
 // Report says what one Reload did.
@@ -544,11 +578,7 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin,
 		r.jobs = append(r.jobs, loadJob{p: p, src: s, fams: fams}) // started once listed
 		return p, nil
 	}
-	wasm, err := s.read()
-	if err == nil {
-		err = r.finish(ctx, p, wasm, fams, prev)
-	}
-	if err != nil {
+	if err := r.finish(ctx, p, &s, fams, prev); err != nil {
 		p.close()
 		return nil, err
 	}
@@ -605,13 +635,17 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 // finish compiles p, provisions its families and checks the reactor
 // (in an instance it then closes); prev, a version p replaces, sets how
 // many instances to prewarm. On failure p holds no resources.
-func (r *Registry) finish(ctx context.Context, p *Plugin, wasm []byte, fams []hostfn.Family, prev *Plugin) error {
+func (r *Registry) finish(ctx context.Context, p *Plugin, s *source, fams []hostfn.Family, prev *Plugin) error {
 	m, grant, log := p.Manifest, p.Grant, p.log
+	wasm, err := s.read()
+	if err != nil {
+		return err
+	}
 	if !isWasm(wasm) {
 		return fmt.Errorf("plugin %s: %s is not a wasm module", m.Name, p.Source)
 	}
 	t0 := time.Now()
-	reused, err := r.compile(ctx, p, wasm, fams)
+	reused, err := r.compile(ctx, p, wasm, s.reader(p.Digest), fams)
 	if err != nil {
 		return err
 	}
@@ -624,13 +658,16 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, wasm []byte, fams []ho
 	if p.Manifest.Form == abi.FormExtism {
 		check = r.checkExtism
 	}
-	if !p.command {
+	// a reactor whose module, manifest and grant passed before passes
+	// again (an A/B swap back, a rollback): no instantiation to check it
+	skip := reused && p.Manifest.Form != abi.FormExtism && p.mod.hasPassed(p.key)
+	if !p.command && !skip {
 		if err := check(ctx, p); err != nil {
 			p.close()
 			return err
 		}
 	}
-	p.mod.checked()
+	p.mod.checked(p.key)
 	t2 := time.Now()
 	warmed := 0
 	if !p.command && prev != nil {
@@ -641,25 +678,46 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, wasm []byte, fams []ho
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	log.Info("plugin loaded", "version", m.Version, "digest", p.Digest[:12], "tools", len(m.Tools), "families", grant.GrantedFamilies(),
-		"compiled", !reused, "compile_ms", ms(t1.Sub(t0)), "check_ms", ms(t2.Sub(t1)), "prewarm_ms", ms(time.Since(t2)), "prewarmed", warmed)
+		"compiled", !reused, "checked", !skip, "compile_ms", ms(t1.Sub(t0)), "check_ms", ms(t2.Sub(t1)), "prewarm_ms", ms(time.Since(t2)), "prewarmed", warmed)
 	return nil
 }
 
 // compile gives p its compiled module: one held for the same inputs
 // (modules.go, reused), or a new one.
-func (r *Registry) compile(ctx context.Context, p *Plugin, wasm []byte, fams []hostfn.Family) (reused bool, err error) {
-	if mod := r.modules.get(p.modKey); mod != nil {
-		p.mod, p.compiled = mod, mod.compiled
-		return true, nil
-	}
+//
+// The module is lazy (lazy.go): its machine code may be dropped while it
+// has no instance, and compiled again from reread's bytes when needed.
+func (r *Registry) compile(ctx context.Context, p *Plugin, wasm []byte, reread func() ([]byte, error), fams []hostfn.Family) (reused bool, err error) {
 	m, grant := p.Manifest, p.Grant
-	compiled, err := r.opts.Engine.Compile(ctx, wasm, runtime.Config{
+	cfg := runtime.Config{
 		Name:        m.Name,
 		Families:    fams,
 		MemoryPages: grant.MemoryPages,
 		Fuel:        uint64(max(grant.Fuel, 0)),
 		Stderr:      &logWriter{log: p.log, left: 64 << 10},
-	})
+	}
+	engine, log := r.opts.Engine, p.log
+	wake := func(ctx context.Context) (runtime.Compiled, error) {
+		t0 := time.Now()
+		b, err := reread()
+		if err != nil {
+			return nil, err
+		}
+		c, err := engine.Compile(ctx, b, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("plugin %s: compile again: %w", m.Name, err)
+		}
+		log.Info("plugin woken", "compile_ms", float64(time.Since(t0).Microseconds())/1000)
+		return c, nil
+	}
+	if mod := r.modules.get(p.modKey); mod != nil {
+		p.mod, p.compiled = mod, mod.compiled
+		if l, ok := mod.compiled.(*lazyCompiled); ok {
+			l.setWake(wake) // its bytes are where this version's are
+		}
+		return true, nil
+	}
+	compiled, err := engine.Compile(ctx, wasm, cfg)
 	if err != nil {
 		// The engine names the import; which capability it belongs to,
 		// and whether that was granted, is the registry's to say.
@@ -672,12 +730,19 @@ func (r *Registry) compile(ctx context.Context, p *Plugin, wasm []byte, fams []h
 		}
 		return false, err
 	}
-	p.mod = r.modules.add(p.modKey, m.Name, compiled)
+	p.mod = r.modules.add(p.modKey, m.Name, newLazy(compiled, wake))
 	p.compiled = p.mod.compiled
 	return false, nil
 }
 
 func isWasm(b []byte) bool { return len(b) >= 8 && string(b[:4]) == "\x00asm" }
+
+// loaders is how many plugins the start-up compiles at once: one per core
+// but one, which is left to serve the calls that arrive meanwhile (the
+// first call of a plugin compiles it at once, beside the loaders; sharing
+// both cores of a 2-core machine with two loaders, it waited ~340 ms
+// instead of ~200).
+func loaders() int { return max(1, goruntime.GOMAXPROCS(0)-1) }
 
 // loadJob is one plugin for the start-up loaders to finish.
 type loadJob struct {
@@ -686,7 +751,7 @@ type loadJob struct {
 	fams []hostfn.Family
 }
 
-// loader finishes a plugin listed at start-up, GOMAXPROCS at a time. A
+// loader finishes a plugin listed at start-up, loaders() at a time. A
 // plugin that fails is marked (its calls answer why) and dropped from the
 // catalogue.
 func (r *Registry) loader(j loadJob) {
@@ -710,10 +775,7 @@ func (r *Registry) loader(j loadJob) {
 		case <-ctx.Done():
 		}
 	}()
-	wasm, err := j.src.read()
-	if err == nil {
-		err = r.finish(ctx, j.p, wasm, j.fams, nil)
-	}
+	err := r.finish(ctx, j.p, &j.src, j.fams, nil)
 	if err != nil {
 		j.p.close()
 	}
@@ -1062,6 +1124,14 @@ func (r *Registry) janitor() {
 		case <-r.stop:
 			return
 		case now := <-t.C:
+			if !r.opts.KeepCompiled {
+				if n := r.modules.rest(now.Add(-r.opts.IdleTimeout)); n > 0 {
+					r.log.Debug("dormant modules", "count", n)
+					if r.opts.Rested != nil {
+						r.opts.Rested()
+					}
+				}
+			}
 			cat := r.cat.Load()
 			for _, p := range cat.Plugins {
 				p.pools.Range(func(k, v any) bool {
@@ -1081,6 +1151,26 @@ func (r *Registry) janitor() {
 			}
 		}
 	}
+}
+
+// Rest drops the machine code of every module that has no instance now
+// (unless Options.KeepCompiled), and counts them. The host calls it once
+// the start-up load ends: nothing has been called yet, and what is called
+// later compiles again from the engine's cache.
+func (r *Registry) Rest() int {
+	if r.opts.KeepCompiled {
+		return 0
+	}
+	n := r.modules.rest(time.Now())
+	r.log.Info("dormant modules", "count", n)
+	return n
+}
+
+// Dormant reports whether p's machine code is dropped until its next
+// call (lazy.go).
+func (p *Plugin) Dormant() bool {
+	l, ok := p.compiled.(*lazyCompiled)
+	return ok && l.dormant()
 }
 
 // Close unloads everything. Idempotent.

@@ -233,6 +233,7 @@ func TestReloadPrewarms(t *testing.T) {
 type compileLog struct {
 	mu       sync.Mutex
 	compiled []bool
+	checked  []bool // and whether it ran the check (instantiate, describe)
 }
 
 func (l *compileLog) Enabled(context.Context, slog.Level) bool { return true }
@@ -243,11 +244,14 @@ func (l *compileLog) Handle(_ context.Context, r slog.Record) error {
 		return nil
 	}
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "compiled" {
-			l.mu.Lock()
+		l.mu.Lock()
+		switch a.Key {
+		case "compiled":
 			l.compiled = append(l.compiled, a.Value.Bool())
-			l.mu.Unlock()
+		case "checked":
+			l.checked = append(l.checked, a.Value.Bool())
 		}
+		l.mu.Unlock()
 		return true
 	})
 	return nil
@@ -281,9 +285,13 @@ func TestReloadReusesCompiledModule(t *testing.T) {
 			t.Fatalf("swap %d: %q, want %q", i, got, want)
 		}
 	}
-	// v1 at start-up and v2 compile; the swaps back and forth do not
+	// v1 at start-up and v2 compile; the swaps back and forth do not,
+	// and a version that passed its check is not checked again
 	if want := []bool{true, true, false, false, false}; !slices.Equal(log.compiled, want) {
 		t.Errorf("compiled per load %v, want %v", log.compiled, want)
+	}
+	if want := []bool{true, true, false, false, false}; !slices.Equal(log.checked, want) {
+		t.Errorf("checked per load %v, want %v", log.checked, want)
 	}
 	man, _ := os.ReadFile(filepath.Join(v1, "manifest.json"))
 	os.WriteFile(filepath.Join(v1, "manifest.json"), editManifest(func(m map[string]any) { m["description"] = "edited" })(man), 0o644)
@@ -293,6 +301,10 @@ func TestReloadReusesCompiledModule(t *testing.T) {
 	}
 	if last := log.compiled[len(log.compiled)-1]; last || len(log.compiled) != 6 {
 		t.Errorf("an edited manifest: compiled per load %v, want a sixth load without compiling", log.compiled)
+	}
+	// a new manifest is checked against the module, even on a module held
+	if last := log.checked[len(log.checked)-1]; !last {
+		t.Errorf("an edited manifest: checked per load %v, want the sixth load checked", log.checked)
 	}
 }
 

@@ -196,26 +196,31 @@ func (c *Catalog) matchResource(uri string) (p *Plugin, name string, vars map[st
 // GetPrompt renders a prompt: req.Name is the prompt name and req.Args the
 // arguments object. The result is the plugin's GetPromptResult JSON.
 func (r *Registry) GetPrompt(ctx context.Context, req CallRequest) ([]byte, error) {
-	pr := r.cat.Load().promptByName[req.Name]
-	if pr == nil {
-		return nil, ErrUnknownPrompt
-	}
-	return r.invoke(ctx, pr.Plugin, abi.OpPromptGet, req)
+	return r.invokeCurrent(ctx, abi.OpPromptGet, func(cat *Catalog) (*Plugin, CallRequest, error) {
+		pr := cat.promptByName[req.Name]
+		if pr == nil {
+			return nil, req, ErrUnknownPrompt
+		}
+		return pr.Plugin, req, nil
+	})
 }
 
 // ReadResource reads the resource at req.Name (the URI). The result is
 // the plugin's ReadResourceResult JSON.
 func (r *Registry) ReadResource(ctx context.Context, req CallRequest) ([]byte, error) {
-	p, name, vars := r.cat.Load().matchResource(req.Name)
-	if p == nil {
-		return nil, ErrUnknownResource
-	}
-	args, _ := json.Marshal(struct {
-		URI       string            `json:"uri"`
-		Variables map[string]string `json:"variables,omitempty"`
-	}{req.Name, vars})
-	req.Name, req.Args = name, args
-	return r.invoke(ctx, p, abi.OpResourceRead, req)
+	return r.invokeCurrent(ctx, abi.OpResourceRead, func(cat *Catalog) (*Plugin, CallRequest, error) {
+		p, name, vars := cat.matchResource(req.Name)
+		if p == nil {
+			return nil, req, ErrUnknownResource
+		}
+		args, _ := json.Marshal(struct {
+			URI       string            `json:"uri"`
+			Variables map[string]string `json:"variables,omitempty"`
+		}{req.Name, vars})
+		rq := req
+		rq.Name, rq.Args = name, args
+		return p, rq, nil
+	})
 }
 
 // Complete asks the plugin owning the referenced prompt or resource
@@ -233,28 +238,30 @@ func (r *Registry) Complete(ctx context.Context, req CallRequest) ([]byte, error
 	if err := json.Unmarshal(req.Args, &ref); err != nil {
 		return nil, err
 	}
-	cat := r.cat.Load()
-	var p *Plugin
-	switch ref.Ref.Type {
-	case "ref/prompt":
-		if pr := cat.promptByName[ref.Ref.Name]; pr != nil {
-			p, req.Name = pr.Plugin, "ref/prompt:"+ref.Ref.Name
-		}
-	case "ref/resource":
-		for _, t := range cat.Templates {
-			if t.Decl.URITemplate == ref.Ref.URI {
-				p, req.Name = t.Plugin, "ref/resource:"+ref.Ref.URI
-				break
+	out, err := r.invokeCurrent(ctx, abi.OpComplete, func(cat *Catalog) (*Plugin, CallRequest, error) {
+		rq := req
+		var p *Plugin
+		switch ref.Ref.Type {
+		case "ref/prompt":
+			if pr := cat.promptByName[ref.Ref.Name]; pr != nil {
+				p, rq.Name = pr.Plugin, "ref/prompt:"+ref.Ref.Name
+			}
+		case "ref/resource":
+			for _, t := range cat.Templates {
+				if t.Decl.URITemplate == ref.Ref.URI {
+					p, rq.Name = t.Plugin, "ref/resource:"+ref.Ref.URI
+					break
+				}
+			}
+			if rs := cat.resourceByURI[ref.Ref.URI]; p == nil && rs != nil {
+				p, rq.Name = rs.Plugin, "ref/resource:"+ref.Ref.URI
 			}
 		}
-		if rs := cat.resourceByURI[ref.Ref.URI]; p == nil && rs != nil {
-			p, req.Name = rs.Plugin, "ref/resource:"+ref.Ref.URI
+		if p == nil {
+			return nil, rq, ErrUnknownPrompt
 		}
-	}
-	if p == nil {
-		return nil, ErrUnknownPrompt
-	}
-	out, err := r.invoke(ctx, p, abi.OpComplete, req)
+		return p, rq, nil
+	})
 	if err != nil && errors.Is(err, errUnknownOp) {
 		return []byte(`{"completion":{"values":[]}}`), nil
 	}

@@ -262,7 +262,10 @@ func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []by
 }
 
 func (c *compiled) Close(ctx context.Context) error {
-	c.once.Do(func() { c.err = c.r.Close(ctx) })
+	// The engine is shared by every runtime of one compilation cache
+	// and holds each compiled module (its machine code) until the
+	// module itself is closed: closing the runtime alone keeps it.
+	c.once.Do(func() { c.err = errors.Join(c.cm.Close(ctx), c.r.Close(ctx)) })
 	return c.err
 }
 

@@ -1,0 +1,189 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/runtime"
+)
+
+// errModuleClosed answers a wake of a module its registry closed.
+var errModuleClosed = errors.New("compiled module closed")
+
+// wakeTimeout bounds one compile on a wake (a cold compile of a 5 MB Go
+// module takes seconds; the engine's disk cache makes it ~130 ms).
+const wakeTimeout = 5 * time.Minute
+
+// lazyCompiled is a compiled module whose machine code can be dropped
+// while no instance of it is live (it is "dormant") and compiled again,
+// from the engine's disk cache, when one is next needed. The machine code
+// of a 5 MB standard-Go module is ~20 MiB, and the engine keeps as much
+// again of decoded module beside it: a host with 13 plugins nobody calls
+// held 260 MiB of code (RATIONALE, "Footprint: dormant modules"). The
+// registry puts modules to sleep when the start-up load ends (none has an
+// instance then) and, on the janitor's round, those without an instance
+// for the idle timeout.
+type lazyCompiled struct {
+	exports []string // the module's, kept while dormant
+
+	mu     sync.Mutex
+	c      runtime.Compiled // nil while dormant
+	waking chan struct{}    // closed when the wake in progress ends
+	live   int              // instances and command runs not yet closed
+	idle   time.Time        // when live last fell to 0
+	closed bool
+	// wake compiles the module again: reads its bytes (checking their
+	// digest) and compiles them with the config of the first compile.
+	wake func(ctx context.Context) (runtime.Compiled, error)
+
+	wakes atomic.Int64 // compiles on a wake, for tests and logs
+}
+
+func newLazy(c runtime.Compiled, wake func(context.Context) (runtime.Compiled, error)) *lazyCompiled {
+	return &lazyCompiled{exports: c.Exports(), c: c, wake: wake, idle: time.Now()}
+}
+
+// setWake replaces how the module is compiled again (a later generation
+// reusing the module knows where its bytes are now).
+func (l *lazyCompiled) setWake(wake func(context.Context) (runtime.Compiled, error)) {
+	l.mu.Lock()
+	l.wake = wake
+	l.mu.Unlock()
+}
+
+func (l *lazyCompiled) Exports() []string { return l.exports }
+
+// acquire returns the compiled module, compiling it again if dormant, and
+// counts one more live user; done gives it back.
+func (l *lazyCompiled) acquire(ctx context.Context) (runtime.Compiled, error) {
+	for {
+		l.mu.Lock()
+		switch {
+		case l.closed:
+			l.mu.Unlock()
+			return nil, errModuleClosed
+		case l.c != nil:
+			l.live++
+			c := l.c
+			l.mu.Unlock()
+			return c, nil
+		case l.waking != nil:
+			ch := l.waking
+			l.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		ch := make(chan struct{})
+		l.waking = ch
+		wake := l.wake
+		l.mu.Unlock()
+		// the compile serves every caller waiting for it: one caller's
+		// deadline does not abandon it half-way
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
+		c, err := wake(wctx)
+		cancel()
+		l.mu.Lock()
+		l.waking = nil
+		close(ch)
+		if err != nil {
+			l.mu.Unlock()
+			return nil, err
+		}
+		if l.closed {
+			l.mu.Unlock()
+			c.Close(context.Background())
+			return nil, errModuleClosed
+		}
+		l.c = c
+		l.live++
+		l.mu.Unlock()
+		l.wakes.Add(1)
+		return c, nil
+	}
+}
+
+func (l *lazyCompiled) done() {
+	l.mu.Lock()
+	l.live--
+	if l.live == 0 {
+		l.idle = time.Now()
+	}
+	l.mu.Unlock()
+}
+
+func (l *lazyCompiled) Instantiate(ctx context.Context) (runtime.Instance, error) {
+	c, err := l.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := c.Instantiate(ctx)
+	if err != nil {
+		l.done()
+		return nil, err
+	}
+	return &lazyInstance{Instance: inst, l: l}, nil
+}
+
+func (l *lazyCompiled) RunCommand(ctx context.Context, c *hostfn.Call, stdin []byte, maxOut int64) ([]byte, uint32, error) {
+	cm, err := l.acquire(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer l.done()
+	return cm.RunCommand(ctx, c, stdin, maxOut)
+}
+
+// sleep drops the machine code if no instance has been live since before
+// idleSince; it reports whether it did.
+func (l *lazyCompiled) sleep(idleSince time.Time) bool {
+	l.mu.Lock()
+	c := l.c
+	if c == nil || l.live > 0 || l.closed || l.idle.After(idleSince) {
+		l.mu.Unlock()
+		return false
+	}
+	l.c = nil
+	l.mu.Unlock()
+	c.Close(context.Background())
+	return true
+}
+
+// dormant reports whether the machine code is dropped.
+func (l *lazyCompiled) dormant() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.c == nil
+}
+
+// Close releases the module for good. Idempotent.
+func (l *lazyCompiled) Close(ctx context.Context) error {
+	l.mu.Lock()
+	c := l.c
+	l.c, l.closed = nil, true
+	l.mu.Unlock()
+	if c != nil {
+		return c.Close(ctx)
+	}
+	return nil
+}
+
+// lazyInstance counts as a live user of its module until closed.
+type lazyInstance struct {
+	runtime.Instance
+	l    *lazyCompiled
+	once sync.Once
+}
+
+func (i *lazyInstance) Close(ctx context.Context) error {
+	err := i.Instance.Close(ctx)
+	i.once.Do(i.l.done)
+	return err
+}
