@@ -37,7 +37,7 @@ type module struct {
 	// again, so a swap back to such a version skips the check's
 	// instantiation. Guarded by modules.mu.
 	passed map[string]bool
-	set      *modules
+	set    *modules
 }
 
 // get returns the held module for key with a new reference, or nil.
