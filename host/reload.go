@@ -106,6 +106,7 @@ func (h *Host) adminPlugins() any {
 		Source     string   `json:"source"`
 		Tools      []string `json:"tools"`
 		Instances  int      `json:"idle_instances"`
+		Dormant    bool     `json:"dormant"`
 		Families   []string `json:"families"`
 		LoadError  string   `json:"last_load_error"`
 		Generation uint64   `json:"generation"`
@@ -114,7 +115,7 @@ func (h *Host) adminPlugins() any {
 	for _, p := range cat.Plugins {
 		e := entry{Name: p.Manifest.Name, Version: p.Manifest.Version, SHA256: p.Digest, Builtin: p.Builtin,
 			Source: p.Source, Tools: []string{}, Families: []string{}, Instances: p.IdleInstances(plugin.DefaultOwner),
-			LoadError: cat.LoadError(p.Manifest.Name), Generation: cat.Generation}
+			Dormant: p.Dormant(), LoadError: cat.LoadError(p.Manifest.Name), Generation: cat.Generation}
 		for _, t := range p.Manifest.Tools {
 			e.Tools = append(e.Tools, t.Name)
 		}

@@ -1034,7 +1034,7 @@ func (p *Plugin) prewarm(ctx context.Context, prev *Plugin) int {
 	work := make(chan job)
 	var wg sync.WaitGroup
 	var failed atomic.Bool
-	for range min(len(jobs), goruntime.GOMAXPROCS(0)) {
+	for range min(len(jobs), loaders()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
