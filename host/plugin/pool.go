@@ -25,7 +25,23 @@ type pool struct {
 	// get that still found it takes a new pool (errRetired).
 	retired bool
 	peak    int // the most instances in calls at once (prewarm sizes a new version's pool by it)
+	inUse   int // instances in calls (or being made for one) now
+	// avail is signalled (without blocking) when an instance goes idle,
+	// for a get waiting on growWait; waiting counts those gets.
+	avail   chan struct{}
+	waiting int
 }
+
+// growWait is how long a get that finds no idle instance, while others
+// are in calls, waits for one of them to come back before instantiating
+// another. A standard-Go guest takes ~10 ms of CPU to instantiate (its
+// runtime's initialisation), and a short call gives its instance back in
+// tens of microseconds: under a burst of short calls, waiting serves them
+// with the instances there are instead of making one per concurrent call
+// (which, after a swap, made the new version's empty pool instantiate a
+// dozen at once). A call that finds every instance in a long call pays
+// growWait before its instantiation, a tenth of it.
+const growWait = time.Millisecond
 
 // errRetired is get's answer from a retired pool: take the owner's pool
 // again (Plugin.get).
@@ -43,7 +59,7 @@ func newPool(max int, newInst func(ctx context.Context) (runtime.Instance, error
 	if max < 1 {
 		max = 1
 	}
-	return &pool{newInst: newInst, sem: make(chan struct{}, max)}
+	return &pool{newInst: newInst, sem: make(chan struct{}, max), avail: make(chan struct{}, 1)}
 }
 
 // get returns an instance, creating one if none is idle.
@@ -63,26 +79,90 @@ func (p *pool) get(ctx context.Context) (runtime.Instance, error) {
 		<-p.sem
 		return nil, errRetired
 	}
-	p.peak = max(p.peak, len(p.sem))
-	if n := len(p.idle); n > 0 {
-		inst := p.idle[n-1].inst
-		p.idle[n-1] = idleInst{}
-		p.idle = p.idle[:n-1]
+	inst := p.takeIdle()
+	if inst == nil && p.inUse > 0 { // others are in calls: wait a moment for one
+		p.waiting++
 		p.mu.Unlock()
+		inst = p.awaitIdle(ctx)
+		p.mu.Lock()
+		p.waiting--
+		if inst == nil {
+			inst = p.takeIdle()
+		}
+		if inst == nil && ctx.Err() != nil {
+			p.mu.Unlock()
+			<-p.sem
+			return nil, ctx.Err()
+		}
+	}
+	p.inUse++ // counted from here, also while instantiating
+	p.peak = max(p.peak, p.inUse)
+	p.mu.Unlock()
+	if inst != nil {
 		return inst, nil
 	}
-	p.mu.Unlock()
 	inst, err := p.newInst(ctx)
 	if err != nil {
-		<-p.sem
+		p.release()
 		return nil, err
 	}
 	return inst, nil
 }
 
+// release ends a get's hold on its slot without an instance to keep.
+func (p *pool) release() {
+	p.mu.Lock()
+	p.inUse--
+	p.mu.Unlock()
+	<-p.sem
+}
+
+// takeIdle pops the warmest idle instance, or nil. p.mu is held.
+func (p *pool) takeIdle() runtime.Instance {
+	n := len(p.idle)
+	if n == 0 {
+		return nil
+	}
+	inst := p.idle[n-1].inst
+	p.idle[n-1] = idleInst{}
+	p.idle = p.idle[:n-1]
+	return inst
+}
+
+// awaitIdle waits up to growWait for an instance to go idle and takes it;
+// nil when none did (or ctx ended).
+func (p *pool) awaitIdle(ctx context.Context) runtime.Instance {
+	t := time.NewTimer(growWait)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.avail:
+			p.mu.Lock()
+			inst := p.takeIdle()
+			p.mu.Unlock()
+			if inst != nil {
+				return inst
+			}
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// signal tells one waiting get that an instance went idle.
+func (p *pool) signal() {
+	select {
+	case p.avail <- struct{}{}:
+	default:
+	}
+}
+
 // put returns a healthy instance to the pool.
 func (p *pool) put(inst runtime.Instance) {
 	p.mu.Lock()
+	p.inUse--
 	if p.closed {
 		p.mu.Unlock()
 		inst.Close(context.Background())
@@ -90,8 +170,12 @@ func (p *pool) put(inst runtime.Instance) {
 		return
 	}
 	p.idle = append(p.idle, idleInst{inst: inst, at: time.Now()})
+	wake := p.waiting > 0
 	p.mu.Unlock()
 	<-p.sem
+	if wake {
+		p.signal()
+	}
 	if p.onIdle != nil {
 		p.onIdle()
 	}
@@ -106,7 +190,11 @@ func (p *pool) add(inst runtime.Instance) {
 		return
 	}
 	p.idle = append(p.idle, idleInst{inst: inst, at: time.Now()})
+	wake := p.waiting > 0
 	p.mu.Unlock()
+	if wake {
+		p.signal()
+	}
 	if p.onIdle != nil {
 		p.onIdle()
 	}
@@ -131,7 +219,7 @@ func (p *pool) done(ctx context.Context, inst runtime.Instance) {
 
 func (p *pool) discard(inst runtime.Instance) {
 	inst.Close(context.Background())
-	<-p.sem
+	p.release()
 }
 
 // evict closes instances idle since before cutoff, keeping keep of them.
