@@ -1,4 +1,4 @@
-__aiod_run() { builtin unset -v __aiod_p; builtin read -r __aiod_hp __aiod_x </proc/self/stat; IFS= builtin read -r -N 56 __aiod_h || { builtin printf x >|"$__aiod_d/eof"; builtin exit 0; }; { builtin printf '\0%s:S:%s:%s\0' "${__aiod_h:0:32}" "${__aiod_h:33:20}" "${__aiod_hp:-$BASHPID}"; builtin set --; if [[ ${__aiod_h:54:1} == c ]]; then IFS= builtin read -r -d '' __aiod_cwd <"$__aiod_d/cwd"; if builtin cd -- "$__aiod_cwd" 2>/dev/null; then builtin printf '%s\n%s' "$__aiod_k" "$__aiod_cwd" >|"$__aiod_d/pcwd"; else builtin printf 'bash: cd: %s: cannot change directory\n' "$__aiod_cwd" >&2; builtin exit 1; fi; fi; builtin trap "{ __aiod_save ${__aiod_h:0:32} ${__aiod_h:33:20}; } 2>/dev/null" EXIT; builtin unset -v __aiod_h __aiod_hp __aiod_x __aiod_cwd; IFS= builtin read -r -d '' __aiod_c <"$__aiod_d/cmd"; builtin shopt -s expand_aliases; builtin eval "{ $__aiod_o builtin set +m; builtin shopt -s expand_aliases; __aiod_ob=\$SHELLOPTS:\$BASHOPTS; } 2>/dev/null; $__aiod_c"; } </dev/null; }
+__aiod_run() { builtin unset -v __aiod_p; IFS= builtin read -r -N 56 __aiod_h || { builtin printf x >|"$__aiod_d/eof"; builtin exit 0; }; { builtin printf '\0%s:S:%s:%s\0' "${__aiod_h:0:32}" "${__aiod_h:33:20}" "$BASHPID"; builtin set --; if [[ ${__aiod_h:54:1} == c ]]; then IFS= builtin read -r -d '' __aiod_cwd <"$__aiod_d/cwd"; if builtin cd -- "$__aiod_cwd" 2>/dev/null; then builtin printf '%s\n%s' "$__aiod_k" "$__aiod_cwd" >|"$__aiod_d/pcwd"; else builtin printf 'bash: cd: %s: cannot change directory\n' "$__aiod_cwd" >&2; builtin exit 1; fi; fi; builtin trap "{ __aiod_save ${__aiod_h:0:32} ${__aiod_h:33:20}; } 2>/dev/null" EXIT; builtin unset -v __aiod_h __aiod_cwd; IFS= builtin read -r -d '' __aiod_c <"$__aiod_d/cmd"; builtin shopt -s expand_aliases; if [[ -n $__aiod_o ]]; then builtin eval "{ $__aiod_o builtin set +m; builtin shopt -s expand_aliases; __aiod_ob=\$SHELLOPTS:\$BASHOPTS; } 2>/dev/null; $__aiod_c"; else builtin set +m; __aiod_ob=$SHELLOPTS:$BASHOPTS; builtin eval "$__aiod_c"; fi; } </dev/null; }
 # aiod shell session prelude, sourced once by the long-lived session shell.
 #
 # The session shell (the "parent") only keeps state; every command runs in a
@@ -23,8 +23,9 @@ __aiod_run() { builtin unset -v __aiod_p; builtin read -r __aiod_hp __aiod_x </p
 # N: ..." with N counted from the command's first line (this file is sourced
 # as "bash"), is the job: read the header, print the start marker, move to
 # the given cwd, set the EXIT trap, then run "$__aiod_d/cmd" under eval; the
-# options that differ from a job's defaults (__aiod_o) are restored on the
-# command's own first line, so even `set -x` shows only the command.
+# options that differ from a job's defaults (__aiod_o, usually none) are
+# restored on the command's own first line, so even `set -x` shows only the
+# command.
 #
 # Wire protocol (see shell.go). The host writes the command to
 # "$__aiod_d/cmd" (and a cwd to "$__aiod_d/cwd"), then a header of 56 bytes
@@ -33,7 +34,9 @@ __aiod_run() { builtin unset -v __aiod_p; builtin read -r __aiod_hp __aiod_x </p
 #   tok(32 hex) " " seq(20 digits) " " flag ("c": a cwd was given, else "-") "\n"
 # Output of the job and the markers go to the parent's stdout/stderr, one
 # pipe:
-#   NUL tok ":S:" seq ":" host-pid NUL          first thing the job prints
+#   NUL tok ":S:" seq ":" pid NUL               first thing the job prints
+#                                                (its $BASHPID: the host maps
+#                                                a PID namespace's pids)
 #   NUL tok ":E:" seq ":" exit-code ":" cwd NUL  the job's EXIT trap, before
 #                                                it saves the state
 #   NUL ptok ":X:" exit-code ":" cwd NUL        the parent, after a job that

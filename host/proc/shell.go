@@ -394,8 +394,8 @@ func (m *Manager) execLocked(ctx context.Context, s *session, command, cwd strin
 		// reports. If it does not, or the job never started, the shell
 		// goes too.
 		pid := col.jobPid()
-		if pid > 0 && m.cfg.Sandbox != nil {
-			pid = hostPID(sh.u, pid) // the job printed its pid in the sandbox's namespace
+		if pid > 0 && (m.cfg.Sandbox != nil || sh.u.ns != "") {
+			pid = hostPID(sh.u, pid) // the job printed its pid in the unit's namespace
 		}
 		if pid > 0 {
 			killGroup(pid)
