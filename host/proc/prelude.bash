@@ -1,4 +1,4 @@
-__aiod_run() { builtin unset -v __aiod_p; IFS= builtin read -r -N 56 __aiod_h || { builtin printf x >|"$__aiod_d/eof"; builtin exit 0; }; { builtin printf '\0%s:S:%s:%s\0' "${__aiod_h:0:32}" "${__aiod_h:33:20}" "$BASHPID"; builtin set --; if [[ ${__aiod_h:54:1} == c ]]; then IFS= builtin read -r -d '' __aiod_cwd <"$__aiod_d/cwd"; if builtin cd -- "$__aiod_cwd" 2>/dev/null; then builtin printf '%s\n%s' "$__aiod_k" "$__aiod_cwd" >|"$__aiod_d/pcwd"; else builtin printf 'bash: cd: %s: cannot change directory\n' "$__aiod_cwd" >&2; builtin exit 1; fi; fi; builtin trap "{ __aiod_save ${__aiod_h:0:32} ${__aiod_h:33:20}; } 2>/dev/null" EXIT; builtin unset -v __aiod_h __aiod_cwd; IFS= builtin read -r -d '' __aiod_c <"$__aiod_d/cmd"; builtin shopt -s expand_aliases; if [[ -n $__aiod_o ]]; then builtin eval "{ $__aiod_o builtin set +m; builtin shopt -s expand_aliases; __aiod_ob=\$SHELLOPTS:\$BASHOPTS; } 2>/dev/null; $__aiod_c"; else builtin set +m; __aiod_ob=$SHELLOPTS:$BASHOPTS; builtin eval "$__aiod_c"; fi; } </dev/null; }
+__aiod_run() { __aiod_k=$1; builtin unset -v __aiod_p; IFS= builtin read -r -N 1 -u "${__aiod_g[__aiod_k % 2]}" __aiod_h || builtin exit 0; IFS= builtin read -r -N 56 __aiod_h || { builtin printf x >|"$__aiod_d/eof"; builtin exit 0; }; { builtin printf '\0%s:S:%s:%s\0' "${__aiod_h:0:32}" "${__aiod_h:33:20}" "$BASHPID"; builtin set --; if [[ ${__aiod_h:54:1} == c ]]; then IFS= builtin read -r -d '' __aiod_cwd <"$__aiod_d/cwd"; if builtin cd -- "$__aiod_cwd" 2>/dev/null; then builtin printf '%s\n%s' "$__aiod_k" "$__aiod_cwd" >|"$__aiod_d/pcwd"; else builtin printf 'bash: cd: %s: cannot change directory\n' "$__aiod_cwd" >&2; builtin exit 1; fi; fi; builtin trap "{ __aiod_save ${__aiod_h:0:32} ${__aiod_h:33:20}; } 2>/dev/null" EXIT; builtin unset -v __aiod_h __aiod_cwd; IFS= builtin read -r -d '' __aiod_c <"$__aiod_d/cmd"; builtin shopt -s expand_aliases; if [[ -n $__aiod_o ]]; then builtin eval "{ $__aiod_o builtin set +m; builtin shopt -s expand_aliases; __aiod_ob=\$SHELLOPTS:\$BASHOPTS; } 2>/dev/null; $__aiod_c"; else builtin set +m; __aiod_ob=$SHELLOPTS:$BASHOPTS; builtin eval "$__aiod_c"; fi; } </dev/null {__aiod_g0}>&- {__aiod_g1}>&-; }
 # aiod shell session prelude, sourced once by the long-lived session shell.
 #
 # The session shell (the "parent") only keeps state; every command runs in a
@@ -139,10 +139,18 @@ __aiod_save() {
 		fi
 	} >|"$__aiod_st"
 	IFS= builtin read -r -d '' __aiod_new <"$__aiod_st"
-	if [[ $__aiod_new == "$__aiod_cur" ]]; then
-		builtin printf '%s s%s\n' "$__aiod_k" "$__aiod_f" >|"$__aiod_d/ok"
+	__aiod_ok=$__aiod_d/ok.$((__aiod_k % 2))
+	if [[ $__aiod_new != "$__aiod_cur" ]]; then
+		builtin printf '%s n%s\n' "$__aiod_k" "$__aiod_f" >|"$__aiod_ok"
+	elif [[ -n $__aiod_f || " ${FUNCNAME[*]} " == *" __aiod_run "* ]]; then
+		builtin printf '%s s%s\n' "$__aiod_k" "$__aiod_f" >|"$__aiod_ok"
 	else
-		builtin printf '%s n%s\n' "$__aiod_k" "$__aiod_f" >|"$__aiod_d/ok"
+		# Nothing changed and the job ended normally (not by an exit
+		# within its command, where the gates are closed): the next job,
+		# forked from the parent as it is, may take the next command at
+		# once.
+		builtin printf '%s sg\n' "$__aiod_k" >|"$__aiod_ok"
+		builtin printf g >&"${__aiod_g[(__aiod_k + 1) % 2]}"
 	fi
 }
 
@@ -161,6 +169,7 @@ __aiod_x() {
 	} <"$__aiod_d/pcwd"
 	if [[ $__aiod_a == "$__aiod_k" ]]; then
 		builtin cd -- "$__aiod_b"
+		__aiod_re=1
 	fi
 	if [[ -v OLDPWD ]]; then
 		__aiod_op=$OLDPWD
@@ -180,7 +189,7 @@ __aiod_x() {
 # state's declarations local): after a job that saved its state, take its options if they changed and load its
 # state if it differs from the one held (__aiod_clear, then source), noting
 # its slot as good (a restarted shell loads it); else __aiod_x.
-__aiod_L='__aiod_a=; { IFS= builtin read -r __aiod_a <"$__aiod_d/ok"; } 2>/dev/null; if [[ ${__aiod_a%% *} == "$__aiod_k" ]]; then if [[ $__aiod_a == *o ]]; then IFS= builtin read -r -d "" __aiod_o <"$__aiod_d/opts"; fi 2>/dev/null; if [[ $__aiod_a == *" n"* ]]; then __aiod_gs=$((1 - __aiod_gs)); __aiod_clear; builtin source "$__aiod_d/st.$__aiod_gs"; IFS= builtin read -r -d "" __aiod_cur <"$__aiod_d/st.$__aiod_gs"; builtin printf "%s\n" "$__aiod_gs" >|"$__aiod_d/good"; fi >/dev/null 2>&1; else __aiod_x; fi'
+__aiod_L='__aiod_a= __aiod_re= __aiod_go=1; { IFS= builtin read -r __aiod_a <"$__aiod_d/ok.$((__aiod_k % 2))"; } 2>/dev/null; if [[ ${__aiod_a%% *} == "$__aiod_k" ]]; then __aiod_a=${__aiod_a#* }; if [[ $__aiod_a == *g ]]; then __aiod_go=; fi; if [[ $__aiod_a == *o* ]]; then IFS= builtin read -r -d "" __aiod_o <"$__aiod_d/opts"; __aiod_re=1; fi 2>/dev/null; if [[ $__aiod_a == n* ]]; then __aiod_gs=$((1 - __aiod_gs)); __aiod_clear; builtin source "$__aiod_d/st.$__aiod_gs"; IFS= builtin read -r -d "" __aiod_cur <"$__aiod_d/st.$__aiod_gs"; builtin printf "%s\n" "$__aiod_gs" >|"$__aiod_d/good"; __aiod_re=1; fi >/dev/null 2>&1; else __aiod_x; fi'
 
 # The options of a job that changed none (this shell's, without monitor,
 # with expand_aliases): __aiod_o restores the difference from them. Then
@@ -194,15 +203,17 @@ __aiod_L='__aiod_a=; { IFS= builtin read -r __aiod_a <"$__aiod_d/ok"; } 2>/dev/n
 	IFS= builtin read -r __aiod_so0
 	IFS= builtin read -r __aiod_bo0
 } <"$__aiod_d/opts0"
-__aiod_k=0 __aiod_gs=0 __aiod_o= __aiod_cur=
-builtin printf '' >|"$__aiod_d/ok"
+__aiod_k=1 __aiod_gs=0 __aiod_o= __aiod_cur=
+builtin exec {__aiod_g0}<>"$__aiod_d/gate.0" {__aiod_g1}<>"$__aiod_d/gate.1"
+__aiod_g=("$__aiod_g0" "$__aiod_g1")
+builtin printf '' >|"$__aiod_d/ok.0"
+builtin printf '' >|"$__aiod_d/ok.1"
 builtin printf '' >|"$__aiod_d/pcwd"
 builtin printf '' >|"$__aiod_d/eof"
 if [[ -e $__aiod_d/opts ]]; then
 	IFS= builtin read -r -d '' __aiod_o <"$__aiod_d/opts"
 fi 2>/dev/null
-if IFS= builtin read -r __aiod_g <"$__aiod_d/good"; then
-	__aiod_gs=$__aiod_g
+if IFS= builtin read -r __aiod_gs <"$__aiod_d/good"; then
 	__aiod_clear
 	builtin source "$__aiod_d/st.$__aiod_gs"
 	IFS= builtin read -r -d '' __aiod_cur <"$__aiod_d/st.$__aiod_gs"

@@ -473,6 +473,17 @@ func (m *Manager) startShell(s *session, cwd, startDir string) (*shell, error) {
 			break
 		}
 	}
+	// The gates (prelude.bash) are made anew for every shell: a command
+	// may have replaced them.
+	for _, g := range []string{"gate.0", "gate.1"} {
+		gate := filepath.Join(s.dir, g)
+		if err := os.RemoveAll(gate); err != nil {
+			return nil, fmt.Errorf("session gate: %w", err)
+		}
+		if err := mkfifo(gate); err != nil {
+			return nil, fmt.Errorf("session gate: %w", err)
+		}
+	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -514,7 +525,11 @@ func (m *Manager) startShell(s *session, cwd, startDir string) (*shell, error) {
 	}()
 	// Source the prelude as "bash" (see its first line), then loop: each
 	// round forks the job that waits for the next command.
-	boot := "__aiod_d=" + shQuote(sdir) + "; __aiod_p=" + ptok + "; __aiod_start=$PWD; builtin shopt -u sourcepath; builtin cd -- \"$__aiod_d\" && builtin source bash; [[ -n $__aiod_L ]] || builtin exit 1; while :; do ((++__aiod_k)); __aiod_run 2>&1 & builtin wait \"$!\" 2>/dev/null; __aiod_rc=$?; builtin eval \"$__aiod_L\"; done\n"
+	boot := "__aiod_d=" + shQuote(sdir) + "; __aiod_p=" + ptok + "; __aiod_start=$PWD; builtin shopt -u sourcepath; builtin cd -- \"$__aiod_d\" && builtin source bash; [[ -n $__aiod_L ]] || builtin exit 1; " +
+		"__aiod_run 1 2>&1 & __aiod_j=$!; builtin printf g >&\"${__aiod_g[1]}\"; " +
+		"while :; do __aiod_run \"$((__aiod_k + 1))\" 2>&1 & __aiod_sj=$!; builtin wait \"$__aiod_j\" 2>/dev/null; __aiod_rc=$?; builtin eval \"$__aiod_L\"; " +
+		"if [[ -n $__aiod_re ]]; then builtin kill -KILL \"$__aiod_sj\" 2>/dev/null; builtin wait \"$__aiod_sj\" 2>/dev/null; __aiod_run \"$((__aiod_k + 1))\" 2>&1 & __aiod_sj=$!; fi; " +
+		"[[ -z $__aiod_go ]] || builtin printf g >&\"${__aiod_g[(__aiod_k + 1) % 2]}\"; __aiod_j=$__aiod_sj; ((++__aiod_k)); done\n"
 	if _, err := inW.Write([]byte(boot)); err != nil {
 		sh.stop(m)
 		return nil, fmt.Errorf("start shell: %w", err)
