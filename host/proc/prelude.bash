@@ -1,4 +1,4 @@
-__aiod_run() { __aiod_k=$1; builtin unset -v __aiod_p; IFS= builtin read -r -N 1 -u "${__aiod_g[__aiod_k % 2]}" __aiod_h || builtin exit 0; IFS= builtin read -r -N 56 __aiod_h || { builtin printf x >|"$__aiod_d/eof"; builtin exit 0; }; { builtin printf '\0%s:S:%s:%s\0' "${__aiod_h:0:32}" "${__aiod_h:33:20}" "$BASHPID"; builtin set --; if [[ ${__aiod_h:54:1} == c ]]; then IFS= builtin read -r -d '' __aiod_cwd <"$__aiod_d/cwd"; if builtin cd -- "$__aiod_cwd" 2>/dev/null; then builtin printf '%s\n%s' "$__aiod_k" "$__aiod_cwd" >|"$__aiod_d/pcwd"; else builtin printf 'bash: cd: %s: cannot change directory\n' "$__aiod_cwd" >&2; builtin exit 1; fi; fi; builtin trap "{ __aiod_save ${__aiod_h:0:32} ${__aiod_h:33:20}; } 2>/dev/null" EXIT; builtin unset -v __aiod_h __aiod_cwd; IFS= builtin read -r -d '' __aiod_c <"$__aiod_d/cmd"; builtin shopt -s expand_aliases; if [[ -n $__aiod_o ]]; then builtin eval "{ $__aiod_o builtin set +m; builtin shopt -s expand_aliases; __aiod_ob=\$SHELLOPTS:\$BASHOPTS; } 2>/dev/null; $__aiod_c"; else builtin set +m; __aiod_ob=$SHELLOPTS:$BASHOPTS; builtin eval "$__aiod_c"; fi; } </dev/null {__aiod_g0}>&- {__aiod_g1}>&-; }
+__aiod_run() { __aiod_k=$1; builtin unset -v __aiod_p; IFS= builtin read -r -N 1 -u "${__aiod_g[__aiod_k % 2]}" __aiod_h && IFS= builtin read -r -N 56 __aiod_h || { builtin printf x >|"$__aiod_d/eof"; builtin exit 0; }; { builtin printf '\0%s:S:%s:%s\0' "${__aiod_h:0:32}" "${__aiod_h:33:20}" "$BASHPID"; builtin set --; if [[ ${__aiod_h:54:1} == c ]]; then IFS= builtin read -r -d '' __aiod_cwd <"$__aiod_d/cwd"; if builtin cd -- "$__aiod_cwd" 2>/dev/null; then builtin printf '%s\n%s' "$__aiod_k" "$__aiod_cwd" >|"$__aiod_d/pcwd"; else builtin printf 'bash: cd: %s: cannot change directory\n' "$__aiod_cwd" >&2; builtin exit 1; fi; fi; builtin trap "{ __aiod_save ${__aiod_h:0:32} ${__aiod_h:33:20}; } 2>/dev/null" EXIT; builtin unset -v __aiod_h __aiod_cwd; IFS= builtin read -r -d '' __aiod_c <"$__aiod_d/cmd"; builtin shopt -s expand_aliases; if [[ -n $__aiod_o ]]; then builtin eval "{ $__aiod_o builtin set +m; builtin shopt -s expand_aliases; __aiod_ob=\$SHELLOPTS:\$BASHOPTS; } 2>/dev/null; $__aiod_c"; else builtin set +m; __aiod_ob=$SHELLOPTS:$BASHOPTS; builtin eval "$__aiod_c"; fi; } </dev/null {__aiod_g0}>&- {__aiod_g1}>&-; }
 # aiod shell session prelude, sourced once by the long-lived session shell.
 #
 # The session shell (the "parent") only keeps state; every command runs in a
@@ -160,6 +160,7 @@ __aiod_save() {
 # parent's end marker.
 __aiod_x() {
 	if [[ -s $__aiod_d/eof ]]; then
+		builtin kill -KILL "$__aiod_sj"
 		builtin exit 0
 	fi
 	__aiod_a= __aiod_b=
