@@ -111,7 +111,9 @@ __aiod_save() {
 		builtin cd -P . 2>/dev/null
 		builtin unset -v OLDPWD
 	fi
-	builtin printf '\0%s:E:%s:%s:%s\0' "$1" "$2" "$__aiod_rc" "$PWD"
+	# To the shell's stdout as it was (the command may have closed or
+	# moved its own); if even that fails, the parent reports the end.
+	builtin printf '\0%s:E:%s:%s:%s\0' "$1" "$2" "$__aiod_rc" "$PWD" >&"$__aiod_eo" || builtin return
 	__aiod_f=
 	if [[ $__aiod_so:$__aiod_bo != "${__aiod_ob-}" ]]; then
 		__aiod_o=
@@ -205,7 +207,12 @@ __aiod_L='__aiod_a= __aiod_re= __aiod_go=1; { IFS= builtin read -r __aiod_a <"$_
 	IFS= builtin read -r __aiod_bo0
 } <"$__aiod_d/opts0"
 __aiod_k=1 __aiod_gs=0 __aiod_o= __aiod_cur=
-builtin exec {__aiod_g0}<>"$__aiod_d/gate.0" {__aiod_g1}<>"$__aiod_d/gate.1"
+exec {__aiod_g0}<>"$__aiod_d/gate.0" {__aiod_g1}<>"$__aiod_d/gate.1"
+# The jobs' end markers go to a copy of stdout at a descriptor a script is
+# unlikely to use. (`exec`, not `builtin exec`: redirections on `builtin
+# exec` last only for that command; no function can be named exec yet.)
+__aiod_eo=253
+exec 253>&1 || exec {__aiod_eo}>&1
 __aiod_g=("$__aiod_g0" "$__aiod_g1")
 builtin printf '' >|"$__aiod_d/ok.0"
 builtin printf '' >|"$__aiod_d/ok.1"
