@@ -158,8 +158,8 @@ __aiod_save() {
 
 # __aiod_x runs in the parent after a job that saved nothing: it moves to
 # the cwd that job was given (the host asked for it, whatever the command
-# did), ends the shell if the host closed its stdin, and prints the
-# parent's end marker.
+# did), ends the shell if the host closed its stdin, empties the job's
+# gate, and prints the parent's end marker.
 __aiod_x() {
 	if [[ -s $__aiod_d/eof ]]; then
 		builtin kill -KILL "$__aiod_sj"
@@ -173,6 +173,11 @@ __aiod_x() {
 	if [[ $__aiod_a == "$__aiod_k" ]]; then
 		builtin cd -- "$__aiod_b"
 		__aiod_re=1
+	fi
+	# A job killed while it waited (by a command) left its release in its
+	# gate: take it out, or it would release the job after next too early.
+	if IFS= builtin read -r -t 0 -u "${__aiod_g[__aiod_k % 2]}"; then
+		IFS= builtin read -r -N 1 -u "${__aiod_g[__aiod_k % 2]}" __aiod_a
 	fi
 	if [[ -v OLDPWD ]]; then
 		__aiod_op=$OLDPWD
@@ -213,6 +218,10 @@ exec {__aiod_g0}<>"$__aiod_d/gate.0" {__aiod_g1}<>"$__aiod_d/gate.1"
 # exec` last only for that command; no function can be named exec yet.)
 __aiod_eo=253
 exec 253>&1 || exec {__aiod_eo}>&1
+# The shell's own messages (such as a waiting job a command killed being
+# reported "Killed") would land in the current command's output; jobs get
+# stdout as their stderr (2>&1 in the loop).
+exec 2>/dev/null
 __aiod_g=("$__aiod_g0" "$__aiod_g1")
 builtin printf '' >|"$__aiod_d/ok.0"
 builtin printf '' >|"$__aiod_d/ok.1"

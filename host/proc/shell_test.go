@@ -463,3 +463,28 @@ func TestShellNextJob(t *testing.T) {
 		}
 	})
 }
+
+// TestShellNextJobKilled: a command that kills the job waiting for the next
+// command does not break the session: the next command runs in a fresh
+// job, and the one after it sees the state of the one before.
+func TestShellNextJobKilled(t *testing.T) {
+	m := newManager(t, Config{Isolation: IsolationNone})
+	key := Key{Session: "killnext"}
+	exec1(t, m, key, `true`, "", 5*time.Second)
+	// The waiting jobs are the shell's children other than this one.
+	// In a subshell (whose parent is the command's job, spared), so that
+	// the command changes nothing and its job releases the dead next one.
+	kill := `(read -r _ _ _ job _ </proc/self/stat; for p in $(ps -o pid= --ppid $$); do [ "$p" = "$job" ] || kill -9 "$p"; done 2>/dev/null)`
+	type step struct{ cmd, want string }
+	var steps []step
+	for i := range 5 {
+		v := fmt.Sprint(i)
+		steps = append(steps, step{kill, ""}, step{`V=` + v, ""}, step{`echo "v=$V"`, "v=" + v + "\n"}, step{`echo "v=$V"`, "v=" + v + "\n"})
+	}
+	for i, st := range steps {
+		res := exec1(t, m, key, st.cmd, "", 5*time.Second)
+		if res.Status != StatusCompleted || string(res.Output) != st.want {
+			t.Fatalf("step %d %q: %+v output %q, want %q", i, st.cmd, res, res.Output, st.want)
+		}
+	}
+}
