@@ -14,10 +14,15 @@ __aiod_run() { __aiod_k=$1; builtin unset -v __aiod_p; IFS= builtin read -r -N 1
 # function of the same name cannot shadow them) and names starting with
 # __aiod_, which are never saved or restored.
 #
-# The parent loops (the boot line in shell.go): fork the next job, wait for
-# it, load what it saved (__aiod_L). The job is
-# forked before its command arrives, so the fork is not part of a command's
-# time: it waits for its header on stdin, the pipe from the host.
+# The parent loops (the boot line in shell.go): fork the job after the one
+# it waits for, wait, handle what the job saved (__aiod_L). So a job is
+# forked before its command arrives and the fork is not part of a command's
+# time. A job waits on its gate (the FIFO gate.0 or gate.1 by the parity of
+# its number __aiod_k, made by the host), then for its header on stdin, the
+# pipe from the host. Job k+1 is released by job k itself when k saved a
+# state equal to the parent's (the common case), else by the parent after
+# it loaded the state and forked a fresh job k+1 in place of the waiting
+# one.
 #
 # __aiod_run, on line 1 so that messages about the command read "bash: line
 # N: ..." with N counted from the command's first line (this file is sourced
@@ -32,8 +37,9 @@ __aiod_run() { __aiod_k=$1; builtin unset -v __aiod_p; IFS= builtin read -r -N 1
 # on stdin, read in one read(2) with read -N (bash reads a line from a pipe
 # one byte at a time):
 #   tok(32 hex) " " seq(20 digits) " " flag ("c": a cwd was given, else "-") "\n"
-# Output of the job and the markers go to the parent's stdout/stderr, one
-# pipe:
+# Output of the job (stdout and stderr) and the markers go to the parent's
+# stdout, one pipe; the job's end marker to fd 253, a copy of it the command
+# is unlikely to close or move:
 #   NUL tok ":S:" seq ":" pid NUL               first thing the job prints
 #                                                (its $BASHPID: the host maps
 #                                                a PID namespace's pids)
