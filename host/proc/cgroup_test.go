@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,8 +125,24 @@ func TestCgroupUnit(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(u.cg.pids, "pids.max")); err != nil || strings.TrimSpace(string(b)) != "37" {
 			t.Errorf("pids.max %q %v", b, err)
 		}
-		if ps := unitProcs(u); len(ps) != 1 || ps[0] != u.pid {
-			t.Errorf("unit processes %v, want the shell %d", ps, u.pid)
+		// Between commands the unit is the shell and the jobs it forked
+		// for the next command and the one after it (prelude.bash), once
+		// the last one has exited.
+		var ps []int
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if ps = unitProcs(u); len(ps) <= 3 || time.Now().After(deadline) {
+				break
+			}
+		}
+		if len(ps) < 2 || len(ps) > 3 || !slices.Contains(ps, u.pid) {
+			t.Errorf("unit processes %v, want the shell %d and its next jobs", ps, u.pid)
+		}
+		for _, p := range ps {
+			st, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
+			_, after, _ := bytes.Cut(st, []byte(") "))
+			if f := strings.Fields(string(after)); p != u.pid && (len(f) < 2 || f[1] != strconv.Itoa(u.pid)) {
+				t.Errorf("unit process %d is not a child of the shell %d: %s", p, u.pid, st)
+			}
 		}
 		if _, err := m.CloseSession(ctxT(t), key); err != nil {
 			t.Fatal(err)

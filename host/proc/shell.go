@@ -81,6 +81,10 @@ const MaxCommandBytes = 1 << 20
 // maxMarkerBody bounds a marker after its token (the cwd is in it).
 const maxMarkerBody = 64 << 10
 
+// headerBytes is the size of a command's header on the shell's stdin, as
+// prelude.bash reads it (read -N 56).
+const headerBytes = 56
+
 type session struct {
 	key    Key
 	sem    chan struct{} // held by the Exec running on the session
@@ -346,13 +350,24 @@ func (m *Manager) execLocked(ctx context.Context, s *session, command, cwd strin
 	if err := writePrivate(filepath.Join(s.dir, "cmd"), []byte(command)); err != nil {
 		return nil, fmt.Errorf("write command: %w", err)
 	}
-	col := &collector{mark: []byte("\x00" + tok + ":"), seq: strconv.FormatUint(seq, 10), max: maxOut, done: make(chan struct{}), onOutput: onOutput}
+	flag := "-"
+	if cwd != "" {
+		if err := writePrivate(filepath.Join(s.dir, "cwd"), []byte(cwd)); err != nil {
+			return nil, fmt.Errorf("write cwd: %w", err)
+		}
+		flag = "c"
+	}
+	seqs := fmt.Sprintf("%020d", seq)
+	col := &collector{mark: []byte("\x00" + tok + ":"), pmark: sh.pmark, seq: seqs, max: maxOut, done: make(chan struct{}), onOutput: onOutput}
 	sh.setCollector(col)
 	defer sh.setCollector(nil)
-	// The line is short: bash reads a pipe one byte at a time, so the
-	// rest is the prelude's __aiod_L, evaluated at the top level (where
-	// the state's declarations stay global).
-	line := "__aiod_run " + strconv.FormatUint(seq, 10) + " " + tok + " " + shQuote(cwd) + "; builtin eval \"$__aiod_L\"\n"
+	// The job waiting in the shell reads this fixed-size header in one
+	// read(2) (prelude.bash: bash reads a line from a pipe a byte at a
+	// time).
+	line := tok + " " + seqs + " " + flag + "\n"
+	if len(line) != headerBytes {
+		return nil, fmt.Errorf("shell header is %d bytes, want %d", len(line), headerBytes)
+	}
 
 	start := time.Now()
 	res := &ExecResult{Restarted: restarted}
@@ -379,8 +394,8 @@ func (m *Manager) execLocked(ctx context.Context, s *session, command, cwd strin
 		// reports. If it does not, or the job never started, the shell
 		// goes too.
 		pid := col.jobPid()
-		if pid > 0 && m.cfg.Sandbox != nil {
-			pid = hostPID(sh.u, pid) // the job printed its pid in the sandbox's namespace
+		if pid > 0 && (m.cfg.Sandbox != nil || sh.u.ns != "") {
+			pid = hostPID(sh.u, pid) // the job printed its pid in the unit's namespace
 		}
 		if pid > 0 {
 			killGroup(pid)
@@ -458,6 +473,17 @@ func (m *Manager) startShell(s *session, cwd, startDir string) (*shell, error) {
 			break
 		}
 	}
+	// The gates (prelude.bash) are made anew for every shell: a command
+	// may have replaced them.
+	for _, g := range []string{"gate.0", "gate.1"} {
+		gate := filepath.Join(s.dir, g)
+		if err := os.RemoveAll(gate); err != nil {
+			return nil, fmt.Errorf("session gate: %w", err)
+		}
+		if err := mkfifo(gate); err != nil {
+			return nil, fmt.Errorf("session gate: %w", err)
+		}
+	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -489,15 +515,21 @@ func (m *Manager) startShell(s *session, cwd, startDir string) (*shell, error) {
 		outR.Close()
 		return nil, startError(bash, err)
 	}
-	sh := &shell{cmd: cmd, u: u, stdin: inW, out: outR, dead: make(chan struct{}), readDone: make(chan struct{})}
+	ptok := randomToken()
+	sh := &shell{cmd: cmd, u: u, stdin: inW, out: outR, pmark: []byte("\x00" + ptok + ":"), dead: make(chan struct{}), readDone: make(chan struct{})}
 	go sh.readLoop()
 	go func() {
 		_ = cmd.Wait()
 		u.exited.Store(true)
 		close(sh.dead)
 	}()
-	// Source the prelude as "bash" (see its first line).
-	boot := "__aiod_d=" + shQuote(sdir) + "; __aiod_start=$PWD; builtin shopt -u sourcepath; builtin cd -- \"$__aiod_d\" && builtin source bash\n"
+	// Source the prelude as "bash" (see its first line), then loop: each
+	// round forks the job that waits for the next command.
+	boot := "__aiod_d=" + shQuote(sdir) + "; __aiod_p=" + ptok + "; __aiod_start=$PWD; builtin shopt -u sourcepath; builtin cd -- \"$__aiod_d\" && builtin source bash; [[ -n $__aiod_L ]] || builtin exit 1; " +
+		"__aiod_run 1 2>&1 & __aiod_j=$!; builtin printf g >&\"${__aiod_g[1]}\"; " +
+		"while :; do __aiod_run \"$((__aiod_k + 1))\" 2>&1 & __aiod_sj=$!; builtin wait \"$__aiod_j\" 2>/dev/null; __aiod_rc=$?; builtin eval \"$__aiod_L\"; " +
+		"if [[ -n $__aiod_re ]]; then builtin kill -KILL \"$__aiod_sj\" 2>/dev/null; builtin wait \"$__aiod_sj\" 2>/dev/null; __aiod_run \"$((__aiod_k + 1))\" 2>&1 & __aiod_sj=$!; fi; " +
+		"[[ -z $__aiod_go ]] || builtin printf g >&\"${__aiod_g[(__aiod_k + 1) % 2]}\"; __aiod_j=$__aiod_sj; ((++__aiod_k)); done\n"
 	if _, err := inW.Write([]byte(boot)); err != nil {
 		sh.stop(m)
 		return nil, fmt.Errorf("start shell: %w", err)
@@ -514,6 +546,7 @@ type shell struct {
 	u        *unit
 	stdin    *os.File
 	out      *os.File
+	pmark    []byte        // NUL ptok ":": the parent's end marker
 	dead     chan struct{} // closed when the process has exited
 	readDone chan struct{}
 	stopOnce sync.Once
@@ -593,6 +626,7 @@ func (sh *shell) readLoop() {
 // collector gathers the output of one command between its markers.
 type collector struct {
 	mark     []byte // NUL tok ":"
+	pmark    []byte // NUL ptok ":", the parent's (nil: none)
 	seq      string
 	max      int64
 	done     chan struct{} // closed at the end marker
@@ -620,24 +654,36 @@ func (c *collector) feed(p []byte) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for !c.ended {
-		i := bytes.Index(p, c.mark)
+		i, mark, parent := bytes.Index(p, c.mark), c.mark, false
+		if len(c.pmark) > 0 {
+			if k := bytes.Index(p, c.pmark); k >= 0 && (i < 0 || k < i) {
+				i, mark, parent = k, c.pmark, true
+			}
+		}
 		if i < 0 {
 			keep := partialMark(p, c.mark)
+			if len(c.pmark) > 0 {
+				keep = max(keep, partialMark(p, c.pmark))
+			}
 			c.emit(p[:len(p)-keep])
 			return append(p[:0], p[len(p)-keep:]...)
 		}
 		c.emit(p[:i])
-		rest := p[i+len(c.mark):]
+		rest := p[i+len(mark):]
 		j := bytes.IndexByte(rest, 0)
 		if j < 0 {
 			if len(rest) > maxMarkerBody { // not ours after all
-				c.emit(p[i : i+len(c.mark)])
+				c.emit(p[i : i+len(mark)])
 				p = rest
 				continue
 			}
 			return append(p[:0], p[i:]...)
 		}
-		c.marker(string(rest[:j]))
+		if parent {
+			c.parentMarker(string(rest[:j]))
+		} else {
+			c.marker(string(rest[:j]))
+		}
 		p = rest[j+1:]
 	}
 	return p[:0]
@@ -674,6 +720,25 @@ func (c *collector) emit(p []byte) {
 	c.out = append(c.out, p...)
 }
 
+// parentMarker handles the parent's "X:rc:cwd", after a job that saved
+// nothing (exec, a signal, its own EXIT trap): it ends the command once the
+// command's start marker was seen (an X before it is of an earlier job).
+func (c *collector) parentMarker(body string) {
+	rest, ok := strings.CutPrefix(body, "X:")
+	if !ok || !c.started {
+		return
+	}
+	c.end(rest)
+}
+
+func (c *collector) end(rcCwd string) {
+	rc, cwd, _ := strings.Cut(rcCwd, ":")
+	c.rc, _ = strconv.Atoi(rc)
+	c.cwd = cwd
+	c.ended = true
+	close(c.done)
+}
+
 // marker handles "S:seq:pid" and "E:seq:rc:cwd".
 func (c *collector) marker(body string) {
 	kind, rest, _ := strings.Cut(body, ":")
@@ -686,11 +751,7 @@ func (c *collector) marker(body string) {
 		c.started = true
 		c.pid, _ = strconv.Atoi(rest)
 	case "E":
-		rc, cwd, _ := strings.Cut(rest, ":")
-		c.rc, _ = strconv.Atoi(rc)
-		c.cwd = cwd
-		c.ended = true
-		close(c.done)
+		c.end(rest)
 	}
 }
 

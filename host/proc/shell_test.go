@@ -393,3 +393,98 @@ func BenchmarkCountProcs(b *testing.B) {
 		countProcs(us)
 	}
 }
+
+// TestShellNextJob: the job for the next command is forked while a command
+// runs (prelude.bash). After a command that changed nothing, the job that
+// ran it releases that next job itself ("sg" in its ok file); after one
+// that changed variables, functions, aliases, options or the directory,
+// or that ended by exit or exec, the parent loads the state and forks a
+// fresh one: each next command must see exactly the state left behind.
+func TestShellNextJob(t *testing.T) {
+	isolations(t, func(t *testing.T, iso Isolation) {
+		m := newManager(t, Config{Isolation: iso})
+		root, _ := filepath.EvalSymlinks(t.TempDir())
+		sub := filepath.Join(root, "sub")
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		key := Key{Session: "next"}
+		steps := []struct {
+			cmd, cwd, want string
+			fast           bool // the job released the next one itself
+		}{
+			{cmd: `true`, cwd: root},
+			{cmd: `true`, fast: true},
+			{cmd: `echo same`, want: "same\n", fast: true},
+			{cmd: `Y=2`},
+			{cmd: `echo "$Y"`, want: "2\n", fast: true},
+			{cmd: `unset Y`},
+			{cmd: `echo "${Y-unset}"`, want: "unset\n", fast: true},
+			{cmd: `f() { echo "f $1"; }`},
+			{cmd: `f 1`, want: "f 1\n", fast: true},
+			{cmd: `f() { echo "g $1"; }`},
+			{cmd: `f 2`, want: "g 2\n", fast: true},
+			{cmd: `alias a='echo al'`},
+			{cmd: `a`, want: "al\n", fast: true},
+			{cmd: `set -u; shopt -s nullglob`},
+			{cmd: `echo "$-" | grep -q u && shopt -q nullglob && echo opts`, want: "opts\n", fast: true},
+			{cmd: `set +u; shopt -u nullglob`},
+			{cmd: `echo "$-" | grep -q u || shopt -q nullglob || echo default`, want: "default\n", fast: true},
+			{cmd: `cd sub`},
+			{cmd: `pwd`, want: sub + "\n", fast: true},
+			{cmd: `Z=3; exit 4`},
+			{cmd: `echo "$Z"`, want: "3\n", fast: true},
+			{cmd: `exec true`, cwd: root},
+			{cmd: `pwd; echo "$Z"`, want: root + "\n3\n"}, // the parent moved: its state is reloaded once
+			{cmd: `pwd`, want: root + "\n", fast: true},
+			{cmd: `trap 'echo mine' EXIT; W=1`, want: "mine\n"},
+			{cmd: `echo "${W-none}"`, want: "none\n", fast: true},
+		}
+		for i, st := range steps {
+			res := exec1(t, m, key, st.cmd, st.cwd, 10*time.Second)
+			if res.Status != StatusCompleted || string(res.Output) != st.want {
+				t.Fatalf("step %d %q: %+v output %q, want %q", i, st.cmd, res, res.Output, st.want)
+			}
+			if !st.fast {
+				continue
+			}
+			// The job's ok file is written after its end marker.
+			s := m.sessions[key]
+			var ok []byte
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				ok, _ = os.ReadFile(filepath.Join(s.dir, fmt.Sprintf("ok.%d", (i+1)%2)))
+				if strings.HasPrefix(string(ok), fmt.Sprint(i+1)+" ") {
+					break
+				}
+			}
+			if !strings.HasSuffix(string(ok), " sg\n") {
+				t.Errorf("step %d %q: ok %q, want the next job released by this one", i, st.cmd, ok)
+			}
+		}
+	})
+}
+
+// TestShellNextJobKilled: a command that kills the job waiting for the next
+// command does not break the session: the next command runs in a fresh
+// job, and the one after it sees the state of the one before.
+func TestShellNextJobKilled(t *testing.T) {
+	m := newManager(t, Config{Isolation: IsolationNone})
+	key := Key{Session: "killnext"}
+	exec1(t, m, key, `true`, "", 5*time.Second)
+	// The waiting jobs are the shell's children other than this one.
+	// In a subshell (whose parent is the command's job, spared), so that
+	// the command changes nothing and its job releases the dead next one.
+	kill := `(read -r _ _ _ job _ </proc/self/stat; for p in $(ps -o pid= --ppid $$); do [ "$p" = "$job" ] || kill -9 "$p"; done 2>/dev/null)`
+	type step struct{ cmd, want string }
+	var steps []step
+	for i := range 5 {
+		v := fmt.Sprint(i)
+		steps = append(steps, step{kill, ""}, step{`V=` + v, ""}, step{`echo "v=$V"`, "v=" + v + "\n"}, step{`echo "v=$V"`, "v=" + v + "\n"})
+	}
+	for i, st := range steps {
+		res := exec1(t, m, key, st.cmd, "", 5*time.Second)
+		if res.Status != StatusCompleted || string(res.Output) != st.want {
+			t.Fatalf("step %d %q: %+v output %q, want %q", i, st.cmd, res, res.Output, st.want)
+		}
+	}
+}

@@ -29,3 +29,6 @@ func pickMemDir() string {
 	}
 	return os.TempDir()
 }
+
+// mkfifo makes a named pipe only its owner may open.
+func mkfifo(path string) error { return syscall.Mkfifo(path, 0o600) }
