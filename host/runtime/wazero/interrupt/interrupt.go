@@ -60,7 +60,7 @@ const GlobalName = "aiod_interrupt"
 // trip costs about as much as wazero's own check at every header, so the
 // fast path dominates from a few hundred on (BENCHMARKS.md, "The loop-header
 // interrupt").
-const Period = 10000
+const Period = 1000
 
 var (
 	// ErrUnsupported means the module uses something the rewriter does not
