@@ -351,8 +351,9 @@ type instance struct {
 	stack  [4]uint64
 	closed atomic.Bool
 	// flag is the interrupt flag of an instrumented module (nil if not:
-	// wazero's close-on-context-done stops its calls).
-	flag api.MutableGlobal
+	// wazero's close-on-context-done stops its calls), watch sets it.
+	flag  api.MutableGlobal
+	watch *watch
 }
 
 // arm finds the interrupt flag of an instrumented module.
@@ -364,7 +365,7 @@ func (i *instance) arm(instrumented bool) error {
 	if !ok {
 		return errors.New("interrupt flag missing")
 	}
-	i.flag = g
+	i.flag, i.watch = g, newWatch(g)
 	return nil
 }
 
@@ -395,8 +396,8 @@ func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params
 // run calls fn holding the instance's memory mapped (memSlot.hold). On an
 // instrumented module it arms the interrupt flag for the call: when ctx
 // ends (deadline or cancellation) the flag is set and the guest traps at
-// one of its next loop headers (package interrupt). One callback
-// registration per call, no goroutine.
+// one of its next loop headers (package interrupt). The instance's timer
+// does it (watch): no goroutine and no allocation per call.
 func (i *instance) run(ctx context.Context, fn api.Function, stack []uint64) error {
 	i.mem.hold()
 	defer i.mem.release()
@@ -406,27 +407,17 @@ func (i *instance) run(ctx context.Context, fn api.Function, stack []uint64) err
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	var fired atomic.Bool
-	stop := context.AfterFunc(ctx, func() {
-		i.flag.Set(1)
-		fired.Store(true)
-	})
-	err := fn.CallWithStack(ctx, stack)
-	if !stop() {
-		// The callback ran or is running: wait for it, then clear the flag,
-		// so that a call that finished in time leaves the instance usable
-		// and no later call sees a stale interrupt.
-		for !fired.Load() {
-			goruntime.Gosched()
-		}
-		i.flag.Set(0)
-	}
-	return err
+	i.watch.start(ctx)
+	defer i.watch.end()
+	return fn.CallWithStack(ctx, stack)
 }
 
 func (i *instance) Close(ctx context.Context) error {
 	if !i.closed.CompareAndSwap(false, true) {
 		return nil
+	}
+	if i.watch != nil {
+		i.watch.stop()
 	}
 	return i.m.Close(ctx)
 }
