@@ -3,6 +3,7 @@ package wazero_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -167,24 +168,24 @@ func TestSpinningGuestLetsGCRun(t *testing.T) {
 		return err
 	}})
 
-	const deadline = 400 * time.Millisecond
+	const deadline = time.Second
 	for _, g := range guests {
 		t.Run(g.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
-			done := make(chan struct{})
 			var (
-				mu     sync.Mutex
-				gcs    int
-				maxGC  time.Duration
-				callDo = make(chan struct{})
+				mu       sync.Mutex
+				returned bool // the call has returned
+				gcs      int  // collections completed before it did
+				maxGC    time.Duration
 			)
+			stop := make(chan struct{})
+			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				<-callDo
 				for {
 					select {
-					case <-ctx.Done():
+					case <-stop:
 						return
 					default:
 					}
@@ -192,28 +193,32 @@ func TestSpinningGuestLetsGCRun(t *testing.T) {
 					goruntime.GC()
 					d := time.Since(start)
 					mu.Lock()
-					gcs++
+					if !returned {
+						gcs++
+					}
 					maxGC = max(maxGC, d)
 					mu.Unlock()
 				}
 			}()
 			start := time.Now()
-			errc := make(chan error, 1)
-			go func() { errc <- g.call(ctx) }()
-			time.Sleep(20 * time.Millisecond) // the guest is spinning
-			close(callDo)
-			err := <-errc
+			err := g.call(ctx)
 			took := time.Since(start)
+			mu.Lock()
+			returned = true
+			mu.Unlock()
+			close(stop)
 			<-done
 			if !errors.Is(err, runtime.ErrTimeout) {
 				t.Fatalf("got %v, want a timeout", err)
 			}
-			if took < deadline || took > deadline+2*time.Second {
+			if took < deadline || took > deadline+5*time.Second {
 				t.Fatalf("stopped after %v, deadline %v", took, deadline)
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if gcs < 2 || maxGC > time.Second {
+			// Without the trip into Go the first collection never ends (and
+			// the child is killed); the bounds are loose for a loaded machine.
+			if gcs < 1 || maxGC > 5*time.Second {
 				t.Fatalf("%d collections while the guest spun, the longest %v", gcs, maxGC)
 			}
 			t.Logf("stopped after %v; %d collections while spinning, the longest %v", took, gcs, maxGC)
@@ -221,9 +226,11 @@ func TestSpinningGuestLetsGCRun(t *testing.T) {
 	}
 }
 
-// TestInstrumented: the Go plugins are instrumented and give the same
-// answers as with wazero's own checks; a module the rewriter refuses (no
-// memory) falls back to them and is stopped at its deadline all the same.
+// TestInstrumented: the Go plugins are instrumented and answer as the
+// original does (the echo plugin's answer is known; compiling the original
+// as well would cost minutes under -race); a module the rewriter refuses
+// (no memory) falls back to wazero's checks and is stopped at its deadline
+// all the same.
 func TestInstrumented(t *testing.T) {
 	eng, err := wazero.New(wazero.Options{CacheDir: testplugins.CacheDir()})
 	if err != nil {
@@ -232,69 +239,47 @@ func TestInstrumented(t *testing.T) {
 	defer eng.Close(context.Background())
 	echo := testplugins.Wasm(t, "plugins/examples/echo")
 	testplugins.Warm(t, echo)
-	var outs []string
-	for _, instrumented := range []bool{true, false} {
-		restore := wazero.SetInterrupt(instrumented)
-		c, err := eng.Compile(context.Background(), echo, runtime.Config{Name: "echo", Families: []hostfn.Family{hostfn.Core()}})
-		restore()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close(context.Background())
-		if got := wazero.InterruptErr(c); (got == nil) != instrumented {
-			t.Fatalf("instrumented %v: interrupt error %v", instrumented, got)
-		}
-		inst, err := c.Instantiate(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer inst.Close(context.Background())
-		var out strings.Builder
-		for _, text := range []string{"hi", "", strings.Repeat("é\"\\", 300)} {
-			args := `{"text":` + quote(text) + `}`
+	ec, err := eng.Compile(context.Background(), echo, runtime.Config{Name: "echo", Families: []hostfn.Family{hostfn.Core()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ec.Close(context.Background())
+	if err := wazero.InterruptErr(ec); err != nil {
+		t.Fatalf("echo is not instrumented: %v", err)
+	}
+	inst, err := ec.Instantiate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close(context.Background())
+	for _, text := range []string{"hi", "", strings.Repeat("é\"\\ x", 3000)} {
+		q, _ := json.Marshal(text)
+		args := `{"text":` + string(q) + `}`
+		want := `{"content":[{"type":"text","text":` + string(q) + `}],"isError":false}`
+		for range 3 {
 			call := &hostfn.Call{Plugin: "echo", Input: []byte("echo" + args), MaxOutput: 1 << 20}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			ret, err := inst.Call(ctx, call, "aiod_call", 1, 4, uint64(len(args)))
 			cancel()
-			if err != nil || ret != 0 {
-				t.Fatalf("instrumented %v: echo %q: %d %v", instrumented, text, ret, err)
+			if err != nil || ret != 0 || string(call.Output) != want {
+				t.Fatalf("echo %.40q: %d %v\ngot  %.200s\nwant %.200s", text, ret, err, call.Output, want)
 			}
-			out.Write(call.Output)
-			out.WriteByte('\n')
 		}
-		outs = append(outs, out.String())
-	}
-	if outs[0] != outs[1] || !strings.Contains(outs[0], `"text":"hi"`) {
-		t.Fatalf("instrumented:\n%s\noriginal:\n%s", outs[0], outs[1])
 	}
 
 	c := compileBytes(t, eng, spinModule(false, spins[0].code))
 	if err := wazero.InterruptErr(c); err == nil || !strings.Contains(err.Error(), "no memory") {
 		t.Fatalf("a module without memory: interrupt error %v", err)
 	}
-	inst, err := c.Instantiate(context.Background())
+	sinst, err := c.Instantiate(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer inst.Close(context.Background())
+	defer sinst.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if _, err := inst.Call(ctx, &hostfn.Call{}, "spin"); !errors.Is(err, runtime.ErrTimeout) || time.Since(start) > 5*time.Second {
+	if _, err := sinst.Call(ctx, &hostfn.Call{}, "spin"); !errors.Is(err, runtime.ErrTimeout) || time.Since(start) > 5*time.Second {
 		t.Fatalf("fallback: %v after %v", err, time.Since(start))
 	}
-}
-
-func quote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	b.WriteByte('"')
-	return b.String()
 }

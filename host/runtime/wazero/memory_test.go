@@ -129,8 +129,11 @@ func TestMemoryNoLeak(t *testing.T) {
 // the call has returned, then go.
 func TestMemoryDeadlineDuringCall(t *testing.T) {
 	c := compileTest(t, "host/plugin/testdata/hostile", 32*16)
+	// A leaked memory is at least one mapping per round (nine after the
+	// first); the race runtime maps a megabyte for itself now and then
+	// (about one per four rounds here), which the slack of five absorbs.
 	start := -1
-	for i := range 5 {
+	for i := range 10 {
 		inst, err := c.Instantiate(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -145,7 +148,7 @@ func TestMemoryDeadlineDuringCall(t *testing.T) {
 		runtime.GC()
 		if i == 0 {
 			start = mappings(t)
-		} else if n := mappings(t); n > start+2 {
+		} else if n := mappings(t); n > start+5 {
 			t.Fatalf("mappings %d, then %d", start, n)
 		}
 	}
