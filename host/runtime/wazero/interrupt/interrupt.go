@@ -39,7 +39,8 @@
 // Only the global, export and code sections change; every other section,
 // including custom sections, is kept byte for byte and in place. Modules
 // using features the rewriter does not decode (SIMD, threads, exceptions,
-// tail calls, multi-memory, GC types), modules without a memory (there is
+// tail calls, multi-memory, GC types), modules with a start section (wazero
+// runs it before the host could set the flag), modules without a memory (there is
 // no memory.grow to trip with) and modules whose checks would more than
 // double their size (plus a MiB) are refused with ErrUnsupported, so that the caller can
 // fall back to wazero's own checks. The work is two passes over the input,
@@ -167,6 +168,11 @@ func instrument(wasm []byte, period uint32) ([]byte, error) {
 		r.off = s.end
 		if id == secTag {
 			return nil, unsupported(idOff, "tag section (exception handling)")
+		}
+		if id == secStart {
+			// wazero runs the start function inside InstantiateModule,
+			// before the host can reach the flag: it could not be stopped.
+			return nil, unsupported(idOff, "start section (the start function could not be interrupted)")
 		}
 		if int(id) >= len(rank) {
 			return nil, malformed(idOff, "unknown section id %d", id)

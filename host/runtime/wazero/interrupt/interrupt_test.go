@@ -272,11 +272,6 @@ func TestInstrumentBytes(t *testing.T) {
 			sec(6, vec(flagGlobal, countGlobal)), sec(7, vec(exportG(0))),
 			sec(10, vec(body(0x00, 0x0B))), sec(0, str("c"), []byte{3})),
 	}, {
-		name: "export before start, no code",
-		in:   module(typeVoid, funcOne, memOne, sec(8, u32(0)), sec(10, vec(body(0x00, 0x0B)))),
-		want: module(typeVoid, funcOne, memOne, sec(6, vec(flagGlobal, countGlobal)), sec(7, vec(exportG(0))), sec(8, u32(0)),
-			sec(10, vec(body(0x00, 0x0B)))),
-	}, {
 		name: "a memory and nothing else",
 		in:   module(memOne),
 		want: module(memOne, sec(6, vec(flagGlobal, countGlobal)), sec(7, vec(exportG(0)))),
@@ -330,7 +325,7 @@ func TestInstrumentCompiles(t *testing.T) {
 		module(memOne),
 		module(typeVoid, funcOne, memOne, sec(10, vec(body(0x00, 0x03, 0x40, 0x0B, 0x0B)))),
 		module(typeVoid, funcOne, memOne, sec(10, vec(body(loops...)))),
-		module(sec(0, str("x")), typeVoid, funcOne, memOne, sec(8, u32(0)), sec(0, str("y")), sec(10, vec(body(0x00, 0x0B)))),
+		module(sec(0, str("x")), typeVoid, funcOne, memOne, sec(0, str("y")), sec(10, vec(body(0x00, 0x0B)))),
 		immediates(nil),
 	} {
 		if _, err := r.CompileModule(ctx, in); err != nil {
@@ -434,6 +429,7 @@ func TestInstrumentErrors(t *testing.T) {
 		{"unknown opcode", withBody(0x00, 0xC5, 0x0B), interrupt.ErrUnsupported},
 		{"GC local type", withBody(0x01, 0x01, 0x64, 0x70, 0x0B), interrupt.ErrUnsupported},
 		{"tag section", module(typeVoid, sec(13, vec([]byte{0x00, 0x00}))), interrupt.ErrUnsupported},
+		{"start section", module(typeVoid, funcOne, memOne, sec(8, u32(0)), sec(10, vec(body(0x00, 0x0B)))), interrupt.ErrUnsupported},
 		{"no memory", module(typeVoid, funcOne, sec(10, vec(body(0x00, 0x03, 0x40, 0x0B, 0x0B)))), interrupt.ErrUnsupported},
 		{"nothing but loops", module(typeVoid, funcOne, memOne, sec(10, vec(body(manyLoopsBody(50000)...)))), interrupt.ErrUnsupported},
 	} {
