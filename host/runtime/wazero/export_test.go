@@ -48,3 +48,14 @@ func MemoryAtStart(ctx context.Context, c runtime.Compiled) ([]byte, error) {
 
 // MergeData exposes mergeDataErr.
 func MergeData(wasm []byte) ([]byte, error) { return mergeDataErr(wasm) }
+
+// SetInterrupt switches the loop-header interrupt and returns the function
+// restoring it.
+func SetInterrupt(on bool) (restore func()) {
+	u := useInterrupt
+	useInterrupt = on
+	return func() { useInterrupt = u }
+}
+
+// InterruptErr is why c is not instrumented (nil if it is).
+func InterruptErr(c runtime.Compiled) error { return c.(*compiled).noInterrupt }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/host/runtime/wazero/interrupt"
 )
 
 // Options configure the engine.
@@ -63,22 +65,61 @@ var _ runtime.Precompiler = (*engine)(nil)
 // Precompile compiles wasm into e's compilation cache without linking or
 // checking imports (to warm a cache directory): runtime.Precompiler.
 func (e *engine) Precompile(ctx context.Context, wasm []byte) error {
-	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(e.cache).WithCloseOnContextDone(true))
+	p := e.prepare(wasm)
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(e.cache).WithCloseOnContextDone(p.checked()))
 	defer r.Close(ctx)
-	_, err := r.CompileModule(ctx, e.prepare(wasm))
+	_, err := r.CompileModule(ctx, p.wasm)
 	return err
 }
 
-// mergeSegments switches mergeData (tests compare with it off).
-var mergeSegments = true
+// mergeSegments switches mergeData, useInterrupt the loop-header interrupt
+// (tests and benchmarks compare with them off).
+var mergeSegments, useInterrupt = true, true
+
+// compilerPlatform reports whether wazero compiles to native code here (as
+// wazero.NewRuntimeConfig decides; it uses the interpreter elsewhere).
+func compilerPlatform() bool {
+	switch goruntime.GOOS {
+	case "linux", "darwin", "freebsd", "netbsd", "windows":
+		return goruntime.GOARCH == "amd64" || goruntime.GOARCH == "arm64"
+	}
+	return false
+}
+
+// prepared is a module ready to compile.
+type prepared struct {
+	wasm []byte
+	// noInterrupt is why the module is not instrumented (nil if it is):
+	// it then runs with wazero's own checks (close-on-context-done).
+	noInterrupt error
+}
+
+// checked reports whether the module needs wazero's own termination
+// checks (WithCloseOnContextDone).
+func (p prepared) checked() bool { return p.noInterrupt != nil }
 
 // prepare is the rewrite every module goes through before compiling (the
-// same in Precompile, so that a warmed cache is hit): mergeData.
-func (e *engine) prepare(wasm []byte) []byte {
-	if !mergeSegments {
-		return wasm
+// same in Precompile, so that a warmed cache is hit): the loop-header
+// interrupt (package interrupt) when the rewriter handles the module, then
+// mergeData.
+func (e *engine) prepare(wasm []byte) prepared {
+	p := prepared{wasm: wasm, noInterrupt: errors.New("interrupt off")}
+	switch {
+	case e.opts.Interpreter || !compilerPlatform():
+		// The interpreter is Go code: preemptible, and the host's write of
+		// the flag would race with its read in Go. wazero's checks there.
+		p.noInterrupt = errors.New("interrupt: interpreter")
+	case useInterrupt:
+		iw, err := interrupt.Instrument(wasm)
+		if err == nil {
+			p.wasm = iw
+		}
+		p.noInterrupt = err
 	}
-	return mergeData(wasm)
+	if mergeSegments {
+		p.wasm = mergeData(p.wasm)
+	}
+	return p
 }
 
 type callKey struct{}
@@ -107,7 +148,12 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 	if e.opts.Interpreter {
 		rcfg = wazero.NewRuntimeConfigInterpreter()
 	}
-	rcfg = rcfg.WithCompilationCache(e.cache).WithCloseOnContextDone(true)
+	// Deadlines: a module the rewriter handles checks an exported flag at
+	// its loop headers (package interrupt) and needs nothing else; any other
+	// runs with wazero's own checks (RATIONALE.md, "The loop-header
+	// interrupt, finished").
+	p := e.prepare(wasm)
+	rcfg = rcfg.WithCompilationCache(e.cache).WithCloseOnContextDone(p.checked())
 	if cfg.MemoryPages > 0 {
 		rcfg = rcfg.WithMemoryLimitPages(cfg.MemoryPages)
 	}
@@ -152,7 +198,7 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 			return nil, fmt.Errorf("plugin %s: link %s: %w", cfg.Name, m, err)
 		}
 	}
-	cm, err := r.CompileModule(ctx, e.prepare(wasm))
+	cm, err := r.CompileModule(ctx, p.wasm)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: not a valid wasm module: %w", cfg.Name, err)
 	}
@@ -176,7 +222,7 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	c := &compiled{r: r, cm: cm, name: cfg.Name, stderr: stderr, pages: cfg.MemoryPages}
+	c := &compiled{r: r, cm: cm, name: cfg.Name, stderr: stderr, pages: cfg.MemoryPages, noInterrupt: p.noInterrupt}
 	for name := range cm.ExportedFunctions() {
 		c.exports = append(c.exports, name)
 	}
@@ -204,6 +250,9 @@ type compiled struct {
 	exports []string
 	once    sync.Once
 	err     error
+	// noInterrupt is nil when the module is instrumented (prepared): its
+	// calls, start functions included, are then stopped through the flag.
+	noInterrupt error
 }
 
 func (c *compiled) Exports() []string { return c.exports }
@@ -224,7 +273,24 @@ func (c *compiled) Instantiate(ctx context.Context) (runtime.Instance, error) {
 	// _initialize may call host functions (logging); give it a Call.
 	call := &hostfn.Call{Plugin: c.name, MaxOutput: 0}
 	ictx, mem := withMemory(context.WithValue(ctx, callKey{}, call))
-	m, err := c.r.InstantiateModule(ictx, c.cm, c.moduleConfig().WithStartFunctions("_initialize"))
+	cfg := c.moduleConfig().WithStartFunctions("_initialize")
+	if c.noInterrupt == nil {
+		// Run _initialize below, interruptibly.
+		cfg = cfg.WithStartFunctions()
+	}
+	m, err := c.r.InstantiateModule(ictx, c.cm, cfg)
+	var inst *instance
+	if err == nil {
+		inst = &instance{m: m, mem: mem, pages: c.pages, fns: map[string]api.Function{}}
+		if err = inst.arm(c.noInterrupt == nil); err == nil && inst.flag != nil {
+			if fn := m.ExportedFunction("_initialize"); fn != nil {
+				err = inst.run(ictx, fn, nil)
+			}
+		}
+		if err != nil {
+			m.Close(context.WithoutCancel(ctx))
+		}
+	}
 	if err == nil {
 		// The guest runtime zeroes (touches) much it never uses.
 		mem.dropZeroPages()
@@ -233,13 +299,16 @@ func (c *compiled) Instantiate(ctx context.Context) (runtime.Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: instantiate: %w", c.name, classify(ctx, err, nil, c.pages))
 	}
-	inst := &instance{m: m, mem: mem, pages: c.pages, fns: map[string]api.Function{}}
 	return inst, nil
 }
 
 func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []byte, maxOut int64) ([]byte, uint32, error) {
 	out := &runtime.OutputBuffer{Max: maxOut}
 	cfg := c.moduleConfig().WithStdin(bytes.NewReader(stdin)).WithStdout(out).WithStartFunctions("_start")
+	if c.noInterrupt == nil {
+		// Run _start below, interruptibly.
+		cfg = cfg.WithStartFunctions()
+	}
 	rctx, mem := withMemory(context.WithValue(ctx, callKey{}, call))
 	m, err := c.r.InstantiateModule(rctx, c.cm, cfg)
 	// The command is over when InstantiateModule returns: unmap its
@@ -247,6 +316,14 @@ func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []by
 	defer mem.instantiated(true)
 	if m != nil {
 		defer m.Close(context.WithoutCancel(ctx))
+	}
+	if err == nil && c.noInterrupt == nil {
+		inst := &instance{m: m, mem: mem, pages: c.pages}
+		if err = inst.arm(true); err == nil {
+			if fn := m.ExportedFunction("_start"); fn != nil {
+				err = inst.run(rctx, fn, nil)
+			}
+		}
 	}
 	if out.Over {
 		return nil, 0, hostfn.ErrResultTooLarge{Limit: maxOut}
@@ -276,6 +353,23 @@ type instance struct {
 	fns    map[string]api.Function
 	stack  [4]uint64
 	closed atomic.Bool
+	// flag is the interrupt flag of an instrumented module (nil if not:
+	// wazero's close-on-context-done stops its calls), watch sets it.
+	flag  api.MutableGlobal
+	watch *watch
+}
+
+// arm finds the interrupt flag of an instrumented module.
+func (i *instance) arm(instrumented bool) error {
+	if !instrumented {
+		return nil
+	}
+	g, ok := i.m.ExportedGlobal(interrupt.GlobalName).(api.MutableGlobal)
+	if !ok {
+		return errors.New("interrupt flag missing")
+	}
+	i.flag, i.watch = g, newWatch(g)
+	return nil
 }
 
 func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params ...uint64) (int32, error) {
@@ -302,16 +396,31 @@ func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params
 	return int32(uint32(stack[0])), nil
 }
 
-// run calls fn holding the instance's memory mapped (memSlot.hold).
+// run calls fn holding the instance's memory mapped (memSlot.hold). On an
+// instrumented module it arms the interrupt flag for the call: when ctx
+// ends (deadline or cancellation) the flag is set and the guest traps at
+// one of its next loop headers (package interrupt). The instance's timer
+// does it (watch): no goroutine and no allocation per call.
 func (i *instance) run(ctx context.Context, fn api.Function, stack []uint64) error {
 	i.mem.hold()
 	defer i.mem.release()
+	if i.flag == nil {
+		return fn.CallWithStack(ctx, stack)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	i.watch.start(ctx)
+	defer i.watch.end()
 	return fn.CallWithStack(ctx, stack)
 }
 
 func (i *instance) Close(ctx context.Context) error {
 	if !i.closed.CompareAndSwap(false, true) {
 		return nil
+	}
+	if i.watch != nil {
+		i.watch.stop()
 	}
 	return i.m.Close(ctx)
 }
