@@ -39,10 +39,15 @@ section "Peers (built from $PEERS)"
 rm -rf "$WORK/peers" && cp -r "$PEERS" "$WORK/peers" && chmod -R u+w "$WORK/peers"
 (cd "$WORK/peers/gosdk-echo" && go build -o gosdk-echo .)
 (cd "$WORK/peers/fiber-ceiling" && go build -o fiber-ceiling .)
+(cd "$WORK/peers/native-read" && go build -o native-read .)
+"$WORK/peers/extism-echo/build.sh" >/dev/null
+EXTISM_PORT=18204 NATIVE_READ_PORT=18205
+"$WORK/peers/extism-echo/extism-echo" -addr 127.0.0.1:$EXTISM_PORT -wasm "$WORK/peers/extism-echo/echo.wasm" >/dev/null 2>&1 & pids+=($!)
+"$WORK/peers/native-read/native-read" -addr 127.0.0.1:$NATIVE_READ_PORT >/dev/null 2>&1 & pids+=($!)
 "$WORK/peers/gosdk-echo/gosdk-echo" -addr 127.0.0.1:$GOSDK_PORT >/dev/null 2>&1 & pids+=($!)
 "$WORK/peers/gosdk-echo/gosdk-echo" -addr 127.0.0.1:$GOSDK_SESSION_PORT -stateless=false >/dev/null 2>&1 & pids+=($!)
 "$WORK/peers/fiber-ceiling/fiber-ceiling" -addr 127.0.0.1:$CEIL_PORT >/dev/null 2>&1 & pids+=($!)
-echo "gosdk-echo (stateless :$GOSDK_PORT, sessions :$GOSDK_SESSION_PORT), fiber-ceiling :$CEIL_PORT"
+echo "gosdk-echo (stateless :$GOSDK_PORT, sessions :$GOSDK_SESSION_PORT), fiber-ceiling :$CEIL_PORT, extism-echo :$EXTISM_PORT, native-read :$NATIVE_READ_PORT"
 
 LIST='{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
 ECHO='{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}'
@@ -92,8 +97,14 @@ URL="http://127.0.0.1:$AIOD_PORT/mcp"
 BODY=$PEERS/echo-call.json
 section "HTTP echo throughput, legacy without a session (ratios to the go-sdk peer)"
 "$PEERS/compare.sh" -d "$DURATION" -r "$ROUNDS" -c "$CONNS" "$BODY" \
-  gosdk=http://127.0.0.1:$GOSDK_PORT/ aiod=$URL ceiling=http://127.0.0.1:$CEIL_PORT/mcp
+  gosdk=http://127.0.0.1:$GOSDK_PORT/ aiod=$URL ceiling=http://127.0.0.1:$CEIL_PORT/mcp extism=http://127.0.0.1:$EXTISM_PORT/mcp
 warm_rss=$(rss_kb $AIOD_PID)
+
+section "sandbox_file_operations read of 1 MiB, c=4 (ratio to the native-read peer: same tool, byte-identical answer)"
+# read-call.json reads /tmp/aiod-bench-1mib.txt: a 1 MiB text file
+head -c 786432 /dev/urandom | base64 -w 76 | head -c 1048576 >/tmp/aiod-bench-1mib.txt
+"$PEERS/compare.sh" -d "$DURATION" -r "$ROUNDS" -c 4 "$PEERS/read-call.json" \
+  native=http://127.0.0.1:$NATIVE_READ_PORT/mcp aiod=$URL
 
 if [[ ${BENCH_WASMTIME:-1} == 1 ]] && { bin/aiod start --engine list 2>&1 || true; } | grep -q wasmtime; then
   section "HTTP echo throughput on both engines, legacy without a session"
