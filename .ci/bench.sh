@@ -102,7 +102,8 @@ warm_rss=$(rss_kb $AIOD_PID)
 
 section "sandbox_file_operations read of 1 MiB, c=4 (ratio to the native-read peer: same tool, byte-identical answer)"
 # read-call.json reads /tmp/aiod-bench-1mib.txt: a 1 MiB text file
-head -c 786432 /dev/urandom | base64 -w 76 | head -c 1048576 >/tmp/aiod-bench-1mib.txt
+head -c 786432 /dev/urandom | base64 -w 76 >/tmp/aiod-bench-1mib.txt
+truncate -s 1048576 /tmp/aiod-bench-1mib.txt
 "$PEERS/compare.sh" -d "$DURATION" -r "$ROUNDS" -c 4 "$PEERS/read-call.json" \
   native=http://127.0.0.1:$NATIVE_READ_PORT/mcp aiod=$URL
 
