@@ -68,7 +68,7 @@ type Options struct {
 	// host returns the freed memory to the OS then).
 	Rested func()
 	// Background makes New list the plugins from their manifests at once
-	// and compile them in the background, one per core but one: a call to
+	// and compile them in the background, one per core: a call to
 	// a plugin still compiling waits for it (within its deadline), and a
 	// plugin that fails to load is dropped from the catalogue then. Later
 	// reloads load before they swap.
@@ -189,7 +189,7 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
-	r := &Registry{opts: opts, log: opts.Logger, stop: make(chan struct{}), loadSem: make(chan struct{}, loaders()),
+	r := &Registry{opts: opts, log: opts.Logger, stop: make(chan struct{}), loadSem: make(chan struct{}, goruntime.GOMAXPROCS(0)),
 		extismVars: hostfn.NewExtismVars(0)}
 	if opts.OwnerInstances != nil {
 		r.slots = newOwnerSlots(opts.OwnerInstances, r.evictOldest)
@@ -737,11 +737,10 @@ func (r *Registry) compile(ctx context.Context, p *Plugin, wasm []byte, reread f
 
 func isWasm(b []byte) bool { return len(b) >= 8 && string(b[:4]) == "\x00asm" }
 
-// loaders is how many plugins the start-up compiles at once: one per core
-// but one, which is left to serve the calls that arrive meanwhile (the
-// first call of a plugin compiles it at once, beside the loaders; sharing
-// both cores of a 2-core machine with two loaders, it waited ~340 ms
-// instead of ~200).
+// loaders is how many instances prewarm makes at once: one per core but
+// one, which is left to serve the calls under way. (The start-up loaders
+// use every core: with one, a cold start of 13 modules took 50 s instead
+// of 27, over the e2e tests' one-minute load wait on CI.)
 func loaders() int { return max(1, goruntime.GOMAXPROCS(0)-1) }
 
 // loadJob is one plugin for the start-up loaders to finish.
@@ -751,7 +750,7 @@ type loadJob struct {
 	fams []hostfn.Family
 }
 
-// loader finishes a plugin listed at start-up, loaders() at a time. A
+// loader finishes a plugin listed at start-up, GOMAXPROCS at a time. A
 // plugin that fails is marked (its calls answer why) and dropped from the
 // catalogue.
 func (r *Registry) loader(j loadJob) {
