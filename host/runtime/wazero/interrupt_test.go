@@ -128,7 +128,7 @@ func TestSpinningGuestLetsGCRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close(context.Background())
+	t.Cleanup(func() { eng.Close(context.Background()) }) // after instrumented's
 	type guest struct {
 		name string
 		call func(ctx context.Context) error
@@ -149,19 +149,7 @@ func TestSpinningGuestLetsGCRun(t *testing.T) {
 			return err
 		}})
 	}
-	hostile, err := eng.Compile(context.Background(), testplugins.Wasm(t, "host/plugin/testdata/hostile"), runtime.Config{Name: "hostile", Families: []hostfn.Family{hostfn.Core()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hostile.Close(context.Background())
-	if err := wazero.InterruptErr(hostile); err != nil {
-		t.Fatalf("the Go plugin is not instrumented: %v", err)
-	}
-	hinst, err := hostile.Instantiate(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hinst.Close(context.Background())
+	hinst := instrumented(t, eng, testplugins.Wasm(t, "host/plugin/testdata/hostile"), "hostile")
 	guests = append(guests, guest{"a Go plugin's for {}", func(ctx context.Context) error {
 		c := &hostfn.Call{Plugin: "hostile", Input: []byte("loop{}"), MaxOutput: 1 << 20}
 		_, err := hinst.Call(ctx, c, "aiod_call", 1, 4, 2)
@@ -236,22 +224,10 @@ func TestInstrumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close(context.Background())
+	t.Cleanup(func() { eng.Close(context.Background()) }) // after instrumented's
 	echo := testplugins.Wasm(t, "plugins/examples/echo")
 	testplugins.Warm(t, echo)
-	ec, err := eng.Compile(context.Background(), echo, runtime.Config{Name: "echo", Families: []hostfn.Family{hostfn.Core()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ec.Close(context.Background())
-	if err := wazero.InterruptErr(ec); err != nil {
-		t.Fatalf("echo is not instrumented: %v", err)
-	}
-	inst, err := ec.Instantiate(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inst.Close(context.Background())
+	inst := instrumented(t, eng, echo, "echo")
 	for _, text := range []string{"hi", "", strings.Repeat("é\"\\ x", 3000)} {
 		q, _ := json.Marshal(text)
 		args := `{"text":` + string(q) + `}`
@@ -282,4 +258,25 @@ func TestInstrumented(t *testing.T) {
 	if _, err := sinst.Call(ctx, &hostfn.Call{}, "spin"); !errors.Is(err, runtime.ErrTimeout) || time.Since(start) > 5*time.Second {
 		t.Fatalf("fallback: %v after %v", err, time.Since(start))
 	}
+}
+
+// instrumented compiles wasm on eng, fails unless the rewriter
+// instrumented it, and returns an instance (closed at cleanup, with the
+// module).
+func instrumented(t *testing.T, eng runtime.Engine, wasm []byte, name string) runtime.Instance {
+	t.Helper()
+	c, err := eng.Compile(context.Background(), wasm, runtime.Config{Name: name, Families: []hostfn.Family{hostfn.Core()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	if err := wazero.InterruptErr(c); err != nil {
+		t.Fatalf("%s is not instrumented: %v", name, err)
+	}
+	inst, err := c.Instantiate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Close(context.Background()) })
+	return inst
 }
