@@ -59,3 +59,11 @@ func SetInterrupt(on bool) (restore func()) {
 
 // InterruptErr is why c is not instrumented (nil if it is).
 func InterruptErr(c runtime.Compiled) error { return c.(*compiled).noInterrupt }
+
+// PreparedPath is where e caches wasm's prepared form ("" if it does not).
+func PreparedPath(e runtime.Engine, wasm []byte) string { return e.(*engine).preparedPath(wasm) }
+
+// Prepare is what e compiles for wasm (through its cache), Rewrite the
+// same without the cache.
+func Prepare(e runtime.Engine, wasm []byte) []byte { return e.(*engine).prepare(wasm).wasm }
+func Rewrite(e runtime.Engine, wasm []byte) []byte { return e.(*engine).rewrite(wasm).wasm }

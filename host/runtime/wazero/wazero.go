@@ -101,8 +101,27 @@ func (p prepared) checked() bool { return p.noInterrupt != nil }
 // prepare is the rewrite every module goes through before compiling (the
 // same in Precompile, so that a warmed cache is hit): the loop-header
 // interrupt (package interrupt) when the rewriter handles the module, then
-// mergeData.
+// mergeData; read from the prepared-module cache when it holds the result
+// (prepared.go).
 func (e *engine) prepare(wasm []byte) prepared {
+	path := ""
+	if !e.opts.Interpreter && compilerPlatform() {
+		path = e.preparedPath(wasm)
+	}
+	if path != "" {
+		if b, err := loadPrepared(path); err == nil {
+			return prepared{wasm: b}
+		}
+	}
+	p := e.rewrite(wasm)
+	if path != "" && p.noInterrupt == nil {
+		_ = storePrepared(path, p.wasm) // (prepared.go) a failure costs the next compile the rewrite
+	}
+	return p
+}
+
+// rewrite is prepare without its cache.
+func (e *engine) rewrite(wasm []byte) prepared {
 	p := prepared{wasm: wasm, noInterrupt: errors.New("interrupt off")}
 	switch {
 	case e.opts.Interpreter || !compilerPlatform():
