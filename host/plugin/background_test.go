@@ -3,8 +3,10 @@ package plugin_test
 import (
 	"context"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/runtime"
 )
 
 // TestBackgroundLoad: with Options.Background the catalogue comes from the
@@ -96,5 +99,65 @@ func TestBackgroundCallOfRefusedPlugin(t *testing.T) {
 		case try == 5:
 			t.Fatal("five calls in a row found the plugin already dropped: the waiting path was never taken")
 		}
+	}
+}
+
+// countingEngine makes every compile take at least delay and records the
+// most compiles under way at once.
+type countingEngine struct {
+	runtime.Engine
+	delay     time.Duration
+	mu        sync.Mutex
+	now, most int
+}
+
+func (e *countingEngine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (runtime.Compiled, error) {
+	e.mu.Lock()
+	e.now++
+	e.most = max(e.most, e.now)
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.now--
+		e.mu.Unlock()
+	}()
+	t := time.Now()
+	c, err := e.Engine.Compile(ctx, wasm, cfg)
+	time.Sleep(e.delay - time.Since(t))
+	return c, err
+}
+
+// TestBackgroundLoaders: the start-up loaders leave one core to calls
+// while compiles are short (a warm cache), and take it once a compile has
+// run coldCompile (a cold one).
+func TestBackgroundLoaders(t *testing.T) {
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(2))
+	dir := t.TempDir()
+	testplugins.Package(t, dir, "plugins/examples/echo", nil, nil)
+	testplugins.Package(t, dir, "host/plugin/testdata/swapv1", nil, nil)
+	testplugins.Package(t, dir, "plugins/examples/hash", nil, nil)
+	for _, c := range []struct {
+		name        string
+		cold, delay time.Duration
+		want        int
+	}{
+		{"warm", time.Hour, 300 * time.Millisecond, 1},
+		{"cold", 100 * time.Millisecond, 600 * time.Millisecond, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer plugin.SetColdCompile(c.cold)()
+			e := &countingEngine{Engine: engine(t), delay: c.delay}
+			ctx := context.Background()
+			reg, _ := plugin.New(ctx, plugin.Options{Engine: e, Policy: &caps.Policy{}, Dir: filepath.Clean(dir), Logger: quiet(), Background: true})
+			defer reg.Close(ctx)
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			if err := reg.WaitLoaded(wctx); err != nil {
+				t.Fatal(err)
+			}
+			if e.most != c.want {
+				t.Errorf("%d compiles at once on 2 cores, want %d", e.most, c.want)
+			}
+		})
 	}
 }

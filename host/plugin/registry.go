@@ -100,6 +100,7 @@ type Registry struct {
 	background atomic.Bool
 	loading    sync.WaitGroup
 	loadSem    chan struct{}
+	loadSpare  sync.Once // frees the core the loaders leave to calls (loader)
 	jobs       []loadJob
 	// extismVars keeps the vars of Extism plugins, per plugin and owner
 	extismVars *hostfn.ExtismVars
@@ -193,6 +194,9 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 		extismVars: hostfn.NewExtismVars(0)}
 	if opts.OwnerInstances != nil {
 		r.slots = newOwnerSlots(opts.OwnerInstances, r.evictOldest)
+	}
+	if cap(r.loadSem) > 1 {
+		r.loadSem <- struct{}{} // one core left to calls (loader)
 	}
 	r.calls.New = func() any { return &hostfn.Call{} }
 	r.cat.Store(&Catalog{byName: map[string]*Tool{}, listJSON: []byte("[]")})
@@ -738,10 +742,13 @@ func (r *Registry) compile(ctx context.Context, p *Plugin, wasm []byte, reread f
 func isWasm(b []byte) bool { return len(b) >= 8 && string(b[:4]) == "\x00asm" }
 
 // loaders is how many instances prewarm makes at once: one per core but
-// one, which is left to serve the calls under way. (The start-up loaders
-// use every core: with one, a cold start of 13 modules took 50 s instead
-// of 27, over the e2e tests' one-minute load wait on CI.)
+// one, which is left to serve the calls under way.
 func loaders() int { return max(1, goruntime.GOMAXPROCS(0)-1) }
+
+// coldCompile is how long a start-up compile runs before the loaders take
+// the core they left to calls: a compile from a warm cache takes 120-240
+// ms (a 5 MB Go module), a cold one seconds.
+var coldCompile = 500 * time.Millisecond
 
 // loadJob is one plugin for the start-up loaders to finish.
 type loadJob struct {
@@ -750,9 +757,15 @@ type loadJob struct {
 	fams []hostfn.Family
 }
 
-// loader finishes a plugin listed at start-up, GOMAXPROCS at a time. A
-// plugin that fails is marked (its calls answer why) and dropped from the
-// catalogue.
+// loader finishes a plugin listed at start-up. A plugin that fails is
+// marked (its calls answer why) and dropped from the catalogue.
+//
+// The loaders run one per core but one while the compiles are short (a
+// warm cache): the core left over serves the first calls, and the plugin a
+// call waits for compiles beside one loader instead of two (the first echo
+// after a warm start: 345-386 ms with a loader per core). Once a compile
+// has run coldCompile the cache is cold, and that core loads too: with one
+// loader a cold start of 13 modules took 50 s instead of 27.
 func (r *Registry) loader(j loadJob) {
 	defer r.loading.Done()
 	// a plugin a call waits for goes first, without waiting for a loader
@@ -774,7 +787,14 @@ func (r *Registry) loader(j loadJob) {
 		case <-ctx.Done():
 		}
 	}()
+	var cold *time.Timer
+	if cap(r.loadSem) > 1 { // (with one core nothing was left over)
+		cold = time.AfterFunc(coldCompile, func() { r.loadSpare.Do(func() { <-r.loadSem }) })
+	}
 	err := r.finish(ctx, j.p, &j.src, j.fams, nil)
+	if cold != nil {
+		cold.Stop()
+	}
 	if err != nil {
 		j.p.close()
 	}

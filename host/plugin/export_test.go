@@ -1,0 +1,11 @@
+package plugin
+
+import "time"
+
+// SetColdCompile sets how long a start-up compile runs before the loaders
+// take the core left to calls, and returns the function restoring it.
+func SetColdCompile(d time.Duration) (restore func()) {
+	old := coldCompile
+	coldCompile = d
+	return func() { coldCompile = old }
+}
