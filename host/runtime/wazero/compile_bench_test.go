@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	rt "github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
+	rt "github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/runtime/wazero"
 )
 
