@@ -18,6 +18,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/internal/filedigest"
 	"github.com/aiodhq/aiod/host/plugin"
 )
 
@@ -152,6 +153,7 @@ type watcher struct {
 	done     chan struct{}
 	once     sync.Once
 	targets  map[string]string // watched package path -> the directory it resolved to
+	digests  filedigest.Cache  // the modules packageComplete hashed
 	// touched names the packages (and the policy file, "") changed since
 	// the last reload; quiet is when the last event came
 	touched map[string]bool
@@ -334,7 +336,7 @@ func (w *watcher) complete() bool {
 		}
 		// (the temporary name of a link or directory renamed over a
 		// package is gone once renamed)
-		if !packageComplete(filepath.Join(w.dir, pkg)) {
+		if !packageComplete(filepath.Join(w.dir, pkg), &w.digests) {
 			return false
 		}
 	}
@@ -343,7 +345,10 @@ func (w *watcher) complete() bool {
 
 // packageComplete reports whether the package at dir is gone, or holds a
 // manifest that parses and pins the sha256 of the module beside it.
-func packageComplete(dir string) bool {
+//
+// digests knows the modules hashed before: a package relinked to a version
+// already seen (an A/B swap back, a rollback) is not hashed again.
+func packageComplete(dir string, digests *filedigest.Cache) bool {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return true
 	}
@@ -364,11 +369,22 @@ func packageComplete(dir string) bool {
 		return false
 	}
 	defer f.Close()
+	before, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	if d, ok := digests.Lookup(before); ok {
+		return d == m.SHA256
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return false
 	}
-	return hex.EncodeToString(h.Sum(nil)) == m.SHA256
+	d := hex.EncodeToString(h.Sum(nil))
+	if after, err := f.Stat(); err == nil {
+		digests.Remember(before, after, d)
+	}
+	return d == m.SHA256
 }
 
 // Close stops watching. Idempotent.

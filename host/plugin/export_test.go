@@ -9,3 +9,6 @@ func SetColdCompile(d time.Duration) (restore func()) {
 	coldCompile = d
 	return func() { coldCompile = old }
 }
+
+// ModuleReads counts the modules read and hashed so far.
+func ModuleReads() int64 { return moduleReads.Load() }

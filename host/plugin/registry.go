@@ -28,6 +28,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/internal/filedigest"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
@@ -101,7 +102,10 @@ type Registry struct {
 	loading    sync.WaitGroup
 	loadSem    chan struct{}
 	loadSpare  sync.Once // frees the core the loaders leave to calls (loader)
-	jobs       []loadJob
+	// digests knows the modules already hashed (a reload reads only the
+	// changed ones)
+	digests filedigest.Cache
+	jobs    []loadJob
 	// extismVars keeps the vars of Extism plugins, per plugin and owner
 	extismVars *hostfn.ExtismVars
 	// slots bounds each owner's instances across plugins
@@ -243,7 +247,8 @@ type source struct {
 	manifest []byte
 	m        *abi.Manifest // manifest, parsed and validated
 	wasm     []byte        // nil until read (a built-in pinned by its manifest is read when compiled)
-	digest   string        // hex sha256 of wasm, once read
+	digest   string        // hex sha256 of wasm, once read or known (digests)
+	digests  *filedigest.Cache
 	fsys     fs.FS
 	module   string // the module's path in fsys
 	pinned   string // the manifest's sha256, checked when the module is read late
@@ -259,18 +264,49 @@ const maxModuleBytes = 256 << 20
 // module read late must match the digest its manifest pinned.
 func (s *source) read() ([]byte, error) {
 	if s.wasm == nil {
+		before, _ := fs.Stat(s.fsys, s.module)
 		b, err := readLimited(s.fsys, s.module, maxModuleBytes)
 		if err != nil {
 			return nil, fmt.Errorf("plugin %s: module: %w", s.name, err)
 		}
 		sum := sha256.Sum256(b)
 		digest := hex.EncodeToString(sum[:])
+		moduleReads.Add(1)
 		if s.pinned != "" && digest != s.pinned {
 			return nil, fmt.Errorf("plugin %s: module digest %s does not match the manifest's sha256 %s", s.name, digest, s.pinned)
 		}
 		s.wasm, s.digest = b, digest
+		if s.digests != nil {
+			after, _ := fs.Stat(s.fsys, s.module)
+			s.digests.Remember(before, after, digest)
+		}
 	}
 	return s.wasm, nil
+}
+
+// moduleReads counts the modules read and hashed (tests).
+var moduleReads atomic.Int64
+
+// known sets the module's digest without reading it when its file is one
+// already hashed and unchanged since (filedigest), and reports whether it
+// did; a known digest is checked against the manifest's as a read one is.
+func (s *source) known() (bool, error) {
+	if s.digests == nil || s.wasm != nil {
+		return false, nil
+	}
+	st, err := fs.Stat(s.fsys, s.module)
+	if err != nil {
+		return false, nil
+	}
+	d, ok := s.digests.Lookup(st)
+	if !ok {
+		return false, nil
+	}
+	if s.pinned != "" && d != s.pinned {
+		return false, fmt.Errorf("plugin %s: module digest %s does not match the manifest's sha256 %s", s.name, d, s.pinned)
+	}
+	s.digest = d
+	return true, nil
 }
 
 // reader returns how to read the module again later (a dormant module's
@@ -344,10 +380,10 @@ func (r *Registry) ReloadReport(ctx context.Context) (*Report, error) {
 	}
 	var srcs []source
 	if r.opts.Builtins != nil {
-		srcs = append(srcs, readPackages(r.opts.Builtins, ".", true, "builtin", true)...)
+		srcs = append(srcs, readPackages(r.opts.Builtins, ".", true, "builtin", true, nil)...)
 	}
 	if r.opts.Dir != "" {
-		srcs = append(srcs, readPackages(os.DirFS(r.opts.Dir), ".", false, r.opts.Dir, r.background.Load())...)
+		srcs = append(srcs, readPackages(os.DirFS(r.opts.Dir), ".", false, r.opts.Dir, r.background.Load(), &r.digests)...)
 	}
 	rep := &Report{Generation: old.Generation + 1}
 	var errs []error
@@ -481,7 +517,7 @@ func (r *Registry) swap(old, next *Catalog) {
 // compiled if late is set (built-ins, and every plugin at a background
 // start-up); otherwise it is read and hashed here, as a reload needs its
 // digest to tell a changed module from an unchanged one.
-func readPackages(fsys fs.FS, dir string, builtin bool, where string, late bool) []source {
+func readPackages(fsys fs.FS, dir string, builtin bool, where string, late bool, digests *filedigest.Cache) []source {
 	ents, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return []source{{name: where, where: where, err: fmt.Errorf("read plugins %s: %w", where, err)}}
@@ -542,7 +578,7 @@ func readPackages(fsys fs.FS, dir string, builtin bool, where string, late bool)
 		if modName == "" {
 			modName = "plugin.wasm"
 		}
-		src := source{name: m.Name, manifest: mb, m: m, fsys: fsys, module: path.Join(pdir, modName), builtin: builtin, where: pwhere, pinned: m.SHA256}
+		src := source{name: m.Name, manifest: mb, m: m, fsys: fsys, module: path.Join(pdir, modName), builtin: builtin, where: pwhere, pinned: m.SHA256, digests: digests}
 		if late && m.SHA256 != "" {
 			// pinned by its manifest: its digest is known without reading
 			// it, and it is read and checked when compiled
@@ -550,9 +586,14 @@ func readPackages(fsys fs.FS, dir string, builtin bool, where string, late bool)
 				fail(m.Name, fmt.Errorf("plugin %s: module %s: missing or over %d bytes", m.Name, modName, maxModuleBytes))
 				continue
 			}
-		} else if _, err := src.read(); err != nil {
+		} else if ok, err := src.known(); err != nil {
 			fail(m.Name, err)
 			continue
+		} else if !ok {
+			if _, err := src.read(); err != nil {
+				fail(m.Name, err)
+				continue
+			}
 		}
 		out = append(out, src)
 	}
@@ -595,7 +636,7 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin,
 func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostfn.Family, error) {
 	m := s.m
 	digest := m.SHA256 // a pinned module read late (readPackages)
-	if s.wasm != nil {
+	if s.digest != "" {
 		digest = s.digest
 	}
 	if m.SHA256 != "" && m.SHA256 != digest {
@@ -641,15 +682,20 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 // many instances to prewarm. On failure p holds no resources.
 func (r *Registry) finish(ctx context.Context, p *Plugin, s *source, fams []hostfn.Family, prev *Plugin) error {
 	m, grant, log := p.Manifest, p.Grant, p.log
-	wasm, err := s.read()
-	if err != nil {
-		return err
+	read := func() ([]byte, error) {
+		wasm, err := s.read()
+		if err == nil && !isWasm(wasm) {
+			err = fmt.Errorf("plugin %s: %s is not a wasm module", m.Name, p.Source)
+		}
+		return wasm, err
 	}
-	if !isWasm(wasm) {
-		return fmt.Errorf("plugin %s: %s is not a wasm module", m.Name, p.Source)
+	if s.digest == "" { // not known yet: read now, before any work
+		if _, err := read(); err != nil {
+			return err
+		}
 	}
 	t0 := time.Now()
-	reused, err := r.compile(ctx, p, wasm, s.reader(p.Digest), fams)
+	reused, err := r.compile(ctx, p, read, s, fams)
 	if err != nil {
 		return err
 	}
@@ -691,7 +737,11 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, s *source, fams []host
 //
 // The module is lazy (lazy.go): its machine code may be dropped while it
 // has no instance, and compiled again from reread's bytes when needed.
-func (r *Registry) compile(ctx context.Context, p *Plugin, wasm []byte, reread func() ([]byte, error), fams []hostfn.Family) (reused bool, err error) {
+//
+// read gives the module's bytes. A module held is reused without them
+// when they were not read (a reload that knew the digest, filedigest):
+// the held module keeps its own bytes for its wakes.
+func (r *Registry) compile(ctx context.Context, p *Plugin, read func() ([]byte, error), s *source, fams []hostfn.Family) (reused bool, err error) {
 	m, grant := p.Manifest, p.Grant
 	cfg := runtime.Config{
 		Name:        m.Name,
@@ -701,6 +751,7 @@ func (r *Registry) compile(ctx context.Context, p *Plugin, wasm []byte, reread f
 		Stderr:      &logWriter{log: p.log, left: 64 << 10},
 	}
 	engine, log := r.opts.Engine, p.log
+	var reread func() ([]byte, error)
 	wake := func(ctx context.Context) (runtime.Compiled, error) {
 		t0 := time.Now()
 		b, err := reread()
@@ -716,11 +767,17 @@ func (r *Registry) compile(ctx context.Context, p *Plugin, wasm []byte, reread f
 	}
 	if mod := r.modules.get(p.modKey); mod != nil {
 		p.mod, p.compiled = mod, mod.compiled
-		if l, ok := mod.compiled.(*lazyCompiled); ok {
+		if l, ok := mod.compiled.(*lazyCompiled); ok && s.wasm != nil {
+			reread = s.reader(p.Digest)
 			l.setWake(wake) // its bytes are where this version's are
 		}
 		return true, nil
 	}
+	wasm, err := read()
+	if err != nil {
+		return false, err
+	}
+	reread = s.reader(p.Digest)
 	compiled, err := engine.Compile(ctx, wasm, cfg)
 	if err != nil {
 		// The engine names the import; which capability it belongs to,

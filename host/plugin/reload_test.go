@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/internal/filedigest"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/plugin"
 )
@@ -425,4 +426,63 @@ func TestReloadDuplicateNotLoaded(t *testing.T) {
 	if len(log.compiled) != 1 {
 		t.Errorf("%d plugins loaded, want 1 (the duplicate refused before loading)", len(log.compiled))
 	}
+}
+
+// TestReloadReadsOnlyChanged: a reload reads and hashes only the modules
+// whose files changed since they were last hashed: an unchanged package
+// and a package relinked to a version seen before are not read again; a
+// module overwritten is read, refused for its digest, and the version
+// before keeps serving.
+func TestReloadReadsOnlyChanged(t *testing.T) {
+	defer func(s time.Duration) { filedigest.Settle = s }(filedigest.Settle)
+	filedigest.Settle = 0 // the packages were written just now
+	work := t.TempDir()
+	v1, v2 := swapVersions(t, work)
+	dir := filepath.Join(work, "plugins")
+	os.MkdirAll(dir, 0o755)
+	testplugins.Package(t, dir, "plugins/examples/echo", nil, nil)
+	link := filepath.Join(dir, "swap")
+	relink(t, v1, link)
+	ctx := context.Background()
+	reg, err := plugin.New(ctx, plugin.Options{Engine: engine(t), Policy: &caps.Policy{}, Dir: dir, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close(ctx)
+	reads := func(what string, f func() *plugin.Report, want int64, answer string) {
+		t.Helper()
+		n := plugin.ModuleReads()
+		rep := f()
+		if got := plugin.ModuleReads() - n; got != want {
+			t.Errorf("%s: %d modules read, want %d (report %+v)", what, got, want, rep)
+		}
+		if got := text(call(t, reg, "which", `{"text":"x"}`)); got != answer {
+			t.Errorf("%s: which answers %q, want %q", what, got, answer)
+		}
+		if got := text(call(t, reg, "echo", `{"text":"e"}`)); got != "e" {
+			t.Errorf("%s: echo answers %q", what, got)
+		}
+	}
+	reload := func() *plugin.Report {
+		rep, _ := reg.ReloadReport(ctx)
+		return rep
+	}
+	reads("unchanged", reload, 0, "v1:x")
+	reads("to v2, first time", func() *plugin.Report { relink(t, v2, link); return reload() }, 1, "v2:x")
+	reads("back to v1", func() *plugin.Report { relink(t, v1, link); return reload() }, 0, "v1:x")
+	reads("to v2 again", func() *plugin.Report { relink(t, v2, link); return reload() }, 0, "v2:x")
+	// v2's module overwritten with v1's bytes: its manifest pins v2's digest
+	mod := filepath.Join(v2, "plugin.wasm")
+	good, _ := os.ReadFile(mod)
+	bad, _ := os.ReadFile(filepath.Join(v1, "plugin.wasm"))
+	reads("overwritten", func() *plugin.Report {
+		os.WriteFile(mod, bad, 0o644)
+		rep := reload()
+		if len(rep.Errors) != 1 || !strings.Contains(rep.Errors[0], "does not match") || !slices.Equal(rep.Kept, []string{"swap"}) {
+			t.Errorf("overwritten module: errors %v, kept %v", rep.Errors, rep.Kept)
+		}
+		return rep
+	}, 1, "v2:x")
+	reads("restored", func() *plugin.Report { os.WriteFile(mod, good, 0o644); return reload() }, 1, "v2:x")
+	reads("restored, again", reload, 0, "v2:x")
 }
