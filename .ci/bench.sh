@@ -48,6 +48,7 @@ EXTISM_PORT=18204 NATIVE_READ_PORT=18205
 "$WORK/peers/gosdk-echo/gosdk-echo" -addr 127.0.0.1:$GOSDK_SESSION_PORT -stateless=false >/dev/null 2>&1 & pids+=($!)
 "$WORK/peers/fiber-ceiling/fiber-ceiling" -addr 127.0.0.1:$CEIL_PORT >/dev/null 2>&1 & pids+=($!)
 echo "gosdk-echo (stateless :$GOSDK_PORT, sessions :$GOSDK_SESSION_PORT), fiber-ceiling :$CEIL_PORT, extism-echo :$EXTISM_PORT, native-read :$NATIVE_READ_PORT"
+sleep 2 # the peers' own start-up (five processes) is over before aiod's is timed
 
 LIST='{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
 ECHO='{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}'
