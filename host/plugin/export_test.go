@@ -12,3 +12,11 @@ func SetColdCompile(d time.Duration) (restore func()) {
 
 // ModuleReads counts the modules read and hashed so far.
 func ModuleReads() int64 { return moduleReads.Load() }
+
+// SetPrewarmBudget sets how long prewarm may delay a swap, and returns the
+// function restoring it.
+func SetPrewarmBudget(d time.Duration) (restore func()) {
+	old := prewarmBudget
+	prewarmBudget = d
+	return func() { prewarmBudget = old }
+}

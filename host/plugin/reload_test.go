@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -195,6 +196,7 @@ func TestReloadRemovedPackage(t *testing.T) {
 // TestReloadPrewarms: a changed plugin's new version starts with as many
 // warm instances as the old one had live.
 func TestReloadPrewarms(t *testing.T) {
+	defer plugin.SetPrewarmBudget(time.Minute)() // four instantiations under -race
 	work := t.TempDir()
 	v1, v2 := swapVersions(t, work)
 	dir := filepath.Join(work, "plugins")
@@ -485,4 +487,45 @@ func TestReloadReadsOnlyChanged(t *testing.T) {
 	}, 1, "v2:x")
 	reads("restored", func() *plugin.Report { os.WriteFile(mod, good, 0o644); return reload() }, 1, "v2:x")
 	reads("restored, again", reload, 0, "v2:x")
+}
+
+// TestReloadPrewarmBudget: prewarm stops once its budget is spent (having
+// made at least one instance), so a version that had a burst of calls
+// does not hold its successor back; the new pool grows on demand.
+func TestReloadPrewarmBudget(t *testing.T) {
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(2)) // one prewarm goroutine
+	defer plugin.SetPrewarmBudget(time.Nanosecond)()
+	work := t.TempDir()
+	v1, v2 := swapVersions(t, work)
+	dir := filepath.Join(work, "plugins")
+	link := filepath.Join(dir, "swap")
+	os.MkdirAll(dir, 0o755)
+	relink(t, v1, link)
+	reg := newRegistry(t, dir)
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-release
+			call(t, reg, "which", `{"text":"z","sleep_ms":300}`)
+		}()
+	}
+	close(release)
+	wg.Wait()
+	if n := reg.Catalog().Lookup("which").Plugin.IdleInstances(plugin.DefaultOwner); n != 4 {
+		t.Fatalf("four overlapping calls left %d idle instances, want 4", n)
+	}
+	relink(t, v2, link)
+	if err := reg.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p := reg.Catalog().Lookup("which").Plugin
+	if n := p.IdleInstances(plugin.DefaultOwner); n != 1 {
+		t.Errorf("new version has %d warm instances within a spent budget, want 1", n)
+	}
+	if got := text(call(t, reg, "which", `{"text":"y"}`)); got != "v2:y" {
+		t.Errorf("after the swap: %q", got)
+	}
 }
