@@ -3,8 +3,10 @@ package wazero
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 
 	"github.com/aiodhq/aiod/host/runtime"
 )
@@ -42,6 +44,11 @@ func MemoryAtStart(ctx context.Context, c runtime.Compiled) ([]byte, error) {
 		return nil, err
 	}
 	defer m.Close(ctx)
+	if cc.img != nil {
+		if !m.Memory().Write(0, cc.img.data) {
+			return nil, errors.New("image does not fit")
+		}
+	}
 	b, _ := m.Memory().Read(0, m.Memory().Size())
 	return append([]byte(nil), b...), nil
 }
@@ -65,5 +72,29 @@ func PreparedPath(e runtime.Engine, wasm []byte) string { return e.(*engine).pre
 
 // Prepare is what e compiles for wasm (through its cache), Rewrite the
 // same without the cache.
-func Prepare(e runtime.Engine, wasm []byte) []byte { return e.(*engine).prepare(wasm).wasm }
+func Prepare(e runtime.Engine, wasm []byte) []byte { return e.(*engine).cachedRewrite(wasm).wasm }
 func Rewrite(e runtime.Engine, wasm []byte) []byte { return e.(*engine).rewrite(wasm).wasm }
+
+// SetImage switches the data image and returns the function restoring it.
+func SetImage(on bool) (restore func()) {
+	u := useImage
+	useImage = on
+	return func() { useImage = u }
+}
+
+// HasImage reports whether c's instances start from a data image.
+func HasImage(c runtime.Compiled) bool { return c.(*compiled).img != nil }
+
+// InstanceMemory is an instance's linear memory (tests write and read it).
+func InstanceMemory(i runtime.Instance) api.Memory { return i.(*instance).m.Memory() }
+
+// DropZeroPages runs the zero-page release on an idle instance.
+func DropZeroPages(i runtime.Instance) int { return i.(*instance).mem.dropZeroPages() }
+
+// ImageSize is the size of c's data image (0 without one).
+func ImageSize(c runtime.Compiled) int {
+	if img := c.(*compiled).img; img != nil {
+		return len(img.data)
+	}
+	return 0
+}

@@ -101,6 +101,7 @@ type mmapMemory struct {
 	mapping   []byte // as mmap returned it (syscall.Munmap needs it whole)
 	buf       []byte // the guest's maximum, a prefix of mapping
 	committed uint64 // bytes mapped read-write, a prefix of buf
+	imaged    uint64 // bytes at the start mapped from a data image (image_linux.go)
 	holds     int
 	freed     bool
 	unmapped  bool
@@ -177,13 +178,14 @@ func (m *mmapMemory) dropZeroPages() int {
 	}
 	mem := m.mapping[:m.committed]
 	dropped := 0
+	start := int(m.imaged) // file-backed: dropping a page there restores the image
 	flush := func(from, to int) {
 		if to > from && syscall.Madvise(mem[from:to], syscall.MADV_DONTNEED) == nil {
 			dropped += to - from
 		}
 	}
 	run := -1 // start of the current run of zero pages
-	for off := 0; off+ps <= len(mem); off += ps {
+	for off := start; off+ps <= len(mem); off += ps {
 		if bytes.Equal(mem[off:off+ps], zeroPage[:ps]) {
 			if run < 0 {
 				run = off

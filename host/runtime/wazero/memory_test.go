@@ -167,24 +167,26 @@ func TestMemoryDeadlineDuringCall(t *testing.T) {
 
 // BenchmarkInstantiate: the first-call cost of an echo instance and its
 // RSS: wazero's defaults (before), then each step added (the reserved
-// mapping, merged data segments, zero-page release).
+// mapping, merged data segments, zero-page release, the data image).
 //
 //	go test ./host/runtime/wazero -run '^$' -bench Instantiate -benchtime 100x
 func BenchmarkInstantiate(b *testing.B) {
 	for _, m := range []struct {
-		name              string
-		mmap, merge, drop bool
+		name                     string
+		mmap, merge, drop, image bool
 	}{
-		{"default", false, false, false},
-		{"mapping", true, false, false},
-		{"mapping+merge", true, true, false},
-		{"mapping+merge+dropzero", true, true, true},
+		{"default", false, false, false, false},
+		{"mapping", true, false, false, false},
+		{"mapping+merge", true, true, false, false},
+		{"mapping+merge+dropzero", true, true, true, false},
+		{"mapping+merge+dropzero+image", true, true, true, true},
 	} {
 		b.Run(m.name, func(b *testing.B) {
 			defer wazero.SetMemoryMode(m.mmap, m.drop)()
-			restore := wazero.SetMergeSegments(m.merge)
+			restore, restoreImage := wazero.SetMergeSegments(m.merge), wazero.SetImage(m.image)
 			c := compileTest(b, "plugins/examples/echo", 64*16)
 			restore()
+			restoreImage()
 			ctx := context.Background()
 			insts := make([]rt.Instance, 0, b.N)
 			runtime.GC()

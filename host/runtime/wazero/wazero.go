@@ -72,9 +72,9 @@ func (e *engine) Precompile(ctx context.Context, wasm []byte) error {
 	return err
 }
 
-// mergeSegments switches mergeData, useInterrupt the loop-header interrupt
-// (tests and benchmarks compare with them off).
-var mergeSegments, useInterrupt = true, true
+// mergeSegments switches mergeData, useInterrupt the loop-header interrupt,
+// useImage the data image (tests and benchmarks compare with them off).
+var mergeSegments, useInterrupt, useImage = true, true, true
 
 // compilerPlatform reports whether wazero compiles to native code here (as
 // wazero.NewRuntimeConfig decides; it uses the interpreter elsewhere).
@@ -92,6 +92,10 @@ type prepared struct {
 	// noInterrupt is why the module is not instrumented (nil if it is):
 	// it then runs with wazero's own checks (close-on-context-done).
 	noInterrupt error
+	// image is the data image when wasm was compiled without its data
+	// section (image.go); only for an instrumented module, whose start
+	// functions aiod runs itself, after applying it.
+	image []byte
 }
 
 // checked reports whether the module needs wazero's own termination
@@ -104,6 +108,17 @@ func (p prepared) checked() bool { return p.noInterrupt != nil }
 // mergeData; read from the prepared-module cache when it holds the result
 // (prepared.go).
 func (e *engine) prepare(wasm []byte) prepared {
+	p := e.cachedRewrite(wasm)
+	if useImage && p.noInterrupt == nil {
+		if stripped, image, err := splitImage(p.wasm); err == nil {
+			p.wasm, p.image = stripped, image
+		}
+	}
+	return p
+}
+
+// cachedRewrite is rewrite through the prepared-module cache.
+func (e *engine) cachedRewrite(wasm []byte) prepared {
 	path := ""
 	if !e.opts.Interpreter && compilerPlatform() {
 		path = e.preparedPath(wasm)
@@ -242,6 +257,9 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 		stderr = io.Discard
 	}
 	c := &compiled{r: r, cm: cm, name: cfg.Name, stderr: stderr, pages: cfg.MemoryPages, noInterrupt: p.noInterrupt}
+	if p.image != nil {
+		c.img = newImage(p.image)
+	}
 	for name := range cm.ExportedFunctions() {
 		c.exports = append(c.exports, name)
 	}
@@ -272,6 +290,9 @@ type compiled struct {
 	// noInterrupt is nil when the module is instrumented (prepared): its
 	// calls, start functions included, are then stopped through the flag.
 	noInterrupt error
+	// img is the data image each instance starts from (nil: wazero copies
+	// the data segments in); image.go.
+	img *memImage
 }
 
 func (c *compiled) Exports() []string { return c.exports }
@@ -301,7 +322,11 @@ func (c *compiled) Instantiate(ctx context.Context) (runtime.Instance, error) {
 	var inst *instance
 	if err == nil {
 		inst = &instance{m: m, mem: mem, pages: c.pages, fns: map[string]api.Function{}}
-		if err = inst.arm(c.noInterrupt == nil); err == nil && inst.flag != nil {
+		err = mem.apply(c.img, m.Memory())
+		if err == nil {
+			err = inst.arm(c.noInterrupt == nil)
+		}
+		if err == nil && inst.flag != nil {
 			if fn := m.ExportedFunction("_initialize"); fn != nil {
 				err = inst.run(ictx, fn, nil)
 			}
@@ -338,7 +363,11 @@ func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []by
 	}
 	if err == nil && c.noInterrupt == nil {
 		inst := &instance{m: m, mem: mem, pages: c.pages}
-		if err = inst.arm(true); err == nil {
+		err = mem.apply(c.img, m.Memory())
+		if err == nil {
+			err = inst.arm(true)
+		}
+		if err == nil {
 			if fn := m.ExportedFunction("_start"); fn != nil {
 				err = inst.run(rctx, fn, nil)
 			}
@@ -361,7 +390,10 @@ func (c *compiled) Close(ctx context.Context) error {
 	// The engine is shared by every runtime of one compilation cache
 	// and holds each compiled module (its machine code) until the
 	// module itself is closed: closing the runtime alone keeps it.
-	c.once.Do(func() { c.err = errors.Join(c.cm.Close(ctx), c.r.Close(ctx)) })
+	c.once.Do(func() {
+		c.err = errors.Join(c.cm.Close(ctx), c.r.Close(ctx))
+		c.img.close()
+	})
 	return c.err
 }
 
