@@ -122,7 +122,12 @@ func importsMemory(sec []byte) bool {
 		return true
 	}
 	for range count {
-		if !name() || !name() || len(p) < 1 {
+		for range 2 { // module and field names
+			if !name() {
+				return true
+			}
+		}
+		if len(p) < 1 {
 			return true
 		}
 		kind := p[0]
