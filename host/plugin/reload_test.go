@@ -197,30 +197,8 @@ func TestReloadRemovedPackage(t *testing.T) {
 // warm instances as the old one had live.
 func TestReloadPrewarms(t *testing.T) {
 	defer plugin.SetPrewarmBudget(time.Minute)() // four instantiations under -race
-	work := t.TempDir()
-	v1, v2 := swapVersions(t, work)
-	dir := filepath.Join(work, "plugins")
-	link := filepath.Join(dir, "swap")
-	os.MkdirAll(dir, 0o755)
-	relink(t, v1, link)
-	reg := newRegistry(t, dir)
-	// four calls at once leave four instances
-	release := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-release
-			call(t, reg, "which", `{"text":"z","sleep_ms":300}`)
-		}()
-	}
-	close(release)
-	wg.Wait()
+	reg, v2, link := burstSwap(t)
 	before := reg.Catalog().Lookup("which").Plugin.IdleInstances(plugin.DefaultOwner)
-	if before != 4 {
-		t.Fatalf("four overlapping calls left %d idle instances, want 4", before)
-	}
 	relink(t, v2, link)
 	if err := reg.Reload(context.Background()); err != nil {
 		t.Fatal(err)
@@ -495,13 +473,32 @@ func TestReloadReadsOnlyChanged(t *testing.T) {
 func TestReloadPrewarmBudget(t *testing.T) {
 	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(2)) // one prewarm goroutine
 	defer plugin.SetPrewarmBudget(time.Nanosecond)()
+	reg, v2, link := burstSwap(t)
+	relink(t, v2, link)
+	if err := reg.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p := reg.Catalog().Lookup("which").Plugin
+	if n := p.IdleInstances(plugin.DefaultOwner); n != 1 {
+		t.Errorf("new version has %d warm instances within a spent budget, want 1", n)
+	}
+	if got := text(call(t, reg, "which", `{"text":"y"}`)); got != "v2:y" {
+		t.Errorf("after the swap: %q", got)
+	}
+}
+
+// burstSwap serves the swap plugin at v1 from a linked package and makes
+// four calls to it at once, which leave four idle instances; it returns
+// the registry, v2's package and the link to relink.
+func burstSwap(t *testing.T) (reg *plugin.Registry, v2, link string) {
+	t.Helper()
 	work := t.TempDir()
 	v1, v2 := swapVersions(t, work)
 	dir := filepath.Join(work, "plugins")
-	link := filepath.Join(dir, "swap")
+	link = filepath.Join(dir, "swap")
 	os.MkdirAll(dir, 0o755)
 	relink(t, v1, link)
-	reg := newRegistry(t, dir)
+	reg = newRegistry(t, dir)
 	release := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 4 {
@@ -517,15 +514,5 @@ func TestReloadPrewarmBudget(t *testing.T) {
 	if n := reg.Catalog().Lookup("which").Plugin.IdleInstances(plugin.DefaultOwner); n != 4 {
 		t.Fatalf("four overlapping calls left %d idle instances, want 4", n)
 	}
-	relink(t, v2, link)
-	if err := reg.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	p := reg.Catalog().Lookup("which").Plugin
-	if n := p.IdleInstances(plugin.DefaultOwner); n != 1 {
-		t.Errorf("new version has %d warm instances within a spent budget, want 1", n)
-	}
-	if got := text(call(t, reg, "which", `{"text":"y"}`)); got != "v2:y" {
-		t.Errorf("after the swap: %q", got)
-	}
+	return reg, v2, link
 }
