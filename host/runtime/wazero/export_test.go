@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -97,4 +98,11 @@ func ImageSize(c runtime.Compiled) int {
 		return len(img.data)
 	}
 	return 0
+}
+
+// SetYieldQuantum sets how long a guest runs before it yields (yield.go).
+func SetYieldQuantum(d time.Duration) (restore func()) {
+	old := yieldQuantum
+	yieldQuantum = d
+	return func() { yieldQuantum = old }
 }

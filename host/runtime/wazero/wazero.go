@@ -313,7 +313,8 @@ func (c *compiled) Instantiate(ctx context.Context) (runtime.Instance, error) {
 	// _initialize may call host functions (logging); give it a Call.
 	call := &hostfn.Call{Plugin: c.name, MaxOutput: 0}
 	ictx, mem := withMemory(context.WithValue(ctx, callKey{}, call))
-	cfg := c.moduleConfig().WithStartFunctions("_initialize")
+	y := newYielder()
+	cfg := c.moduleConfig().WithOsyield(y.yield).WithStartFunctions("_initialize")
 	if c.noInterrupt == nil {
 		// Run _initialize below, interruptibly.
 		cfg = cfg.WithStartFunctions()
@@ -321,7 +322,7 @@ func (c *compiled) Instantiate(ctx context.Context) (runtime.Instance, error) {
 	m, err := c.r.InstantiateModule(ictx, c.cm, cfg)
 	var inst *instance
 	if err == nil {
-		inst = &instance{m: m, mem: mem, pages: c.pages, fns: map[string]api.Function{}}
+		inst = &instance{m: m, mem: mem, pages: c.pages, fns: map[string]api.Function{}, yield: y}
 		err = mem.apply(c.img, m.Memory())
 		if err == nil {
 			err = inst.arm(c.noInterrupt == nil)
@@ -348,7 +349,8 @@ func (c *compiled) Instantiate(ctx context.Context) (runtime.Instance, error) {
 
 func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []byte, maxOut int64) ([]byte, uint32, error) {
 	out := &runtime.OutputBuffer{Max: maxOut}
-	cfg := c.moduleConfig().WithStdin(bytes.NewReader(stdin)).WithStdout(out).WithStartFunctions("_start")
+	y := newYielder()
+	cfg := c.moduleConfig().WithOsyield(y.yield).WithStdin(bytes.NewReader(stdin)).WithStdout(out).WithStartFunctions("_start")
 	if c.noInterrupt == nil {
 		// Run _start below, interruptibly.
 		cfg = cfg.WithStartFunctions()
@@ -362,7 +364,7 @@ func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []by
 		defer m.Close(context.WithoutCancel(ctx))
 	}
 	if err == nil && c.noInterrupt == nil {
-		inst := &instance{m: m, mem: mem, pages: c.pages}
+		inst := &instance{m: m, mem: mem, pages: c.pages, yield: y}
 		err = mem.apply(c.img, m.Memory())
 		if err == nil {
 			err = inst.arm(true)
@@ -408,6 +410,8 @@ type instance struct {
 	// wazero's close-on-context-done stops its calls), watch sets it.
 	flag  api.MutableGlobal
 	watch *watch
+	// yield is the instance's sched_yield (yield.go).
+	yield *yielder
 }
 
 // arm finds the interrupt flag of an instrumented module.
@@ -455,6 +459,7 @@ func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params
 func (i *instance) run(ctx context.Context, fn api.Function, stack []uint64) error {
 	i.mem.hold()
 	defer i.mem.release()
+	i.yield.start()
 	if i.flag == nil {
 		return fn.CallWithStack(ctx, stack)
 	}

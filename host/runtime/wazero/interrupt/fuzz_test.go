@@ -27,6 +27,7 @@ func FuzzInstrument(f *testing.F) {
 			sec(7, vec(cat(str("spin"), []byte{0x00, 0x00}))),
 			sec(10, vec(body(0x00, 0x03, 0x40, 0x0C, 0x00, 0x0B, 0x0B)))),
 		immediates(nil),
+		module(yieldTypes, yieldImports(1), funcOne, memOne, sec(10, vec(body(0x00, 0x03, 0x40, 0x0B, 0x0B)))),
 	} {
 		f.Add(seed)
 	}

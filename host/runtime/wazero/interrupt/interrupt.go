@@ -29,6 +29,17 @@
 // so a spinning guest stops for a pending stop-the-world within Period loop
 // headers; `memory.grow 0` changes nothing (it returns the current size).
 //
+// A module that imports YieldModule.YieldName with the type [] -> [i32]
+// (WASI's sched_yield, which every standard-Go guest imports) trips with
+// `call sched_yield  drop` instead of `i32.const 0  memory.grow 0  drop`.
+// That is a call into the host's own Go function, so the host hears from a
+// long run every Period loop headers and can yield its goroutine (the Go
+// scheduler only preempts a goroutine after 10 ms, and one that holds a
+// processor that long in wasm delays every goroutine queued behind it);
+// the host's sched_yield must therefore be cheap, and return 0 as WASI's
+// does. The function index space is unchanged: the import is the
+// module's own.
+//
 // The host runs the instrumented module with WithCloseOnContextDone(false);
 // to stop a call it sets the flag to a non-zero value (api.MutableGlobal.Set)
 // and the guest traps with "unreachable" at the next trip, at most Period
@@ -55,6 +66,13 @@ import (
 
 // GlobalName is the export name of the interrupt flag.
 const GlobalName = "aiod_interrupt"
+
+// YieldModule and YieldName name the import a trip calls when the module
+// has it (package doc).
+const (
+	YieldModule = "wasi_snapshot_preview1"
+	YieldName   = "sched_yield"
+)
 
 // Period is the number of loop headers between two trips into Go: the most
 // a spinning guest delays a stop-the-world pause or its interruption. One
@@ -152,6 +170,9 @@ func instrument(wasm []byte, period uint32) ([]byte, error) {
 		memories        uint64
 		hasGlobal       bool
 		hasExport       bool
+		yieldTypes      []bool // per type index: is it [] -> [i32]; nil if not decoded
+		yieldImport     = -1   // function index of the sched_yield import
+		yieldType       uint32
 	)
 	r := &reader{b: wasm, off: len(header)}
 	for r.off < len(wasm) {
@@ -185,12 +206,16 @@ func instrument(wasm []byte, period uint32) ([]byte, error) {
 		}
 		sub := &reader{b: wasm[:s.end], off: s.start}
 		switch id {
+		case secType:
+			yieldTypes = voidToI32(sub)
 		case secImport:
-			var mems uint64
-			if importedGlobals, mems, err = countImports(sub); err != nil {
+			var imp imports
+			if imp, err = countImports(sub); err != nil {
 				return nil, err
 			}
-			memories += mems
+			importedGlobals = imp.globals
+			memories += imp.memories
+			yieldImport, yieldType = imp.yield, imp.yieldType
 		case secMemory:
 			n, err := sub.u32()
 			if err != nil {
@@ -212,7 +237,11 @@ func instrument(wasm []byte, period uint32) ([]byte, error) {
 		}
 		sections = append(sections, s)
 	}
-	if memories == 0 {
+	yield := -1 // the trip's function, or memory.grow
+	if yieldImport >= 0 && uint64(yieldType) < uint64(len(yieldTypes)) && yieldTypes[yieldType] {
+		yield = yieldImport
+	}
+	if memories == 0 && yield < 0 {
 		return nil, unsupported(0, "no memory (the periodic trip into Go is a memory.grow)")
 	}
 	g := importedGlobals + definedGlobals
@@ -222,7 +251,7 @@ func instrument(wasm []byte, period uint32) ([]byte, error) {
 	flag, count := uint32(g), uint32(g+1)
 
 	// The check inserted after each loop header.
-	check := checkCode(flag, count, period)
+	check := checkCode(flag, count, period, yield)
 
 	// Pass 2: emit.
 	out := make([]byte, 0, len(wasm)+len(wasm)/4+64)
@@ -297,8 +326,9 @@ func instrument(wasm []byte, period uint32) ([]byte, error) {
 // many loops, common in tests, are instrumented).
 const maxExtra = 1 << 20
 
-// checkCode is the code inserted after a loop header (package doc).
-func checkCode(flag, count, period uint32) []byte {
+// checkCode is the code inserted after a loop header (package doc); yield
+// is the function a trip calls, or -1 for memory.grow.
+func checkCode(flag, count, period uint32, yield int) []byte {
 	var c []byte
 	get := func(g uint32) { c = appendU32(append(c, 0x23), g) }
 	set := func(g uint32) { c = appendU32(append(c, 0x24), g) }
@@ -310,7 +340,12 @@ func checkCode(flag, count, period uint32) []byte {
 	c = append(c, 0x41)                         // i32.const period
 	c = appendS32(c, int32(period))
 	set(count)
-	c = append(c, 0x41, 0x00, 0x40, 0x00, 0x1A) // i32.const 0, memory.grow 0, drop
+	if yield >= 0 {
+		c = appendU32(append(c, 0x10), uint32(yield)) // call sched_yield
+		c = append(c, 0x1A)                           // drop
+	} else {
+		c = append(c, 0x41, 0x00, 0x40, 0x00, 0x1A) // i32.const 0, memory.grow 0, drop
+	}
 	get(flag)
 	c = append(c, 0x04, 0x40, 0x00, 0x0B) // if, unreachable, end
 	return append(c, 0x0B)                // end
@@ -322,53 +357,103 @@ func appendSection(out []byte, id byte, payload []byte) []byte {
 	return append(out, payload...)
 }
 
-// countImports parses the import section and counts global and memory
-// imports.
-func countImports(r *reader) (globals, memories uint64, err error) {
+// imports is what pass 1 needs of the import section.
+type imports struct {
+	globals, memories uint64
+	// yield is the function index of the YieldModule.YieldName import
+	// (-1: none), yieldType its type index.
+	yield     int
+	yieldType uint32
+}
+
+// countImports parses the import section: it counts global and memory
+// imports and finds the sched_yield import.
+func countImports(r *reader) (imports, error) {
+	imp := imports{yield: -1}
 	n, err := r.u32()
 	if err != nil {
-		return 0, 0, err
+		return imp, err
 	}
+	funcs := 0
 	for i := uint32(0); i < n; i++ {
-		if err := r.name(); err != nil { // module
-			return 0, 0, err
+		mod, err := r.nameBytes()
+		if err != nil {
+			return imp, err
 		}
-		if err := r.name(); err != nil { // field
-			return 0, 0, err
+		field, err := r.nameBytes()
+		if err != nil {
+			return imp, err
 		}
 		off := r.off
 		kind, err := r.byte()
 		if err != nil {
-			return 0, 0, err
+			return imp, err
 		}
 		switch kind {
 		case 0x00: // func typeidx
-			_, err = r.u32()
+			var ti uint32
+			if ti, err = r.u32(); err == nil && imp.yield < 0 && string(mod) == YieldModule && string(field) == YieldName {
+				imp.yield, imp.yieldType = funcs, ti
+			}
+			funcs++
 		case 0x01: // table: reftype limits
 			if _, err = r.valtype(); err == nil {
 				err = r.limits()
 			}
 		case 0x02: // memory: limits
 			err = r.limits()
-			memories++
+			imp.memories++
 		case 0x03: // global: valtype mut
 			if _, err = r.valtype(); err == nil {
 				_, err = r.byte()
 			}
-			globals++
+			imp.globals++
 		case 0x04:
-			return 0, 0, unsupported(off, "tag import (exception handling)")
+			return imp, unsupported(off, "tag import (exception handling)")
 		default:
-			return 0, 0, malformed(off, "unknown import kind %#x", kind)
+			return imp, malformed(off, "unknown import kind %#x", kind)
 		}
 		if err != nil {
-			return 0, 0, err
+			return imp, err
 		}
 	}
 	if r.off != len(r.b) {
-		return 0, 0, malformed(r.off, "import section has %d trailing bytes", len(r.b)-r.off)
+		return imp, malformed(r.off, "import section has %d trailing bytes", len(r.b)-r.off)
 	}
-	return globals, memories, nil
+	return imp, nil
+}
+
+// voidToI32 decodes the type section and reports, per type index, whether
+// the type is a function [] -> [i32]. It returns nil for a section it does
+// not decode (GC types, or malformed: wazero's validation reports that);
+// the trips then use memory.grow.
+func voidToI32(r *reader) []bool {
+	n, err := r.u32()
+	if err != nil || uint64(n) > uint64(len(r.b)-r.off) { // a type is at least 3 bytes
+		return nil
+	}
+	out := make([]bool, 0, n)
+	for i := uint32(0); i < n; i++ {
+		if b, err := r.byte(); err != nil || b != 0x60 {
+			return nil
+		}
+		var counts [2]uint32
+		var last byte
+		for k := range counts {
+			c, err := r.u32()
+			if err != nil {
+				return nil
+			}
+			counts[k] = c
+			for j := uint32(0); j < c; j++ {
+				if last, err = r.valtype(); err != nil {
+					return nil
+				}
+			}
+		}
+		out = append(out, counts[0] == 0 && counts[1] == 1 && last == 0x7F)
+	}
+	return out
 }
 
 // checkExports parses the export section and fails if GlobalName is taken.
@@ -664,13 +749,12 @@ func (r *reader) zero() error {
 	return err
 }
 
-func (r *reader) name() error {
+func (r *reader) nameBytes() ([]byte, error) {
 	n, err := r.u32()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = r.bytes(n)
-	return err
+	return r.bytes(n)
 }
 
 // valtype reads a single-byte value type: i32 i64 f32 f64 v128 funcref

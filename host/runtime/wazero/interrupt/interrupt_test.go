@@ -165,15 +165,31 @@ func s32(v int32) []byte {
 
 // check is the code inserted after a loop header when the flag is global
 // g and the countdown g+1 (the package documentation, spelled out).
-func check(g uint32) []byte {
+func check(g uint32) []byte { return checkTrip(g, []byte{0x41, 0x00, 0x40, 0x00, 0x1A}) } // memory.grow 0, drop
+
+// checkYield is check for a module whose function f is its sched_yield
+// import: the trip calls it.
+func checkYield(g, f uint32) []byte { return checkTrip(g, cat([]byte{0x10}, u32(f), []byte{0x1A})) } // call f, drop
+
+func checkTrip(g uint32, trip []byte) []byte {
 	c := g + 1
 	return cat(
 		[]byte{0x23}, u32(c), []byte{0x41, 0x01, 0x6B}, []byte{0x24}, u32(c), // count down
 		[]byte{0x23}, u32(c), []byte{0x41, 0x00, 0x4C, 0x04, 0x40}, // <= 0: if
 		[]byte{0x41}, s32(interrupt.Period), []byte{0x24}, u32(c), // reset
-		[]byte{0x41, 0x00, 0x40, 0x00, 0x1A},                 // memory.grow 0, drop
+		trip,
 		[]byte{0x23}, u32(g), []byte{0x04, 0x40, 0x00, 0x0B}, // flag: unreachable
 		[]byte{0x0B})
+}
+
+// yieldTypes are a type section with [] -> [] (0) and [] -> [i32] (1);
+// imports(t) imports env.f (type 0) and then sched_yield with type t, which
+// is function 1.
+var yieldTypes = sec(1, vec([]byte{0x60, 0x00, 0x00}, []byte{0x60, 0x00, 0x01, 0x7F}))
+
+func yieldImports(t byte) []byte {
+	return sec(2, vec(cat(str("env"), str("f"), []byte{0x00, 0x00}),
+		cat(str(interrupt.YieldModule), str(interrupt.YieldName), []byte{0x00, t})))
 }
 
 var (
@@ -296,6 +312,26 @@ func TestInstrumentBytes(t *testing.T) {
 		in:   module(typeVoid, sec(3, vec([]byte{0x00}, []byte{0x00})), memOne, sec(10, vec(body(loops20...), body(0x00, 0x0B)))),
 		want: module(typeVoid, sec(3, vec([]byte{0x00}, []byte{0x00})), memOne, sec(6, vec(flagGlobal, countGlobal)), sec(7, vec(exportG(0))),
 			sec(10, vec(body(loops20Want...), body(0x00, 0x0B)))),
+	}, {
+		name: "a sched_yield import: the trip calls it",
+		in:   module(yieldTypes, yieldImports(1), funcOne, memOne, sec(10, vec(body(0x00, 0x03, 0x40, 0x0B, 0x0B)))),
+		want: module(yieldTypes, yieldImports(1), funcOne, memOne, sec(6, vec(flagGlobal, countGlobal)), sec(7, vec(exportG(0))),
+			sec(10, vec(body(cat([]byte{0x00, 0x03, 0x40}, checkYield(0, 1), []byte{0x0B, 0x0B})...)))),
+	}, {
+		name: "a sched_yield import without a memory",
+		in:   module(yieldTypes, yieldImports(1), funcOne, sec(10, vec(body(0x00, 0x03, 0x40, 0x0B, 0x0B)))),
+		want: module(yieldTypes, yieldImports(1), funcOne, sec(6, vec(flagGlobal, countGlobal)), sec(7, vec(exportG(0))),
+			sec(10, vec(body(cat([]byte{0x00, 0x03, 0x40}, checkYield(0, 1), []byte{0x0B, 0x0B})...)))),
+	}, {
+		name: "a sched_yield import of another type: memory.grow",
+		in:   module(yieldTypes, yieldImports(0), funcOne, memOne, sec(10, vec(body(0x00, 0x03, 0x40, 0x0B, 0x0B)))),
+		want: module(yieldTypes, yieldImports(0), funcOne, memOne, sec(6, vec(flagGlobal, countGlobal)), sec(7, vec(exportG(0))),
+			sec(10, vec(body(cat([]byte{0x00, 0x03, 0x40}, check(0), []byte{0x0B, 0x0B})...)))),
+	}, {
+		name: "a sched_yield import whose type is out of range: memory.grow",
+		in:   module(yieldTypes, yieldImports(7), funcOne, memOne, sec(10, vec(body(0x00, 0x03, 0x40, 0x0B, 0x0B)))),
+		want: module(yieldTypes, yieldImports(7), funcOne, memOne, sec(6, vec(flagGlobal, countGlobal)), sec(7, vec(exportG(0))),
+			sec(10, vec(body(cat([]byte{0x00, 0x03, 0x40}, check(0), []byte{0x0B, 0x0B})...)))),
 	}, {
 		name: "immediates are skipped, loop blocktypes of every form",
 		in:   immediates(nil),

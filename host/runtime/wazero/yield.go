@@ -1,0 +1,39 @@
+package wazero
+
+import (
+	goruntime "runtime"
+	"time"
+)
+
+// yieldQuantum is how long a guest runs before its goroutine gives the
+// processor up (runtime.Gosched) at its next trip into the host. The Go
+// scheduler preempts a goroutine only after 10 ms, and compiled wasm cannot
+// be preempted but at calls into Go: a guest that ran that long (a
+// standard-Go guest's _initialize takes 4-9 ms; a long tool call more)
+// held its processor, and every goroutine queued on it (the HTTP handlers
+// of other calls) waited for it. A short call (tens of microseconds)
+// never reaches the quantum and never yields.
+var yieldQuantum = 500 * time.Microsecond
+
+// yielder is an instance's WASI sched_yield (wazero.ModuleConfig
+// WithOsyield). An instrumented module whose guest imports sched_yield
+// calls it every interrupt.Period loop headers (package interrupt), and
+// the guest's own sched_yield calls land here too. Calls on an instance
+// are serial, so it needs no lock.
+type yielder struct {
+	since time.Time // the start of the current run, or the last yield
+}
+
+func newYielder() *yielder { return &yielder{since: time.Now()} }
+
+// start marks the beginning of a run on the instance.
+func (y *yielder) start() { y.since = time.Now() }
+
+// yield gives the processor up once the run has held it a quantum.
+func (y *yielder) yield() {
+	if time.Since(y.since) < yieldQuantum {
+		return
+	}
+	goruntime.Gosched()
+	y.since = time.Now()
+}
