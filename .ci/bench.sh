@@ -2,7 +2,7 @@
 # make bench: aiod measured against the peers in ../shared/peers, in one run,
 # as ratios. Prints Go micro-benchmarks, HTTP throughput ratios (three
 # protocol modes), start-up time with a cold and a warm compile cache, and
-# RSS idle and with a warm pool.
+# RSS idle and with a warm pool, and the hot-reload-under-load test run alone.
 #
 #   PEERS=../shared/peers DURATION=5 ROUNDS=3 .ci/bench.sh
 set -euo pipefail
@@ -159,6 +159,12 @@ JSON
 section "Upstream forwarding: the go-sdk peer's echo through aiod vs direct (c=$CONNS)"
 GOSDK_URL=http://127.0.0.1:$GOSDK_PORT/ AIOD_URL=$URL FWD_PORT=$((AIOD_PORT + 2)) PEERS=$PEERS \
   DURATION=$DURATION ROUNDS=$ROUNDS CONNS=$CONNS .ci/bench-upstream.sh
+
+section "Hot reload under load (issue 13 §4: p99 during swaps <= 2x, 0 failed calls, 250 ms after compile)"
+# Without the race detector and alone, as the targets are held (make test
+# runs the same tests under -race with looser bounds).
+go test -count=1 -v -run 'TestSwapUnderLoad$' ./host 2>&1 | grep -E 'open fds|calls:|per reload|^(--- )?(PASS|FAIL)|^ok' | sed 's/^ *reload_test.go:[0-9]*: //' || true
+go test -count=1 -v -run 'TestReloadSwapSoak$' ./host/plugin 2>&1 | grep -E 'swaps in|^(--- )?(PASS|FAIL)' | sed 's/^ *reload_test.go:[0-9]*: //' || true
 
 section "Memory"
 printf '%-28s %8s\n' "RSS idle (after start)" "$((idle_rss / 1024)) MiB"

@@ -466,14 +466,25 @@ func TestSwapUnderLoad(t *testing.T) {
 	if fdLast > fdFirst+fdFirst/10+2 {
 		t.Errorf("open fds grew from %d after the first swap to %d after %d", fdFirst, fdLast, swaps)
 	}
+	// Every swap after the first swaps to a version compiled already.
+	warmMax := slices.Max(toServe[1:])
 	slices.Sort(toServe)
 	bp99, sp99 := p(base, 0.99), p(swapped, 0.99)
-	t.Logf("calls: %d without swaps (p50 %v, p99 %v), %d during %d swaps (p50 %v, p99 %v, %.2fx); rename to serving: median %v, max %v (debounce %v)",
-		len(base), p(base, 0.5), bp99, len(swapped), swaps, p(swapped, 0.5), sp99, float64(sp99)/float64(bp99), toServe[len(toServe)/2], toServe[len(toServe)-1], host.DefaultWatchDebounce)
+	t.Logf("calls: %d without swaps (p50 %v, p99 %v), %d during %d swaps (p50 %v, p99 %v, %.2fx); rename to serving: median %v, max %v, max after the first %v (debounce %v)",
+		len(base), p(base, 0.5), bp99, len(swapped), swaps, p(swapped, 0.5), sp99, float64(sp99)/float64(bp99), toServe[len(toServe)/2], toServe[len(toServe)-1], warmMax, host.DefaultWatchDebounce)
 	t.Logf("per reload: %s", loads.summary())
-	// the target is 2x; the bound here leaves room for a loaded CI machine
-	if sp99 > 4*bp99+20*time.Millisecond {
-		t.Errorf("p99 during swaps %v is over 4x the p99 without (%v)", sp99, bp99)
+	// The target (issue 13 §4) is 2x, held without the race detector (make
+	// bench runs this test alone); make test runs it under -race beside
+	// other packages, whose load comes and goes between the two phases.
+	limit, slack := 2.0, 0*time.Millisecond
+	if raceEnabled {
+		limit, slack = 4, 20*time.Millisecond
+	}
+	if float64(sp99) > limit*float64(bp99)+float64(slack) {
+		t.Errorf("p99 during swaps %v is over %gx the p99 without (%v) + %v", sp99, limit, bp99, slack)
+	}
+	if !raceEnabled && warmMax > 250*time.Millisecond {
+		t.Errorf("a swap to a compiled version took %v from the rename to serving, want at most 250 ms", warmMax)
 	}
 }
 
