@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +37,20 @@ type env struct {
 	// about fuel check the fuel error where it does, and elsewhere that
 	// Fuel is ignored and the deadline alone applies.
 	meters bool
+	opts   options
 }
+
+// Option tells RunAll what an engine promises beyond the common table.
+type Option func(*options)
+
+type options struct{ shortHolds bool }
+
+// ShortHolds: a long guest run holds its Go processor about a millisecond
+// at a time at most (wazero's compiler yields, RATIONALE "A long guest run
+// yields its core"; wasmtime runs the guest in a cgo call, which leaves the
+// processor). Without it an engine is held to the Go scheduler's own
+// preemption (an interpreter is Go code: 10-20 ms).
+func ShortHolds() Option { return func(o *options) { o.shortHolds = true } }
 
 func (e env) compile(pkg string, cfg runtime.Config) runtime.Compiled {
 	e.t.Helper()
@@ -73,7 +88,11 @@ func toolCall(ctx context.Context, inst runtime.Instance, tool, args string, max
 }
 
 // RunAll runs the engine conformance table against engines made by newEngine.
-func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine) {
+func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine, opts ...Option) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	cases := []struct {
 		name string
 		run  func(e env)
@@ -138,6 +157,42 @@ func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine) {
 			_, _, err := toolCall(ctx, e.instance(c), "loop", "{}", 1<<20)
 			if !errors.Is(err, runtime.ErrTimeout) || time.Since(start) > 5*time.Second {
 				e.t.Fatalf("err %v after %s", err, time.Since(start))
+			}
+		}},
+		{"a long call leaves its processor to other goroutines", func(e env) {
+			// With one processor, a goroutine sleeping 1 ms beside a guest
+			// spinning in for {} wakes late by as long as the guest holds
+			// the processor: 10-20 ms when it waits for the Go scheduler's
+			// preemption, microseconds on an engine of ShortHolds; never
+			// the whole call.
+			c := e.compile("host/plugin/testdata/hostile", runtime.Config{})
+			inst := e.instance(c)
+			defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, _, err := toolCall(ctx, inst, "loop", "{}", 1<<20)
+				done <- err
+			}()
+			time.Sleep(20 * time.Millisecond)
+			var late []time.Duration
+			for range 25 {
+				t0 := time.Now()
+				time.Sleep(time.Millisecond)
+				late = append(late, time.Since(t0)-time.Millisecond)
+			}
+			cancel()
+			if err := <-done; !errors.Is(err, runtime.ErrTimeout) && !errors.Is(err, context.Canceled) {
+				e.t.Fatalf("the loop ended with %v", err)
+			}
+			slices.Sort(late)
+			bound := 50 * time.Millisecond
+			if e.opts.shortHolds {
+				bound = 3 * time.Millisecond
+			}
+			if med := late[len(late)/2]; med > bound {
+				e.t.Fatalf("a goroutine beside the looping guest wakes %v late (median), want under %v", med, bound)
 			}
 		}},
 		{"cancellation stops an infinite loop", func(e env) {
@@ -373,7 +428,7 @@ func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine) {
 				}
 				eng.Close(context.Background()) // idempotent
 			}()
-			tc.run(env{t: t, eng: eng, meters: runtime.MetersFuel(eng)})
+			tc.run(env{t: t, eng: eng, meters: runtime.MetersFuel(eng), opts: o})
 		})
 	}
 }

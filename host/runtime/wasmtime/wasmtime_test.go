@@ -18,5 +18,5 @@ func TestEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 		return e
-	})
+	}, runtimetest.ShortHolds())
 }

@@ -16,7 +16,7 @@ func TestCompiler(t *testing.T) {
 			t.Fatal(err)
 		}
 		return e
-	})
+	}, runtimetest.ShortHolds())
 }
 
 func TestInterpreter(t *testing.T) {
