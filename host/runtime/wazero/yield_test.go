@@ -2,15 +2,12 @@ package wazero_test
 
 import (
 	"context"
-	"errors"
-	goruntime "runtime"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
-	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/host/runtime/runtimetest"
 	"github.com/aiodhq/aiod/host/runtime/wazero"
 	"github.com/aiodhq/aiod/host/runtime/wazero/interrupt"
 )
@@ -55,36 +52,11 @@ func TestLongRunYields(t *testing.T) {
 			return err
 		}},
 	}
-	lateness := func(t *testing.T, call func(ctx context.Context) error) time.Duration {
-		defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		done := make(chan error, 1)
-		go func() { done <- call(ctx) }()
-		time.Sleep(20 * time.Millisecond) // the guest runs
-		var late []time.Duration
-		for range 25 {
-			t0 := time.Now()
-			time.Sleep(time.Millisecond)
-			late = append(late, time.Since(t0)-time.Millisecond)
-		}
-		cancel()
-		select {
-		case err := <-done:
-			if !errors.Is(err, runtime.ErrTimeout) && !errors.Is(err, context.Canceled) {
-				t.Fatalf("the spin ended with %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("the spin did not stop")
-		}
-		slices.Sort(late)
-		return late[len(late)/2]
-	}
 	for _, g := range guests {
 		t.Run(g.name, func(t *testing.T) {
-			on := lateness(t, g.call)
+			on := runtimetest.WakeLateness(t, g.call)
 			restore := wazero.SetYieldQuantum(time.Hour)
-			off := lateness(t, g.call)
+			off := runtimetest.WakeLateness(t, g.call)
 			restore()
 			t.Logf("median wake-up lateness beside the spinning guest: %v yielding, %v not", on, off)
 			if on > 3*time.Millisecond {
