@@ -32,3 +32,23 @@ func BenchmarkCompileWarm(b *testing.B) {
 		c.Close(ctx)
 	}
 }
+
+// BenchmarkRewrite: what a cold compile does to the echo plugin before
+// wazero sees it (no prepared-module cache): the interrupt rewrite, the
+// data merge and the data image split.
+//
+//	go test ./host/runtime/wazero -run '^$' -bench Rewrite -benchtime 20x
+func BenchmarkRewrite(b *testing.B) {
+	wasm := testplugins.Wasm(b, "plugins/examples/echo")
+	e, err := wazero.New(wazero.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	b.SetBytes(int64(len(wasm)))
+	for b.Loop() {
+		if _, _, err := wazero.SplitImage(wazero.Rewrite(e, wasm)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

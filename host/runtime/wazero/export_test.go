@@ -106,3 +106,6 @@ func SetYieldQuantum(d time.Duration) (restore func()) {
 	yieldQuantum = d
 	return func() { yieldQuantum = old }
 }
+
+// SplitImage exposes splitImage.
+func SplitImage(wasm []byte) (stripped, image []byte, err error) { return splitImage(wasm) }
