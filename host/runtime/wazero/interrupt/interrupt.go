@@ -62,6 +62,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/aiodhq/aiod/host/internal/wasmbin"
 )
 
 // GlobalName is the export name of the interrupt flag.
@@ -91,22 +93,22 @@ var (
 	ErrExported = errors.New("interrupt: module already exports " + GlobalName)
 )
 
-// Section ids.
+// Section ids (package wasmbin reads the binary).
 const (
-	secCustom    = 0
-	secType      = 1
-	secImport    = 2
-	secFunction  = 3
-	secTable     = 4
-	secMemory    = 5
-	secGlobal    = 6
-	secExport    = 7
-	secStart     = 8
-	secElement   = 9
-	secCode      = 10
-	secData      = 11
-	secDataCount = 12
-	secTag       = 13
+	secCustom    = wasmbin.SecCustom
+	secType      = wasmbin.SecType
+	secImport    = wasmbin.SecImport
+	secFunction  = wasmbin.SecFunction
+	secTable     = wasmbin.SecTable
+	secMemory    = wasmbin.SecMemory
+	secGlobal    = wasmbin.SecGlobal
+	secExport    = wasmbin.SecExport
+	secStart     = wasmbin.SecStart
+	secElement   = wasmbin.SecElement
+	secCode      = wasmbin.SecCode
+	secData      = wasmbin.SecData
+	secDataCount = wasmbin.SecDataCount
+	secTag       = wasmbin.SecTag
 )
 
 // rank is the position a known section must have relative to the others
@@ -128,13 +130,6 @@ var rank = [...]int{
 	secData:      13,
 }
 
-var header = []byte{0x00, 0x61, 0x73, 0x6D, 0x01, 0x00, 0x00, 0x00}
-
-type section struct {
-	id         byte
-	start, end int // payload bounds in the input
-}
-
 // Instrument returns a copy of the wasm binary with the interrupt flag
 // (exported as GlobalName) and the countdown added, and the check described
 // in the package documentation inserted immediately after each
@@ -148,22 +143,37 @@ func Instrument(wasm []byte) ([]byte, error) { return instrument(wasm, Period) }
 
 // instrument is Instrument with a period (tests measure others).
 func instrument(wasm []byte, period uint32) ([]byte, error) {
-	if len(wasm) < len(header) {
-		return nil, malformed(0, "truncated header")
+	out, err := rewrite(wasm, period)
+	if err != nil {
+		return nil, classify(err)
 	}
-	for i, b := range header {
-		if wasm[i] != b {
-			return nil, malformed(i, "bad magic or version")
-		}
+	return out, nil
+}
+
+// classify turns the reader's errors into the package's.
+func classify(err error) error {
+	var we *wasmbin.Error
+	if !errors.As(err, &we) {
+		return err
+	}
+	if we.Unsupported {
+		return unsupported(we.Off, "%s", we.Msg)
+	}
+	return malformed(we.Off, "%s", we.Msg)
+}
+
+func rewrite(wasm []byte, period uint32) ([]byte, error) {
+	sections, err := wasmbin.Sections(wasm)
+	if err != nil {
+		return nil, err
 	}
 	if period == 0 || period > math.MaxInt32 {
 		return nil, fmt.Errorf("interrupt: period %d out of range", period)
 	}
 
-	// Pass 1: find the sections, check their order, count globals and
-	// memories and look for a clashing export.
+	// Pass 1: check the sections' order, count globals and memories and
+	// look for a clashing export.
 	var (
-		sections        []section
 		lastRank        int
 		importedGlobals uint64
 		definedGlobals  uint64
@@ -174,68 +184,56 @@ func instrument(wasm []byte, period uint32) ([]byte, error) {
 		yieldImport     = -1   // function index of the sched_yield import
 		yieldType       uint32
 	)
-	r := &reader{b: wasm, off: len(header)}
-	for r.off < len(wasm) {
-		idOff := r.off
-		id, _ := r.byte()
-		size, err := r.u32()
-		if err != nil {
-			return nil, err
-		}
-		if uint64(size) > uint64(len(wasm)-r.off) {
-			return nil, malformed(idOff, "section %d size %d exceeds the input", id, size)
-		}
-		s := section{id: id, start: r.off, end: r.off + int(size)}
-		r.off = s.end
+	for _, s := range sections {
+		id := s.ID
 		if id == secTag {
-			return nil, unsupported(idOff, "tag section (exception handling)")
+			return nil, unsupported(s.Off, "tag section (exception handling)")
 		}
 		if id == secStart {
 			// wazero runs the start function inside InstantiateModule,
 			// before the host can reach the flag: it could not be stopped.
-			return nil, unsupported(idOff, "start section (the start function could not be interrupted)")
+			return nil, unsupported(s.Off, "start section (the start function could not be interrupted)")
 		}
 		if int(id) >= len(rank) {
-			return nil, malformed(idOff, "unknown section id %d", id)
+			return nil, malformed(s.Off, "unknown section id %d", id)
 		}
 		if id != secCustom {
 			if rank[id] <= lastRank {
-				return nil, malformed(idOff, "section %d out of order or repeated", id)
+				return nil, malformed(s.Off, "section %d out of order or repeated", id)
 			}
 			lastRank = rank[id]
 		}
-		sub := &reader{b: wasm[:s.end], off: s.start}
+		sub := s.Reader(wasm)
 		switch id {
 		case secType:
-			yieldTypes = voidToI32(sub)
+			yieldTypes = voidToI32(&sub)
 		case secImport:
 			var imp imports
-			if imp, err = countImports(sub); err != nil {
+			if imp, err = countImports(&sub); err != nil {
 				return nil, err
 			}
 			importedGlobals = imp.globals
 			memories += imp.memories
 			yieldImport, yieldType = imp.yield, imp.yieldType
 		case secMemory:
-			n, err := sub.u32()
+			n, err := sub.U32()
 			if err != nil {
 				return nil, err
 			}
 			memories += uint64(n)
 		case secGlobal:
 			hasGlobal = true
-			n, err := sub.u32()
+			n, err := sub.U32()
 			if err != nil {
 				return nil, err
 			}
 			definedGlobals = uint64(n)
 		case secExport:
 			hasExport = true
-			if err := checkExports(sub); err != nil {
+			if err := checkExports(&sub); err != nil {
 				return nil, err
 			}
 		}
-		sections = append(sections, s)
 	}
 	yield := -1 // the trip's function, or memory.grow
 	if yieldImport >= 0 && uint64(yieldType) < uint64(len(yieldTypes)) && yieldTypes[yieldType] {
@@ -255,69 +253,82 @@ func instrument(wasm []byte, period uint32) ([]byte, error) {
 
 	// Pass 2: emit.
 	out := make([]byte, 0, len(wasm)+len(wasm)/4+64)
-	out = append(out, header...)
+	out = append(out, wasmbin.Header...)
 	globalDone, exportDone := false, false
-	emitGlobal := func(rest []byte, n uint64) {
-		p := appendU32(nil, uint32(n+2))
+	emitGlobal := func(rest []byte, n uint64) (err error) {
+		p := wasmbin.AppendU32(nil, uint32(n+2))
 		p = append(p, rest...)
 		p = append(p, 0x7F, 0x01, 0x41, 0x00, 0x0B) // flag: mut i32 = i32.const 0
 		p = append(p, 0x7F, 0x01, 0x41)             // countdown: mut i32 = i32.const period
-		p = appendS32(p, int32(period))
+		p = wasmbin.AppendI32(p, int32(period))
 		p = append(p, 0x0B)
-		out = appendSection(out, secGlobal, p)
+		out, err = wasmbin.AppendSection(out, secGlobal, p)
 		globalDone = true
+		return err
 	}
-	emitExport := func(rest []byte, n uint64) {
-		p := appendU32(nil, uint32(n+1))
+	emitExport := func(rest []byte, n uint64) (err error) {
+		p := wasmbin.AppendU32(nil, uint32(n+1))
 		p = append(p, rest...)
-		p = appendU32(p, uint32(len(GlobalName)))
+		p = wasmbin.AppendU32(p, uint32(len(GlobalName)))
 		p = append(p, GlobalName...)
 		p = append(p, 0x03)
-		p = appendU32(p, flag)
-		out = appendSection(out, secExport, p)
+		p = wasmbin.AppendU32(p, flag)
+		out, err = wasmbin.AppendSection(out, secExport, p)
 		exportDone = true
+		return err
 	}
 	// The checks may at most double the module, plus MiB (a bound on the
 	// output for a module that is nothing but loops).
 	budget := len(wasm) + maxExtra
 	for _, s := range sections {
-		if s.id != secCustom {
-			if !hasGlobal && !globalDone && rank[s.id] > rank[secGlobal] {
-				emitGlobal(nil, 0)
+		if s.ID != secCustom {
+			if !hasGlobal && !globalDone && rank[s.ID] > rank[secGlobal] {
+				if err := emitGlobal(nil, 0); err != nil {
+					return nil, err
+				}
 			}
-			if !hasExport && !exportDone && rank[s.id] > rank[secExport] {
-				emitExport(nil, 0)
+			if !hasExport && !exportDone && rank[s.ID] > rank[secExport] {
+				if err := emitExport(nil, 0); err != nil {
+					return nil, err
+				}
 			}
 		}
-		sub := &reader{b: wasm[:s.end], off: s.start}
-		switch s.id {
+		sub := s.Reader(wasm)
+		switch s.ID {
 		case secGlobal:
-			n, _ := sub.u32() // checked in pass 1
-			emitGlobal(wasm[sub.off:s.end], uint64(n))
+			n, _ := sub.U32() // checked in pass 1
+			err = emitGlobal(sub.Rest(), uint64(n))
 		case secExport:
-			n, _ := sub.u32()
+			n, _ := sub.U32()
 			if uint64(n)+1 > math.MaxUint32 {
-				return nil, malformed(s.start, "too many exports")
+				return nil, malformed(s.Start, "too many exports")
 			}
-			emitExport(wasm[sub.off:s.end], uint64(n))
+			err = emitExport(sub.Rest(), uint64(n))
 		case secCode:
-			p, err := instrumentCode(sub, check, budget)
+			p, err := instrumentCode(&sub, check, budget)
 			if err != nil {
 				return nil, err
 			}
 			if uint64(len(p)) > math.MaxUint32 {
-				return nil, unsupported(s.start, "code section grows beyond 4 GiB")
+				return nil, unsupported(s.Start, "code section grows beyond 4 GiB")
 			}
-			out = appendSection(out, secCode, p)
+			out, err = wasmbin.AppendSection(out, secCode, p)
 		default:
-			out = appendSection(out, s.id, wasm[s.start:s.end])
+			out, err = wasmbin.AppendSection(out, s.ID, s.Payload(wasm))
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	if !globalDone {
-		emitGlobal(nil, 0)
+		if err := emitGlobal(nil, 0); err != nil {
+			return nil, err
+		}
 	}
 	if !exportDone {
-		emitExport(nil, 0)
+		if err := emitExport(nil, 0); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -330,31 +341,25 @@ const maxExtra = 1 << 20
 // is the function a trip calls, or -1 for memory.grow.
 func checkCode(flag, count, period uint32, yield int) []byte {
 	var c []byte
-	get := func(g uint32) { c = appendU32(append(c, 0x23), g) }
-	set := func(g uint32) { c = appendU32(append(c, 0x24), g) }
+	get := func(g uint32) { c = wasmbin.AppendU32(append(c, 0x23), g) }
+	set := func(g uint32) { c = wasmbin.AppendU32(append(c, 0x24), g) }
 	get(count)
 	c = append(c, 0x41, 0x01, 0x6B) // i32.const 1, i32.sub
 	set(count)
 	get(count)
 	c = append(c, 0x41, 0x00, 0x4C, 0x04, 0x40) // i32.const 0, i32.le_s, if
 	c = append(c, 0x41)                         // i32.const period
-	c = appendS32(c, int32(period))
+	c = wasmbin.AppendI32(c, int32(period))
 	set(count)
 	if yield >= 0 {
-		c = appendU32(append(c, 0x10), uint32(yield)) // call sched_yield
-		c = append(c, 0x1A)                           // drop
+		c = wasmbin.AppendU32(append(c, 0x10), uint32(yield)) // call sched_yield
+		c = append(c, 0x1A)                                   // drop
 	} else {
 		c = append(c, 0x41, 0x00, 0x40, 0x00, 0x1A) // i32.const 0, memory.grow 0, drop
 	}
 	get(flag)
 	c = append(c, 0x04, 0x40, 0x00, 0x0B) // if, unreachable, end
 	return append(c, 0x0B)                // end
-}
-
-func appendSection(out []byte, id byte, payload []byte) []byte {
-	out = append(out, id)
-	out = appendU32(out, uint32(len(payload)))
-	return append(out, payload...)
 }
 
 // imports is what pass 1 needs of the import section.
@@ -368,85 +373,59 @@ type imports struct {
 
 // countImports parses the import section: it counts global and memory
 // imports and finds the sched_yield import.
-func countImports(r *reader) (imports, error) {
+func countImports(r *wasmbin.Reader) (imports, error) {
 	imp := imports{yield: -1}
-	n, err := r.u32()
+	n, err := r.U32()
 	if err != nil {
 		return imp, err
 	}
 	funcs := 0
 	for i := uint32(0); i < n; i++ {
-		mod, err := r.nameBytes()
+		im, err := r.Import()
 		if err != nil {
 			return imp, err
 		}
-		field, err := r.nameBytes()
-		if err != nil {
-			return imp, err
-		}
-		off := r.off
-		kind, err := r.byte()
-		if err != nil {
-			return imp, err
-		}
-		switch kind {
-		case 0x00: // func typeidx
-			var ti uint32
-			if ti, err = r.u32(); err == nil && imp.yield < 0 && string(mod) == YieldModule && string(field) == YieldName {
-				imp.yield, imp.yieldType = funcs, ti
+		switch im.Kind {
+		case wasmbin.KindFunc:
+			if imp.yield < 0 && string(im.Module) == YieldModule && string(im.Name) == YieldName {
+				imp.yield, imp.yieldType = funcs, im.Index
 			}
 			funcs++
-		case 0x01: // table: reftype limits
-			if _, err = r.valtype(); err == nil {
-				err = r.limits()
-			}
-		case 0x02: // memory: limits
-			err = r.limits()
+		case wasmbin.KindMemory:
 			imp.memories++
-		case 0x03: // global: valtype mut
-			if _, err = r.valtype(); err == nil {
-				_, err = r.byte()
-			}
+		case wasmbin.KindGlobal:
 			imp.globals++
-		case 0x04:
-			return imp, unsupported(off, "tag import (exception handling)")
-		default:
-			return imp, malformed(off, "unknown import kind %#x", kind)
-		}
-		if err != nil {
-			return imp, err
+		case wasmbin.KindTag:
+			return imp, unsupported(im.KindOff, "tag import (exception handling)")
 		}
 	}
-	if r.off != len(r.b) {
-		return imp, malformed(r.off, "import section has %d trailing bytes", len(r.b)-r.off)
-	}
-	return imp, nil
+	return imp, r.Expect("import section")
 }
 
 // voidToI32 decodes the type section and reports, per type index, whether
 // the type is a function [] -> [i32]. It returns nil for a section it does
 // not decode (GC types, or malformed: wazero's validation reports that);
 // the trips then use memory.grow.
-func voidToI32(r *reader) []bool {
-	n, err := r.u32()
-	if err != nil || uint64(n) > uint64(len(r.b)-r.off) { // a type is at least 3 bytes
+func voidToI32(r *wasmbin.Reader) []bool {
+	n, err := r.U32()
+	if err != nil || uint64(n) > uint64(r.Len()) { // a type is at least 3 bytes
 		return nil
 	}
 	out := make([]bool, 0, n)
 	for i := uint32(0); i < n; i++ {
-		if b, err := r.byte(); err != nil || b != 0x60 {
+		if b, err := r.Byte(); err != nil || b != 0x60 {
 			return nil
 		}
 		var counts [2]uint32
 		var last byte
 		for k := range counts {
-			c, err := r.u32()
+			c, err := r.U32()
 			if err != nil {
 				return nil
 			}
 			counts[k] = c
 			for j := uint32(0); j < c; j++ {
-				if last, err = r.valtype(); err != nil {
+				if last, err = r.ValType(); err != nil {
 					return nil
 				}
 			}
@@ -457,159 +436,144 @@ func voidToI32(r *reader) []bool {
 }
 
 // checkExports parses the export section and fails if GlobalName is taken.
-func checkExports(r *reader) error {
-	n, err := r.u32()
+func checkExports(r *wasmbin.Reader) error {
+	n, err := r.U32()
 	if err != nil {
 		return err
 	}
 	for i := uint32(0); i < n; i++ {
-		size, err := r.u32()
-		if err != nil {
-			return err
-		}
-		name, err := r.bytes(size)
+		name, err := r.Name()
 		if err != nil {
 			return err
 		}
 		if string(name) == GlobalName {
 			return ErrExported
 		}
-		if _, err := r.byte(); err != nil { // kind
+		if _, err := r.Byte(); err != nil { // kind
 			return err
 		}
-		if _, err := r.u32(); err != nil { // index
+		if _, err := r.U32(); err != nil { // index
 			return err
 		}
 	}
-	if r.off != len(r.b) {
-		return malformed(r.off, "export section has %d trailing bytes", len(r.b)-r.off)
-	}
-	return nil
+	return r.Expect("export section")
 }
 
 // instrumentCode rewrites the code section payload.
-func instrumentCode(r *reader, check []byte, budget int) ([]byte, error) {
-	n, err := r.u32()
+func instrumentCode(r *wasmbin.Reader, check []byte, budget int) ([]byte, error) {
+	n, err := r.U32()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(r.b)-r.off+len(r.b)/8+16)
-	out = appendU32(out, n)
+	out := make([]byte, 0, r.Len()+(r.Off()+r.Len())/8+16)
+	out = wasmbin.AppendU32(out, n)
 	for i := uint32(0); i < n; i++ {
-		size, err := r.u32()
+		size, err := r.U32()
 		if err != nil {
 			return nil, err
 		}
-		start := r.off
-		if _, err := r.bytes(size); err != nil {
+		start := r.Off()
+		body, err := r.Sub(size)
+		if err != nil {
 			return nil, err
 		}
-		body := &reader{b: r.b[:r.off], off: start}
-		sizeAt := len(out)
-		out = appendU32(out, 0) // placeholder, rewritten below
-		bodyAt := len(out)
-		if out, err = instrumentBody(out, body, check, &budget); err != nil {
+		var at int
+		out, at = wasmbin.BeginSize(out)
+		if out, err = instrumentBody(out, &body, check, &budget); err != nil {
 			return nil, err
 		}
-		bodyLen := len(out) - bodyAt
-		if uint64(bodyLen) > math.MaxUint32 {
+		if uint64(len(out)-at-1) > math.MaxUint32 {
 			return nil, unsupported(start, "function body grows beyond 4 GiB")
 		}
-		// Re-encode the size; shift the body if the encoding's length changed.
-		enc := appendU32(nil, uint32(bodyLen))
-		if len(enc) == 1 {
-			out[sizeAt] = enc[0]
-		} else {
-			out = append(out, enc[1:]...)
-			copy(out[bodyAt+len(enc)-1:], out[bodyAt:bodyAt+bodyLen])
-			copy(out[sizeAt:], enc)
+		if out, err = wasmbin.EndSize(out, at); err != nil {
+			return nil, err
 		}
 	}
-	if r.off != len(r.b) {
-		return nil, malformed(r.off, "code section has %d trailing bytes", len(r.b)-r.off)
+	if err := r.Expect("code section"); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
 // instrumentBody appends the function body read by r to out, with the check
 // inserted after each loop header.
-func instrumentBody(out []byte, r *reader, check []byte, budget *int) ([]byte, error) {
-	start := r.off
-	locals, err := r.u32()
+func instrumentBody(out []byte, r *wasmbin.Reader, check []byte, budget *int) ([]byte, error) {
+	start := r.Off()
+	locals, err := r.U32()
 	if err != nil {
 		return nil, err
 	}
 	for i := uint32(0); i < locals; i++ {
-		if _, err := r.u32(); err != nil {
+		if _, err := r.U32(); err != nil {
 			return nil, err
 		}
-		if _, err := r.valtype(); err != nil {
+		if _, err := r.ValType(); err != nil {
 			return nil, err
 		}
 	}
 	last := start
-	for r.off < len(r.b) {
-		off := r.off
-		op, _ := r.byte()
+	for !r.Done() {
+		off := r.Off()
+		op, _ := r.Byte()
 		switch {
 		case op == 0x00, op == 0x01, op == 0x05, op == 0x0B, op == 0x0F,
 			op == 0x1A, op == 0x1B, op == 0xD1,
 			op >= 0x45 && op <= 0xC4:
 			// unreachable nop else end return drop select ref.is_null numeric
 		case op == 0x02, op == 0x04: // block if
-			err = r.blocktype()
+			err = blocktype(r)
 		case op == 0x03: // loop
-			if err = r.blocktype(); err == nil {
+			if err = blocktype(r); err == nil {
 				if *budget -= len(check); *budget < 0 {
 					return nil, unsupported(off, "too many loops: the checks would more than double the module")
 				}
-				out = append(out, r.b[last:r.off]...)
+				out = append(out, r.Since(last)...)
 				out = append(out, check...)
-				last = r.off
+				last = r.Off()
 			}
 		case op == 0x0C, op == 0x0D, // br br_if
 			op >= 0x20 && op <= 0x24, // local.get/set/tee global.get/set
 			op == 0x25, op == 0x26,   // table.get/set
 			op == 0x10, // call
 			op == 0xD2: // ref.func
-			_, err = r.u32()
+			_, err = r.U32()
 		case op == 0x0E: // br_table
 			var n uint32
-			if n, err = r.u32(); err == nil {
+			if n, err = r.U32(); err == nil {
 				for j := uint64(0); j <= uint64(n) && err == nil; j++ {
-					_, err = r.u32()
+					_, err = r.U32()
 				}
 			}
 		case op == 0x11: // call_indirect typeidx tableidx
-			if _, err = r.u32(); err == nil {
-				_, err = r.u32()
+			if _, err = r.U32(); err == nil {
+				_, err = r.U32()
 			}
 		case op == 0x1C: // typed select
 			var n uint32
-			if n, err = r.u32(); err == nil {
+			if n, err = r.U32(); err == nil {
 				for j := uint32(0); j < n && err == nil; j++ {
-					_, err = r.valtype()
+					_, err = r.ValType()
 				}
 			}
 		case op >= 0x28 && op <= 0x3E: // loads and stores
-			err = r.memarg()
+			err = memarg(r)
 		case op == 0x3F, op == 0x40: // memory.size memory.grow
-			err = r.zero()
+			err = zero(r)
 		case op == 0x41:
-			_, err = r.leb(32, true)
+			_, err = r.I32()
 		case op == 0x42:
-			_, err = r.leb(64, true)
+			_, err = r.I64()
 		case op == 0x43:
-			_, err = r.bytes(4)
+			_, err = r.Bytes(4)
 		case op == 0x44:
-			_, err = r.bytes(8)
+			_, err = r.Bytes(8)
 		case op == 0xD0: // ref.null heaptype
 			var b byte
-			if b, err = r.byte(); err == nil && b != 0x70 && b != 0x6F {
+			if b, err = r.Byte(); err == nil && b != 0x70 && b != 0x6F {
 				err = unsupported(off, "ref.null heap type %#x", b)
 			}
 		case op == 0xFC:
-			err = r.misc(off)
+			err = misc(r, off)
 		case op == 0xFD:
 			err = unsupported(off, "SIMD opcode 0xFD")
 		case op == 0xFE:
@@ -625,12 +589,12 @@ func instrumentBody(out []byte, r *reader, check []byte, budget *int) ([]byte, e
 			return nil, err
 		}
 	}
-	return append(out, r.b[last:]...), nil
+	return append(out, r.Since(last)...), nil
 }
 
 // misc skips the sub-opcode and immediates of a 0xFC instruction.
-func (r *reader) misc(off int) error {
-	sub, err := r.u32()
+func misc(r *wasmbin.Reader, off int) error {
+	sub, err := r.U32()
 	if err != nil {
 		return err
 	}
@@ -638,25 +602,25 @@ func (r *reader) misc(off int) error {
 	case 0, 1, 2, 3, 4, 5, 6, 7: // trunc_sat
 		return nil
 	case 8: // memory.init dataidx memidx
-		if _, err := r.u32(); err != nil {
+		if _, err := r.U32(); err != nil {
 			return err
 		}
-		return r.zero()
+		return zero(r)
 	case 9, 13, 15, 16, 17: // data.drop elem.drop table.grow/size/fill
-		_, err := r.u32()
+		_, err := r.U32()
 		return err
 	case 10: // memory.copy
-		if err := r.zero(); err != nil {
+		if err := zero(r); err != nil {
 			return err
 		}
-		return r.zero()
+		return zero(r)
 	case 11: // memory.fill
-		return r.zero()
+		return zero(r)
 	case 12, 14: // table.init elemidx tableidx, table.copy tableidx tableidx
-		if _, err := r.u32(); err != nil {
+		if _, err := r.U32(); err != nil {
 			return err
 		}
-		_, err := r.u32()
+		_, err := r.U32()
 		return err
 	default:
 		return unsupported(off, "opcode 0xFC %d", sub)
@@ -671,183 +635,45 @@ func unsupported(off int, format string, args ...any) error {
 	return fmt.Errorf("%w: at offset %d: %s", ErrUnsupported, off, fmt.Sprintf(format, args...))
 }
 
-// reader decodes b from off; b ends where the current section or body ends,
-// so reads never cross it. Offsets in errors are offsets in the module.
-type reader struct {
-	b   []byte
-	off int
-}
-
-func (r *reader) byte() (byte, error) {
-	if r.off >= len(r.b) {
-		return 0, malformed(r.off, "unexpected end")
-	}
-	c := r.b[r.off]
-	r.off++
-	return c, nil
-}
-
-func (r *reader) bytes(n uint32) ([]byte, error) {
-	if uint64(n) > uint64(len(r.b)-r.off) {
-		return nil, malformed(r.off, "%d bytes past the end", uint64(n)-uint64(len(r.b)-r.off))
-	}
-	b := r.b[r.off : r.off+int(n)]
-	r.off += int(n)
-	return b, nil
-}
-
-// leb decodes an LEB128 number of at most bits bits, rejecting encodings
-// that are too long or whose unused bits are not zero (unsigned) or the sign
-// (signed), as the spec requires.
-func (r *reader) leb(bits uint, signed bool) (uint64, error) {
-	start := r.off
-	maxBytes := int((bits + 6) / 7)
-	used := bits - 7*uint(maxBytes-1) // value bits in the last byte
-	var v uint64
-	var shift uint
-	for i := 0; ; i++ {
-		c, err := r.byte()
-		if err != nil {
-			return 0, err
-		}
-		if i == maxBytes-1 {
-			if c&0x80 != 0 {
-				return 0, malformed(start, "LEB128 longer than %d bytes", maxBytes)
-			}
-			rest := (c & 0x7F) >> (used - 1)
-			if signed {
-				if rest != 0 && rest != 0x7F>>(used-1) {
-					return 0, malformed(start, "LEB128 overflows %d bits", bits)
-				}
-			} else if rest>>1 != 0 {
-				return 0, malformed(start, "LEB128 overflows %d bits", bits)
-			}
-		}
-		v |= uint64(c&0x7F) << shift
-		shift += 7
-		if c&0x80 == 0 {
-			if signed && shift < 64 && c&0x40 != 0 {
-				v |= ^uint64(0) << shift
-			}
-			return v, nil
-		}
-	}
-}
-
-func (r *reader) u32() (uint32, error) {
-	v, err := r.leb(32, false)
-	return uint32(v), err
-}
-
 // zero reads a reserved memory index byte; anything but 0 is multi-memory.
-func (r *reader) zero() error {
-	off := r.off
-	b, err := r.byte()
+func zero(r *wasmbin.Reader) error {
+	off := r.Off()
+	b, err := r.Byte()
 	if err == nil && b != 0 {
 		err = unsupported(off, "memory index %#x (multi-memory)", b)
 	}
 	return err
 }
 
-func (r *reader) nameBytes() ([]byte, error) {
-	n, err := r.u32()
-	if err != nil {
-		return nil, err
-	}
-	return r.bytes(n)
-}
-
-// valtype reads a single-byte value type: i32 i64 f32 f64 v128 funcref
-// externref. GC reference types (multi-byte) are unsupported.
-func (r *reader) valtype() (byte, error) {
-	off := r.off
-	b, err := r.byte()
-	if err != nil {
-		return 0, err
-	}
-	switch b {
-	case 0x7F, 0x7E, 0x7D, 0x7C, 0x7B, 0x70, 0x6F:
-		return b, nil
-	}
-	return 0, unsupported(off, "value type %#x", b)
-}
-
 // blocktype reads the block type of block, loop and if: empty (0x40), a
 // value type, or a non-negative s33 type index.
-func (r *reader) blocktype() error {
-	off := r.off
-	if r.off < len(r.b) {
-		switch r.b[r.off] {
-		case 0x40, 0x7F, 0x7E, 0x7D, 0x7C, 0x7B, 0x70, 0x6F:
-			r.off++
-			return nil
-		}
+func blocktype(r *wasmbin.Reader) error {
+	off := r.Off()
+	if c, ok := r.Peek(); ok && (c == 0x40 || wasmbin.IsValType(c)) {
+		_, err := r.Byte()
+		return err
 	}
-	v, err := r.leb(33, true)
+	v, err := r.S33()
 	if err != nil {
 		return err
 	}
-	if int64(v) < 0 {
-		return unsupported(off, "block type %d", int64(v))
+	if v < 0 {
+		return unsupported(off, "block type %d", v)
 	}
 	return nil
 }
 
-// limits reads table or memory limits: flags, min, optional max; 64-bit
-// bounds when flag 0x04 is set.
-func (r *reader) limits() error {
-	off := r.off
-	flags, err := r.byte()
-	if err != nil {
-		return err
-	}
-	if flags > 0x07 {
-		return malformed(off, "limits flags %#x", flags)
-	}
-	bits := uint(32)
-	if flags&0x04 != 0 {
-		bits = 64
-	}
-	if _, err := r.leb(bits, false); err != nil {
-		return err
-	}
-	if flags&0x01 != 0 {
-		_, err = r.leb(bits, false)
-	}
-	return err
-}
-
 // memarg reads align and offset. The offset is read as u64 so that memory64
 // offsets are skipped correctly; a valid 32-bit offset decodes the same.
-func (r *reader) memarg() error {
-	off := r.off
-	align, err := r.u32()
+func memarg(r *wasmbin.Reader) error {
+	off := r.Off()
+	align, err := r.U32()
 	if err != nil {
 		return err
 	}
 	if align&0x40 != 0 {
 		return unsupported(off, "memarg with memory index (multi-memory)")
 	}
-	_, err = r.leb(64, false)
+	_, err = r.U64()
 	return err
-}
-
-// appendS32 appends v as a signed LEB128 (an i32.const immediate).
-func appendS32(b []byte, v int32) []byte {
-	for {
-		c := byte(v & 0x7F)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
-
-func appendU32(b []byte, v uint32) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
 }
