@@ -2,9 +2,10 @@ package wazero
 
 import (
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"slices"
+
+	"github.com/aiodhq/aiod/host/internal/wasmbin"
 )
 
 // mergeData rewrites a module's data section so that active segments with
@@ -46,33 +47,23 @@ type segment struct {
 }
 
 func mergeDataErr(wasm []byte) ([]byte, error) {
-	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" {
+	secs, err := wasmbin.Sections(wasm)
+	if err != nil {
 		return nil, errNoMerge
 	}
-	var dataStart, dataEnd int = -1, -1
-	for i := 8; i < len(wasm); {
-		id := wasm[i]
-		size, n := binary.Uvarint(wasm[i+1:])
-		if n <= 0 || size > uint64(len(wasm)) {
+	var data *wasmbin.Section
+	for i, s := range secs {
+		switch s.ID {
+		case wasmbin.SecDataCount: // memory.init/data.drop may name segments
 			return nil, errNoMerge
+		case wasmbin.SecData:
+			data = &secs[i]
 		}
-		body := i + 1 + n
-		end := body + int(size)
-		if end > len(wasm) {
-			return nil, errNoMerge
-		}
-		switch id {
-		case 12: // data count: memory.init/data.drop may name segments
-			return nil, errNoMerge
-		case 11:
-			dataStart, dataEnd = i, end
-		}
-		i = end
 	}
-	if dataStart < 0 {
+	if data == nil {
 		return nil, errNoMerge
 	}
-	segs, err := decodeData(wasm[dataStart:dataEnd])
+	segs, err := decodeData(wasm, *data)
 	if err != nil {
 		return nil, err
 	}
@@ -100,87 +91,59 @@ func mergeDataErr(wasm []byte) ([]byte, error) {
 		return nil, errNoMerge // nothing gained
 	}
 	var body []byte
-	body = binary.AppendUvarint(body, uint64(len(merged)))
+	body = wasmbin.AppendU32(body, uint32(len(merged)))
 	for _, s := range merged {
 		body = append(body, 0, 0x41) // active, memory 0; i32.const
-		body = appendSleb(body, int64(int32(s.off)))
+		body = wasmbin.AppendI32(body, int32(s.off))
 		body = append(body, 0x0b)
-		body = binary.AppendUvarint(body, uint64(len(s.data)))
+		body = wasmbin.AppendU32(body, uint32(len(s.data))) // at most 4 GiB: the segments lie in a 32-bit memory
 		body = append(body, s.data...)
 	}
 	out := make([]byte, 0, len(wasm))
-	out = append(out, wasm[:dataStart]...)
-	out = append(out, 11)
-	out = binary.AppendUvarint(out, uint64(len(body)))
-	out = append(out, body...)
-	out = append(out, wasm[dataEnd:]...)
+	out = append(out, wasm[:data.Off]...)
+	if out, err = wasmbin.AppendSection(out, wasmbin.SecData, body); err != nil {
+		return nil, errNoMerge
+	}
+	out = append(out, wasm[data.End:]...)
 	return out, nil
 }
 
-// decodeData reads a data section (id, size, body) whose segments are all
+// decodeData reads the data section sec of wasm, whose segments must all be
 // active on memory 0 at an i32.const offset.
-func decodeData(sec []byte) ([]segment, error) {
-	_, n := binary.Uvarint(sec[1:])
-	p := sec[1+n:]
-	count, n := binary.Uvarint(p)
-	if n <= 0 || count > uint64(len(p)) {
+func decodeData(wasm []byte, sec wasmbin.Section) ([]segment, error) {
+	r := sec.Reader(wasm)
+	count, err := r.VecLen()
+	if err != nil {
 		return nil, errNoMerge
 	}
-	p = p[n:]
 	segs := make([]segment, 0, count)
 	for range count {
-		flag, n := binary.Uvarint(p)
-		if n <= 0 || flag != 0 || len(p) < n+1 || p[n] != 0x41 {
+		flag, err := r.U32()
+		if err != nil || flag != 0 {
 			return nil, errNoMerge
 		}
-		p = p[n+1:]
-		off, n := sleb(p)
-		if n <= 0 || len(p) < n+1 || p[n] != 0x0b {
+		if op, err := r.Byte(); err != nil || op != 0x41 { // i32.const
 			return nil, errNoMerge
 		}
-		p = p[n+1:]
-		size, n := binary.Uvarint(p)
-		if n <= 0 || size > uint64(len(p)-n) {
+		off, err := r.I32()
+		if err != nil {
 			return nil, errNoMerge
 		}
-		u := uint32(int32(off))
-		if int64(int32(off)) != off || uint64(u)+size > 1<<32 {
+		if end, err := r.Byte(); err != nil || end != 0x0b {
 			return nil, errNoMerge
 		}
-		segs = append(segs, segment{off: u, data: p[n : n+int(size)]})
-		p = p[n+int(size):]
+		b, err := r.ByteVec()
+		if err != nil {
+			return nil, errNoMerge
+		}
+		u := uint32(off)
+		if uint64(u)+uint64(len(b)) > 1<<32 {
+			return nil, errNoMerge
+		}
+		segs = append(segs, segment{off: u, data: b})
 	}
-	if len(p) != 0 {
+	if !r.Done() {
 		return nil, errNoMerge
 	}
 	return segs, nil
-}
-
-// sleb decodes a signed LEB128 (at most 5 bytes, an i32).
-func sleb(b []byte) (int64, int) {
-	var v int64
-	var shift uint
-	for i := 0; i < len(b) && i < 5; i++ {
-		c := b[i]
-		v |= int64(c&0x7f) << shift
-		shift += 7
-		if c&0x80 == 0 {
-			if shift < 64 && c&0x40 != 0 {
-				v |= -1 << shift
-			}
-			return v, i + 1
-		}
-	}
-	return 0, 0
-}
-
-func appendSleb(b []byte, v int64) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
 }

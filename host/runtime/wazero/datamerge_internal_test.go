@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+
+	"github.com/aiodhq/aiod/host/internal/wasmbin"
 )
 
 // module builds a wasm module from sections (id, body).
@@ -25,7 +27,7 @@ func dataSec(segs ...segment) []byte {
 	b = binary.AppendUvarint(b, uint64(len(segs)))
 	for _, s := range segs {
 		b = append(b, 0, 0x41)
-		b = appendSleb(b, int64(int32(s.off)))
+		b = wasmbin.AppendI32(b, int32(s.off))
 		b = append(b, 0x0b)
 		b = binary.AppendUvarint(b, uint64(len(s.data)))
 		b = append(b, s.data...)
@@ -70,15 +72,5 @@ func TestMergeData(t *testing.T) {
 				t.Fatalf("got  %x\nwant %x", out, want)
 			}
 		})
-	}
-}
-
-func TestSleb(t *testing.T) {
-	for _, v := range []int64{0, 1, 63, 64, -1, -64, -65, 1 << 20, 1<<31 - 1, -1 << 31} {
-		b := appendSleb(nil, v)
-		got, n := sleb(b)
-		if got != v || n != len(b) {
-			t.Fatalf("%d: %x -> %d (%d bytes)", v, b, got, n)
-		}
 	}
 }

@@ -2,13 +2,13 @@ package wazero
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/aiodhq/aiod/host/internal/wasmbin"
 	"github.com/aiodhq/aiod/host/runtime"
 )
 
@@ -21,17 +21,18 @@ func SetMergeSegments(on bool) (restore func()) {
 
 // Segments counts wasm's data segments, -1 if it has no data section.
 func Segments(wasm []byte) int {
-	for i := 8; i < len(wasm); {
-		id := wasm[i]
-		size, n := binary.Uvarint(wasm[i+1:])
-		if id == 11 {
-			segs, err := decodeData(wasm[i : i+1+n+int(size)])
+	secs, err := wasmbin.Sections(wasm)
+	if err != nil {
+		return -1
+	}
+	for _, s := range secs {
+		if s.ID == wasmbin.SecData {
+			segs, err := decodeData(wasm, s)
 			if err != nil {
 				return -1
 			}
 			return len(segs)
 		}
-		i += 1 + n + int(size)
 	}
 	return -1
 }

@@ -1,8 +1,9 @@
 package wazero
 
 import (
-	"encoding/binary"
 	"errors"
+
+	"github.com/aiodhq/aiod/host/internal/wasmbin"
 )
 
 // The data image: a module's data segments applied once, at compile time,
@@ -36,53 +37,40 @@ const maxImage = 64 << 20
 // splitImage returns wasm without its data section and the image of its
 // segments, or errNoImage.
 func splitImage(wasm []byte) (stripped, image []byte, err error) {
-	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" {
+	secs, err := wasmbin.Sections(wasm)
+	if err != nil {
 		return nil, nil, errNoImage
 	}
-	dataStart, dataEnd := -1, -1
+	var data *wasmbin.Section
 	var minPages uint64
 	memories := 0
-	for i := 8; i < len(wasm); {
-		id := wasm[i]
-		size, n := binary.Uvarint(wasm[i+1:])
-		if n <= 0 || size > uint64(len(wasm)) {
+	for i, s := range secs {
+		r := s.Reader(wasm)
+		switch s.ID {
+		case wasmbin.SecImport: // an imported memory is not ours to fill
+			if importsMemory(&r) {
+				return nil, nil, errNoImage
+			}
+		case wasmbin.SecMemory:
+			n, err := r.U32()
+			if err != nil || n != 1 {
+				return nil, nil, errNoImage
+			}
+			l, err := r.Limits()
+			if err != nil || l.Flags&^1 != 0 { // shared or 64-bit memories: left alone
+				return nil, nil, errNoImage
+			}
+			minPages, memories = l.Min, 1
+		case wasmbin.SecStart, wasmbin.SecDataCount: // a start function would run before the image is in
 			return nil, nil, errNoImage
+		case wasmbin.SecData:
+			data = &secs[i]
 		}
-		body := i + 1 + n
-		end := body + int(size)
-		if end > len(wasm) {
-			return nil, nil, errNoImage
-		}
-		switch id {
-		case 2: // imports: an imported memory is not ours to fill
-			if importsMemory(wasm[body:end]) {
-				return nil, nil, errNoImage
-			}
-		case 5:
-			count, k := binary.Uvarint(wasm[body:end])
-			if k <= 0 || count != 1 || body+k >= end {
-				return nil, nil, errNoImage
-			}
-			flag := wasm[body+k]
-			if flag != 0 && flag != 1 { // shared or 64-bit memories: left alone
-				return nil, nil, errNoImage
-			}
-			min, m := binary.Uvarint(wasm[body+k+1 : end])
-			if m <= 0 {
-				return nil, nil, errNoImage
-			}
-			minPages, memories = min, 1
-		case 8, 12: // a start function would run before the image is in
-			return nil, nil, errNoImage
-		case 11:
-			dataStart, dataEnd = i, end
-		}
-		i = end
 	}
-	if dataStart < 0 || memories != 1 {
+	if data == nil || memories != 1 {
 		return nil, nil, errNoImage
 	}
-	segs, err := decodeData(wasm[dataStart:dataEnd])
+	segs, err := decodeData(wasm, *data)
 	if err != nil || len(segs) == 0 {
 		return nil, nil, errNoImage
 	}
@@ -100,95 +88,23 @@ func splitImage(wasm []byte) (stripped, image []byte, err error) {
 	for _, s := range segs {
 		copy(image[s.off:], s.data)
 	}
-	stripped = make([]byte, 0, len(wasm)-(dataEnd-dataStart))
-	stripped = append(append(stripped, wasm[:dataStart]...), wasm[dataEnd:]...)
+	stripped = make([]byte, 0, len(wasm)-(data.End-data.Off))
+	stripped = append(append(stripped, wasm[:data.Off]...), wasm[data.End:]...)
 	return stripped, image, nil
 }
 
 // importsMemory reports whether an import section imports a memory (or
 // cannot be read: then it is taken to).
-func importsMemory(sec []byte) bool {
-	count, n := binary.Uvarint(sec)
-	if n <= 0 {
+func importsMemory(r *wasmbin.Reader) bool {
+	n, err := r.U32()
+	if err != nil {
 		return true
 	}
-	p := sec[n:]
-	name := func() bool {
-		l, k := binary.Uvarint(p)
-		if k <= 0 || l > uint64(len(p)-k) {
-			return false
-		}
-		p = p[k+int(l):]
-		return true
-	}
-	for range count {
-		for range 2 { // module and field names
-			if !name() {
-				return true
-			}
-		}
-		if len(p) < 1 {
-			return true
-		}
-		kind := p[0]
-		p = p[1:]
-		switch kind {
-		case 0: // function: type index
-			_, k := binary.Uvarint(p)
-			if k <= 0 {
-				return true
-			}
-			p = p[k:]
-		case 1: // table: reftype, limits
-			if len(p) < 1 {
-				return true
-			}
-			p = p[1:]
-			if !limits(&p) {
-				return true
-			}
-		case 2:
-			return true
-		case 3: // global: valtype, mutability
-			if len(p) < 2 {
-				return true
-			}
-			p = p[2:]
-		case 4: // tag: attribute, type index
-			if len(p) < 1 {
-				return true
-			}
-			_, k := binary.Uvarint(p[1:])
-			if k <= 0 {
-				return true
-			}
-			p = p[1+k:]
-		default:
+	for range n {
+		imp, err := r.Import()
+		if err != nil || imp.Kind == wasmbin.KindMemory {
 			return true
 		}
 	}
 	return false
-}
-
-func limits(p *[]byte) bool {
-	b := *p
-	if len(b) < 1 {
-		return false
-	}
-	flag := b[0]
-	b = b[1:]
-	_, k := binary.Uvarint(b)
-	if k <= 0 {
-		return false
-	}
-	b = b[k:]
-	if flag&1 != 0 {
-		_, k = binary.Uvarint(b)
-		if k <= 0 {
-			return false
-		}
-		b = b[k:]
-	}
-	*p = b
-	return true
 }
