@@ -3,9 +3,9 @@ package wazero
 import (
 	"bytes"
 	"crypto/sha256"
-	_ "embed"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -22,30 +22,32 @@ import (
 // themselves (it decodes and validates them before it looks in its cache),
 // so what is cached is the bytes.
 //
-// A file is <CacheDir>/aiod-prepared/<key>.wasm, key the sha256 of the
-// module and of the code that rewrote it (prepareDigest: this file, the
-// merge, the rewriter's source), so a changed rewriter never reads an
-// older one's output. The file is a header (preparedMagic and the sha256
-// of the rest) and the rewritten module; a file that does not match is
-// ignored and written again. Only instrumented modules are kept: a module
-// the rewriter refuses is cheap to refuse again and runs unchanged.
+// A file is <CacheDir>/aiod-prepared/<key>.wasm, key the sha256 of
+// prepareVersion and the module. prepareVersion names the rewrite's output
+// (the interrupt rewriter's and the merge's, preparedForm): it is bumped
+// whenever that output changes, so a changed rewriter never reads an older
+// one's output, and TestPrepareVersion fails when the output of a fixed
+// module (testdata/prepare.wat) changes and the version did not. The file
+// is a header (preparedMagic and the sha256 of the rest) and the rewritten
+// module; a file that does not match is ignored and written again. Only
+// instrumented modules are kept: a module the rewriter refuses is cheap to
+// refuse again and runs unchanged.
 
-//go:embed prepared.go
-var preparedSource []byte
+// prepareVersion is the version of preparedForm's output. Bump it with any
+// change to package interrupt, mergeData or preparedForm that changes the
+// bytes they produce for some module, and record the new digest in
+// TestPrepareVersion (prepared_internal_test.go).
+const prepareVersion = 1
 
-//go:embed datamerge.go
-var mergeSource []byte
-
-// prepareDigest identifies the code whose output the cache holds.
-var prepareDigest = func() [32]byte {
-	h := sha256.New()
-	h.Write(preparedSource)
-	h.Write(mergeSource)
-	h.Write(interrupt.SourceDigest[:])
-	var d [32]byte
-	h.Sum(d[:0])
-	return d
-}()
+// preparedForm is what the cache holds for a module: rewrite's output with
+// the interrupt and the merge on, for a module the rewriter instruments.
+func preparedForm(wasm []byte) ([]byte, error) {
+	iw, err := interrupt.Instrument(wasm)
+	if err != nil {
+		return nil, err
+	}
+	return mergeData(iw), nil
+}
 
 const preparedMagic = "aiodprep1\n"
 
@@ -55,10 +57,15 @@ func (e *engine) preparedPath(wasm []byte) string {
 	if e.opts.CacheDir == "" || !mergeSegments || !useInterrupt {
 		return ""
 	}
+	return filepath.Join(e.opts.CacheDir, "aiod-prepared", preparedKey(prepareVersion, wasm)+".wasm")
+}
+
+// preparedKey is the name of the cache file for wasm prepared by version.
+func preparedKey(version int, wasm []byte) string {
 	h := sha256.New()
-	h.Write(prepareDigest[:])
+	fmt.Fprintf(h, "aiod prepared v%d\n", version)
 	h.Write(wasm)
-	return filepath.Join(e.opts.CacheDir, "aiod-prepared", hex.EncodeToString(h.Sum(nil))+".wasm")
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 var errStale = errors.New("prepared module does not match its digest")

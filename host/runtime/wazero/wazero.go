@@ -143,6 +143,12 @@ func (e *engine) rewrite(wasm []byte) prepared {
 		// The interpreter is Go code: preemptible, and the host's write of
 		// the flag would race with its read in Go. wazero's checks there.
 		p.noInterrupt = errors.New("interrupt: interpreter")
+	case useInterrupt && mergeSegments:
+		pw, err := preparedForm(wasm) // (prepared.go) what the cache holds
+		if err == nil {
+			return prepared{wasm: pw}
+		}
+		p.noInterrupt = err
 	case useInterrupt:
 		iw, err := interrupt.Instrument(wasm)
 		if err == nil {
