@@ -229,6 +229,12 @@ func (b *Browser) dialLaunched(ctx context.Context) (*Conn, error) {
 	}
 }
 
+// discovery is the HTTP client of CDP endpoint discovery. It never follows a
+// redirect: /json/version is asked of the configured host and port only, and
+// a 3xx (which would send the GET, and take the websocket URL to dial, from
+// wherever its Location says) is a failed probe naming the status.
+var discovery = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
 // probe reads the browser's /json/version at endpoint (host:port).
 func probe(ctx context.Context, endpoint string) (Version, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -237,11 +243,14 @@ func probe(ctx context.Context, endpoint string) (Version, error) {
 	if err != nil {
 		return Version{}, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := discovery.Do(req)
 	if err != nil {
 		return Version{}, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		return Version{}, fmt.Errorf("GET /json/version answered HTTP %d (a redirect, which aiod does not follow)", resp.StatusCode)
+	}
 	if resp.StatusCode != 200 {
 		return Version{}, fmt.Errorf("GET /json/version: %s", resp.Status)
 	}

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,5 +248,60 @@ func TestHungBrowser(t *testing.T) {
 	c.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d calls left pending", n)
+	}
+}
+
+// TestDiscoveryRedirect: a DevTools endpoint whose /json/version answers a
+// redirect (301, 302, 303, 307, 308), to another loopback address or to
+// another path of its own: aiod sends nothing there, and Conn fails naming
+// the status.
+func TestDiscoveryRedirect(t *testing.T) {
+	var elsewhere atomic.Int64 // requests that reached a redirect's target
+	target := func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		fmt.Fprintf(w, `{"Browser":"Elsewhere/1.0","webSocketDebuggerUrl":"ws://%s/devtools/browser/x"}`, r.Host)
+	}
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := &http.Server{Handler: http.HandlerFunc(target)}
+	go other.Serve(l)
+	t.Cleanup(func() { other.Close() })
+	for _, status := range []int{301, 302, 303, 307, 308} {
+		for _, tg := range []struct{ name, location string }{
+			{"another loopback address", "http://" + l.Addr().String() + "/json/version"},
+			{"same origin", "/json/elsewhere"},
+		} {
+			t.Run(fmt.Sprintf("%d/%s", status, tg.name), func(t *testing.T) {
+				elsewhere.Store(0)
+				var redirected atomic.Int64
+				mux := http.NewServeMux()
+				mux.HandleFunc("/json/version", func(w http.ResponseWriter, r *http.Request) {
+					redirected.Add(1)
+					http.Redirect(w, r, tg.location, status)
+				})
+				mux.HandleFunc("/json/elsewhere", target)
+				srv := httptest.NewServer(mux)
+				defer srv.Close()
+				a := srv.Listener.Addr().(*net.TCPAddr)
+				b, err := New(Config{Host: a.IP.String(), Port: a.Port, Logger: quiet})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer b.Close()
+				_, err = b.Conn(context.Background())
+				want := fmt.Sprintf("GET /json/version answered HTTP %d (a redirect, which aiod does not follow)", status)
+				if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), want) {
+					t.Fatalf("Conn: %v, want ErrUnavailable naming %q", err, want)
+				}
+				if redirected.Load() == 0 {
+					t.Fatal("the endpoint redirected nothing: the test did not test")
+				}
+				if n := elsewhere.Load(); n != 0 {
+					t.Fatalf("%d requests reached the redirect's target", n)
+				}
+			})
+		}
 	}
 }

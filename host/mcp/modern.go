@@ -114,9 +114,19 @@ func (rc *rpcCall) discover() ([]byte, *Error) {
 }
 
 // modernResult splices resultType (unless present) and _meta.serverInfo
-// into a result object.
+// into a result object. A result with its own top-level _meta (a plugin's,
+// or the tool's own _meta of an upstream's answer) gets the serverInfo as
+// the first member of that object, unless it names a server itself; the
+// rest of the result is not re-encoded.
 func (s *Server) modernResult(res []byte, resultType string) []byte {
 	hasType := bytes.Contains(res[:min(len(res), 64)], resultTypeKey)
+	addMeta := !bytes.Contains(res, metaKey)
+	metaAt := -1 // where the serverInfo goes inside the result's own _meta
+	if !addMeta {
+		if top, ok := scanTop(res); ok {
+			hasType, addMeta, metaAt = top.hasType, !top.hasMeta, top.metaAt
+		}
+	}
 	b := make([]byte, 0, len(res)+len(s.metaJSON)+48)
 	b = append(b, '{')
 	if !hasType {
@@ -124,7 +134,7 @@ func (s *Server) modernResult(res []byte, resultType string) []byte {
 		b = append(b, resultType...)
 		b = append(b, `",`...)
 	}
-	if !bytes.Contains(res, metaKey) {
+	if addMeta {
 		b = append(b, `"_meta":`...)
 		b = append(b, s.metaJSON...)
 		b = append(b, ',')
@@ -133,7 +143,16 @@ func (s *Server) modernResult(res []byte, resultType string) []byte {
 	if firstByte(rest) == '}' {
 		b = b[:len(b)-1]
 	}
-	return append(b, rest...)
+	if metaAt < 0 {
+		return append(b, rest...)
+	}
+	// Inside the result's _meta object, at metaAt (just after its '{').
+	b = append(b, res[1:metaAt]...)
+	b = append(b, s.metaJSON[1:len(s.metaJSON)-1]...) // the serverInfo member
+	if firstByte(res[metaAt:]) != '}' {
+		b = append(b, ',')
+	}
+	return append(b, res[metaAt:]...)
 }
 
 var (

@@ -47,7 +47,13 @@ func TestModernResultSplice(t *testing.T) {
 		`{}`:                                    `{"resultType":"complete","_meta":{"m":1}}`,
 		`{"content":[]}`:                        `{"resultType":"complete","_meta":{"m":1},"content":[]}`,
 		`{"resultType":"input_required","a":1}`: `{"_meta":{"m":1},"resultType":"input_required","a":1}`,
-		`{"_meta":{"x":2},"a":1}`:               `{"resultType":"complete","_meta":{"x":2},"a":1}`,
+		`{"_meta":{"x":2},"a":1}`:               `{"resultType":"complete","_meta":{"m":1,"x":2},"a":1}`,
+		// The result's own _meta gets the serverInfo; a nested one does not count.
+		`{"a":1,"_meta":{}}`:                     `{"resultType":"complete","a":1,"_meta":{"m":1}}`,
+		`{"a":{"_meta":{}},"resultType":"task"}`: `{"_meta":{"m":1},"a":{"_meta":{}},"resultType":"task"}`,
+		`{"structuredContent":{"resultType":"x"},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"p"}}}`: `{"resultType":"complete","structuredContent":{"resultType":"x"},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"p"}}}`,
+		`{"_meta":null}`:                  `{"resultType":"complete","_meta":null}`,
+		`{ "_meta" : { "k" : [ "}" ] } }`: `{"resultType":"complete", "_meta" : {"m":1, "k" : [ "}" ] } }`,
 	} {
 		if got := string(s.modernResult([]byte(in), "complete")); got != want {
 			t.Errorf("%s: got %s, want %s", in, got, want)

@@ -100,11 +100,14 @@ func (u *upstream) fastCall(ctx context.Context, cs *mcp.ClientSession, fp *fast
 	}
 	req.Header["Mcp-Method"] = []string{"tools/call"}
 	req.Header["Mcp-Name"] = []string{tool}
-	resp, err := u.base.RoundTrip(req)
+	resp, err := u.fc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			res, cerr, _ := u.ctxResult(ctx)
 			return res, cerr
+		}
+		if res, ok := redirected(err); ok {
+			return res, nil
 		}
 		u.drop(cs)
 		return errorResult(fmt.Sprintf("upstream MCP server %q is not reachable: %v", u.srv.Name, err)), nil

@@ -325,12 +325,16 @@ func (s *Set) route(name string) (route, bool) {
 }
 
 // Call forwards a tools/call of a published name, with the prefix taken off,
-// and returns the upstream's result as it wrote it (content,
-// structuredContent, isError, _meta, anything else), or:
+// and returns the upstream's answer: its result as it wrote it (content,
+// structuredContent, isError, the tool's own _meta, anything else) without
+// the envelope of its hop, the "resultType" and the _meta's
+// "io.modelcontextprotocol/serverInfo" (the caller's client gets its own
+// server's envelope: envelope.go), or:
 //
 //   - an isError result naming the server when the upstream is down, its
-//     answer exceeds the size limit or is not JSON-RPC, or the deadline
-//     passed;
+//     answer exceeds the size limit or is not JSON-RPC, it answered a
+//     redirect (which is not followed) or a resultType other than
+//     "complete", or the deadline passed;
 //   - an *RPCError when the upstream answered a JSON-RPC error;
 //   - ErrUnknownTool (wrapped) when the name routes to no upstream;
 //   - the context's error (wrapped) when ctx was cancelled; the upstream call
@@ -357,7 +361,11 @@ func (s *Set) Call(ctx context.Context, name string, arguments json.RawMessage, 
 	if res, ok := s.callable(ctx, r.u, r.name); !ok {
 		return res, nil
 	}
-	return r.u.call(ctx, r.name, arguments, notify)
+	res, err := r.u.call(ctx, r.name, arguments, notify)
+	if err != nil {
+		return nil, err
+	}
+	return r.u.answer(res), nil
 }
 
 // withheld reports (and logs once, with the reason) whether the pins
@@ -434,8 +442,10 @@ func (s *Set) ServerTools(ctx context.Context, name string) (tools []json.RawMes
 
 // CallServer forwards a tools/call of tool (the upstream's own name) to the
 // registered server name, with the outcomes of Call (ErrUnknownServer, wrapped,
-// instead of ErrUnknownTool). It does not consult the published names: a
-// tool that publishes none is callable this way.
+// instead of ErrUnknownTool), except that the result is the upstream's as it
+// wrote it, envelope included (the aiod:upstream family promises plugins the
+// server's CallToolResult byte for byte). It does not consult the published
+// names: a tool that publishes none is callable this way.
 func (s *Set) CallServer(ctx context.Context, name, tool string, arguments json.RawMessage, notify func(method string, params json.RawMessage)) (json.RawMessage, error) {
 	u, err := s.server(name)
 	if err != nil {

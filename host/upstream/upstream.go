@@ -30,8 +30,8 @@ type upstream struct {
 	srv  Server
 	set  *Set
 	cl   *mcp.Client
-	hc   *http.Client
-	base http.RoundTripper        // under the guard: the fast path's transport
+	hc   *http.Client             // the go-sdk client's: the guard over the transport
+	fc   *http.Client             // the fast path's: the transport alone
 	lost atomic.Bool              // a 404 answered a request with our session id
 	fast atomic.Pointer[fastPath] // nil: calls go through the go-sdk client
 	// fastCalls counts the calls the fast path answered (the tests
@@ -80,8 +80,13 @@ func newUpstream(set *Set, srv Server) *upstream {
 		t.MaxIdleConnsPerHost = 64
 		base = t
 	}
-	u.base = base
-	u.hc = &http.Client{Transport: &guard{base: base, limit: set.opts.MaxResultBytes, sessionLost: func() { u.lost.Store(true) }, capture: u.capture}}
+	// Both clients never follow a redirect (client.go).
+	warn := func(status int) {
+		set.warnOnce(fmt.Sprintf("%s\x00redirect\x00%d", srv.Name, status), "%s: the session goes on without its GET stream (no list_changed from it)",
+			(&RedirectError{Server: srv.Name, Status: status}).Error())
+	}
+	u.fc = newClient(srv.Name, base, nil)
+	u.hc = newClient(srv.Name, &guard{base: base, limit: set.opts.MaxResultBytes, sessionLost: func() { u.lost.Store(true) }, capture: u.capture}, warn)
 	u.cl = mcp.NewClient(&mcp.Implementation{Name: set.opts.ClientName, Version: set.opts.ClientVersion}, &mcp.ClientOptions{
 		Capabilities:                &mcp.ClientCapabilities{}, // no roots, sampling or elicitation
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
@@ -463,6 +468,9 @@ func (u *upstream) callOnce(ctx context.Context, tool string, args json.RawMessa
 		if ctx.Err() != nil {
 			return u.ctxResult(ctx)
 		}
+		if res, ok := redirected(err); ok {
+			return res, nil, false
+		}
 		return errorResult(fmt.Sprintf("upstream MCP server %q is not reachable: %v", u.srv.Name, err)), nil, false
 	}
 	if fp := u.fast.Load(); fp != nil && notify == nil && u.fastTool(tool) {
@@ -504,6 +512,9 @@ func (u *upstream) callOnce(ctx context.Context, tool string, args json.RawMessa
 	if u.retryable(err) {
 		u.drop(cs)
 		return nil, nil, true
+	}
+	if res, ok := redirected(err); ok {
+		return res, nil, false // the session is not broken: this request was answered
 	}
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {

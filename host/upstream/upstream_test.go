@@ -83,20 +83,36 @@ func TestSDKUpstream(t *testing.T) {
 	}
 }
 
-// TestUnedited: the result is the upstream's bytes, even with fields and
-// content types the go-sdk does not know.
+// TestUnedited: the answer is the upstream's bytes, even with fields and
+// content types the go-sdk does not know, without the envelope of its hop
+// (resultType, _meta's serverInfo), on both paths; CallServer (the
+// aiod:upstream family) gets the result whole.
 func TestUnedited(t *testing.T) {
-	const answer = `{"zz":"first","content":[{"type":"widget","spin":3},{"text":"t","type":"text","annotations":{"priority":1}}],"structuredContent":[1,2,{"b":null,"a":1e400}],"isError":false,"_meta":{"x/y":{"n":12345678901234567890}},"resultType":"complete"}`
-	up := newRawUpstream(t, func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
-		writeJSON(w, id, answer)
-	})
-	s := newSet(t, Options{}, Server{Name: "raw", URL: up.URL, Prefix: "r"})
-	raw, err := s.Call(context.Background(), "r_hello", json.RawMessage(`{}`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(raw) != answer {
-		t.Fatalf("result edited:\n got %s\nwant %s", raw, answer)
+	const result = `{"zz":"first","content":[{"type":"widget","spin":3},{"text":"t","type":"text","annotations":{"priority":1}}],"structuredContent":[1,2,{"b":null,"a":1e400}],"isError":false,"_meta":{"x/y":{"n":12345678901234567890},"io.modelcontextprotocol/serverInfo":{"name":"raw","version":"1"},"z":[ 1 ]},"resultType":"complete"}`
+	const answer = `{"zz":"first","content":[{"type":"widget","spin":3},{"text":"t","type":"text","annotations":{"priority":1}}],"structuredContent":[1,2,{"b":null,"a":1e400}],"isError":false,"_meta":{"x/y":{"n":12345678901234567890},"z":[ 1 ]}}`
+	for _, fast := range []bool{false, true} {
+		t.Run(pathName(fast), func(t *testing.T) {
+			up := newRawUpstream(t, func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+				writeJSON(w, id, result)
+			})
+			s := newSet(t, Options{}, Server{Name: "raw", URL: up.URL, Prefix: "r"})
+			arm(t, s, fast)
+			raw, err := s.Call(context.Background(), "r_hello", json.RawMessage(`{}`), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(raw) != answer {
+				t.Fatalf("answer edited:\n got %s\nwant %s", raw, answer)
+			}
+			took(t, s, fast)
+			raw, err = s.CallServer(context.Background(), "raw", "hello", json.RawMessage(`{}`), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(raw) != result {
+				t.Fatalf("CallServer: result edited:\n got %s\nwant %s", raw, result)
+			}
+		})
 	}
 }
 
