@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/aiodhq/aiod/host"
@@ -24,14 +26,23 @@ func containment() doctor.Check {
 	return doctor.ContainmentCheck(m.Containment())
 }
 
-// doctorCmd is `aiod doctor [--json]`: what this machine has for each
-// plane, by the probes behind GET /v1/capabilities (host/doctor).
+// doctorCmd is `aiod doctor [--json] [--lockdown]`: what this machine has
+// for each plane, by the probes behind GET /v1/capabilities (host/doctor),
+// and with --lockdown what a locked-down start would be refused for.
 func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("aiod doctor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	cacheDir := fs.String("cache-dir", os.Getenv("AIO_CACHE_DIR"), "compiled-module cache directory to check (default: <user cache dir>/aiod/wazero, as aiod start)")
 	workspace := fs.String("workspace", os.Getenv("AIO_WORKSPACE"), "workspace directory to check")
+	lockdownEnv, err := strconv.ParseBool(cmp.Or(os.Getenv("AIO_LOCKDOWN"), "false"))
+	if err != nil {
+		fmt.Fprintf(stderr, "aiod doctor: AIO_LOCKDOWN=%q is not a boolean\n", os.Getenv("AIO_LOCKDOWN"))
+		return 2
+	}
+	lockdown := fs.Bool("lockdown", lockdownEnv, "also check what aiod start --lockdown needs (bubblewrap, cgroups, --data-dir, --audit-log)")
+	dataDir := fs.String("data-dir", os.Getenv("AIO_DATA_DIR"), "lockdown: the data directory aiod start is given")
+	auditLog := fs.String("audit-log", os.Getenv("AIO_AUDIT_LOG"), "lockdown: the audit log aiod start is given")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -44,7 +55,11 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 			*cacheDir = filepath.Join(d, "aiod", "wazero")
 		}
 	}
-	r := doctor.Probe(context.Background(), doctor.Options{CacheDir: *cacheDir, Workspace: *workspace, Cgroups: containment})
+	o := doctor.Options{CacheDir: *cacheDir, Workspace: *workspace, Cgroups: containment}
+	if *lockdown {
+		o.Lockdown = &doctor.Lockdown{DataDir: *dataDir, AuditLog: *auditLog}
+	}
+	r := doctor.Probe(context.Background(), o)
 	if *asJSON {
 		out := map[string]any{"version": host.Version, "checks": r.Checks, "capabilities": r.DomainsMap(), "at": r.At}
 		enc := json.NewEncoder(stdout)
@@ -62,6 +77,9 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 			mark = "--"
 		}
 		fmt.Fprintf(stdout, "  %-3s %-14s %s\n", mark, c.Name, c.Detail)
+		for _, m := range c.Missing {
+			fmt.Fprintf(stdout, "  %-3s %-14s - %s\n", "", "", m)
+		}
 	}
 	fmt.Fprintf(stdout, "\nplanes:\n")
 	for _, name := range doctor.Domains {

@@ -45,7 +45,9 @@ usage:
   aiod upstream review [--accept]
                        show how the upstream MCP servers' tools differ from their pins
                        (--pin-upstreams); --accept pins them as they are now
-  aiod doctor [--json] what this machine has for each plane (shell, interpreters, browser, isolation)
+  aiod doctor [--json] [--lockdown]
+                       what this machine has for each plane (shell, interpreters, browser, isolation);
+                       --lockdown: what aiod start --lockdown would be refused for
   aiod plugin new|build|inspect|verify|test
                        write, build and check a plugin (aiod plugin help)
   aiod key new         print a fresh API key and the line to paste into a tenant's "keys"

@@ -54,7 +54,30 @@ type Options struct {
 	Cgroups func() Check
 	// Timeout bounds each network probe and version query (default 2s).
 	Timeout time.Duration
+	// Lockdown, when set, adds the lockdown check: what a locked-down
+	// start (aiod start --lockdown) with this configuration would miss.
+	Lockdown *Lockdown
 }
+
+// Lockdown is the configuration of a locked-down start that the lockdown
+// check judges (spec/lockdown.md §1).
+type Lockdown struct {
+	// DataDir is --data-dir, where the tenants' directories live.
+	DataDir string
+	// AuditLog is --audit-log, the file of one line per request.
+	AuditLog string
+}
+
+// What the lockdown check finds missing: the data directory and the
+// audit log in aiod start's words (host/lockdown.go; cmd/aiod's
+// TestDoctorLockdown compares them), the sandbox and the cgroups with the
+// start's prefixes and the probe's finding.
+const (
+	LockdownNoDataDir  = "give --data-dir (AIO_DATA_DIR): the tenants' directories live there"
+	LockdownNoAuditLog = "an audit log: set --audit-log FILE (AIO_AUDIT_LOG); lockdown refuses a call it cannot audit"
+	LockdownNoBwrap    = "the bubblewrap sandbox (Debian package bubblewrap): bwrap not found on PATH"
+	LockdownNoCgroups  = "cgroups for process limits: "
+)
 
 func (o *Options) defaults() {
 	if o.LookPath == nil {
@@ -90,6 +113,9 @@ type Check struct {
 	OK   bool   `json:"ok"`
 	// Detail is what was found (a path, a version) or why not.
 	Detail string `json:"detail"`
+	// Missing, of the lockdown check, is each piece a locked-down start
+	// would be refused for, in aiod start's words.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // Domain is one plane's status, in aiod's shape: status, missing,
@@ -183,6 +209,9 @@ func Probe(ctx context.Context, o Options) Report {
 	cache := probeCache(o.CacheDir)
 	cdp := probeCDP(ctx, o.CDP, o.Timeout)
 	r.Checks = []Check{bash, py, node, chromium, bwrap, cg, cache, cdp}
+	if o.Lockdown != nil {
+		r.Checks = append(r.Checks, checkLockdown(*o.Lockdown, bwrap, cg))
+	}
 
 	// files: the host's own (pure Go), so ready unless the workspace is
 	// not usable
@@ -304,6 +333,55 @@ func probeCgroups(root string) Check {
 	}
 	c.OK, c.Detail = true, "cgroup v2 at "+root+" ("+strings.Join(ctl, " ")+")"
 	return c
+}
+
+// checkLockdown: what aiod start --lockdown would refuse of what the
+// probes and the configuration show (the sandbox's trial run,
+// authentication and plugin pins are the start's own checks).
+func checkLockdown(l Lockdown, bwrap, cg Check) Check {
+	c := Check{Name: "lockdown"}
+	if !bwrap.OK {
+		c.Missing = append(c.Missing, LockdownNoBwrap)
+	}
+	if !cg.OK {
+		c.Missing = append(c.Missing, LockdownNoCgroups+cg.Detail)
+	}
+	if l.DataDir == "" {
+		c.Missing = append(c.Missing, LockdownNoDataDir)
+	}
+	if l.AuditLog == "" {
+		c.Missing = append(c.Missing, LockdownNoAuditLog)
+	} else if err := appendable(l.AuditLog); err != nil {
+		c.Missing = append(c.Missing, "audit log: "+err.Error())
+	}
+	if len(c.Missing) > 0 {
+		c.Detail = "aiod start --lockdown would refuse to start"
+		return c
+	}
+	c.OK, c.Detail = true, "bubblewrap, cgroups, data dir "+l.DataDir+", audit log "+l.AuditLog
+	return c
+}
+
+// appendable: the audit log can be opened for appending, as aiod start
+// opens it (made if missing, so its directory must take a new file).
+func appendable(file string) error {
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND, 0)
+	if err == nil {
+		return f.Close()
+	}
+	if !os.IsNotExist(err) {
+		return err
+	}
+	dir := filepath.Dir(file)
+	if st, err := os.Stat(dir); err != nil {
+		return err
+	} else if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if !writable(dir) {
+		return fmt.Errorf("%s does not exist and %s is not writable by this user", file, dir)
+	}
+	return nil
 }
 
 // probeCache: the compile cache directory exists (or can be made) and is

@@ -141,3 +141,37 @@ func TestDoctorCache(t *testing.T) {
 		t.Fatalf("refresh: %d probes, want 2", probes.Load())
 	}
 }
+
+// TestLockdownCheck: the lockdown check is there only when asked for, and
+// names each piece a locked-down start would miss of what doctor sees.
+func TestLockdownCheck(t *testing.T) {
+	none := func(string) (string, error) { return "", errors.New("not found") }
+	noEnv := func(string) string { return "" }
+	r := doctor.Probe(context.Background(), doctor.Options{LookPath: none, Getenv: noEnv, CDP: closedAddr(t), CgroupRoot: t.TempDir()})
+	if c := r.Check("lockdown"); c.Detail != "" || c.OK || len(r.Checks) != 8 {
+		t.Errorf("without Lockdown: %d checks, lockdown %+v", len(r.Checks), c)
+	}
+	r = doctor.Probe(context.Background(), doctor.Options{LookPath: none, Getenv: noEnv, CDP: closedAddr(t), CgroupRoot: t.TempDir(), Lockdown: &doctor.Lockdown{}})
+	c := r.Check("lockdown")
+	want := []string{doctor.LockdownNoBwrap, doctor.LockdownNoCgroups + "no cgroup v2 hierarchy at ", doctor.LockdownNoDataDir, doctor.LockdownNoAuditLog}
+	if c.OK || len(c.Missing) != len(want) {
+		t.Fatalf("nothing: %+v", c)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(c.Missing[i], w) {
+			t.Errorf("missing[%d] = %q, want %q", i, c.Missing[i], w)
+		}
+	}
+	bwrap := func(n string) (string, error) {
+		if n == "bwrap" {
+			return "/nonexistent/bin/bwrap", nil
+		}
+		return "", errors.New("not found")
+	}
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	c = doctor.Probe(context.Background(), doctor.Options{LookPath: bwrap, Getenv: noEnv, CDP: closedAddr(t), CgroupRoot: cgroupRoot(t, "cpu memory pids"),
+		Lockdown: &doctor.Lockdown{DataDir: t.TempDir(), AuditLog: audit}}).Check("lockdown")
+	if !c.OK || len(c.Missing) != 0 || !strings.Contains(c.Detail, audit) {
+		t.Errorf("everything: %+v", c)
+	}
+}

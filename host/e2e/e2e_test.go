@@ -78,9 +78,18 @@ func startWait() time.Duration {
 // conformance plugins, and stops it when the test ends.
 func start(t *testing.T, env []string, args ...string) *aiod {
 	t.Helper()
-	bin, plugins := binaries(t)
-	cache := filepath.Join(os.TempDir(), "aiod-e2e-cache")
-	argv := append([]string{"start", "--host", "127.0.0.1", "--port", freePort(t), "--plugins-dir", plugins, "--cache-dir", cache}, args...)
+	_, plugins := binaries(t)
+	return startArgv(t, env, append([]string{"start", "--host", "127.0.0.1", "--port", freePort(t), "--plugins-dir", plugins, "--cache-dir", e2eCache()}, args...))
+}
+
+// e2eCache is the compiled-module cache the tests' aiod processes share.
+func e2eCache() string { return filepath.Join(os.TempDir(), "aiod-e2e-cache") }
+
+// startArgv runs bin/aiod with exactly argv (and env besides the test's
+// own environment), as start does.
+func startArgv(t *testing.T, env []string, argv []string) *aiod {
+	t.Helper()
+	bin, _ := binaries(t)
 	cmd := exec.Command(bin, argv...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
@@ -132,9 +141,9 @@ func start(t *testing.T, env []string, args ...string) *aiod {
 		t.Fatalf("aiod did not start listening within %s:\n%s", startWait(), a.Logs())
 	}
 	key := ""
-	for i, arg := range args {
-		if arg == "--api-key" && i+1 < len(args) {
-			key = args[i+1]
+	for i, arg := range argv {
+		if arg == "--api-key" && i+1 < len(argv) {
+			key = argv[i+1]
 		} else if v, ok := strings.CutPrefix(arg, "--api-key="); ok {
 			key = v
 		}

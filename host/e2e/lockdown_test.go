@@ -5,9 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +85,119 @@ func TestLockdownRefusesToStart(t *testing.T) {
 		if !strings.Contains(string(out), w) {
 			t.Errorf("output lacks %q:\n%s", w, out)
 		}
+	}
+	// spec/lockdown.md §1's example refusal is of this start: each of its
+	// lines is a line of the real one ("…" standing for a digest)
+	example := specBlock(t, "aiod: lockdown: refusing to start:")
+	if len(example) < 2 {
+		t.Fatalf("spec/lockdown.md's example refusal has no lines: %q", example)
+	}
+	for _, l := range example {
+		parts := strings.Split(l, "…")
+		for i, p := range parts {
+			parts[i] = regexp.QuoteMeta(p)
+		}
+		if re := regexp.MustCompile("(?m)^" + strings.Join(parts, "[0-9a-f]+") + "$"); !re.Match(out) {
+			t.Errorf("spec/lockdown.md's example refusal line\n%s\nis not in the refusal:\n%s", l, out)
+		}
+	}
+}
+
+// specBlock is the first fenced block of spec/lockdown.md whose first line
+// starts with first, one string a line.
+func specBlock(t *testing.T, first string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(), "spec", "lockdown.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(b), "\n```")
+	for i := 1; i < len(blocks); i += 2 {
+		_, body, _ := strings.Cut(blocks[i], "\n") // the fence's info string
+		if strings.HasPrefix(body, first) {
+			return strings.Split(strings.TrimRight(body, "\n"), "\n")
+		}
+	}
+	t.Fatalf("spec/lockdown.md has no block starting %q", first)
+	return nil
+}
+
+// specCommandLine is spec/lockdown.md's `aiod start --lockdown` command
+// line as written: the arguments of its first lines, joined where a line
+// ends in a backslash (the environment note after them is not part of
+// it).
+func specCommandLine(t *testing.T) []string {
+	t.Helper()
+	var argv []string
+	for _, l := range specBlock(t, "aiod start --lockdown") {
+		l, more := strings.CutSuffix(strings.TrimSpace(l), "\\")
+		argv = append(argv, strings.Fields(l)...)
+		if !more {
+			break
+		}
+	}
+	return argv
+}
+
+// TestLockdownSpecCommandLine: spec/lockdown.md's command line, run as
+// written, each flag's value being the test's own (a data directory, a
+// policy, a key, an audit log), starts and serves: a call runs in the
+// sandbox as uid 10001, a request without the key is refused, and the
+// audit log has the call's line. The port and the cache come from the
+// environment, so the arguments are the spec's alone.
+func TestLockdownSpecCommandLine(t *testing.T) {
+	argv := specCommandLine(t)
+	if len(argv) < 3 || argv[0] != "aiod" || argv[1] != "start" {
+		t.Fatalf("spec/lockdown.md's command line is not `aiod start ...`: %q", argv)
+	}
+	const key = "lockdown-spec-key"
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(policy, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	auditLog := filepath.Join(t.TempDir(), "audit.jsonl")
+	values := map[string]string{"--data-dir": dataDir(t), "--policy": policy, "--api-key": key, "--audit-log": auditLog}
+	args := argv[1:]
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "--") {
+			t.Fatalf("spec/lockdown.md's command line: %q is not a flag (%q)", a, argv)
+		}
+		name, _, inline := strings.Cut(a, "=")
+		takesValue := inline || (i+1 < len(args) && !strings.HasPrefix(args[i+1], "--"))
+		if !takesValue {
+			continue
+		}
+		v, ok := values[name]
+		if !ok {
+			t.Fatalf("spec/lockdown.md's command line gives %s, for which this test has no value of its own", name)
+		}
+		delete(values, name)
+		if inline {
+			args[i] = name + "=" + v
+		} else {
+			args[i+1] = v
+			i++
+		}
+	}
+	if len(values) > 0 {
+		t.Errorf("spec/lockdown.md's command line does not give %v", slices.Sorted(maps.Keys(values)))
+	}
+	a := startArgv(t, []string{"AIO_HOST=127.0.0.1", "AIO_PORT=" + freePort(t), "AIO_CACHE_DIR=" + e2eCache()}, args)
+	if !strings.Contains(a.Logs(), "lockdown: processes run under bubblewrap") {
+		t.Errorf("not locked down:\n%s", a.Logs())
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_execute_bash","arguments":{"cmd":"id -u; pwd; ls /srv /var/log 2>&1"}}}`
+	if resp, _ := post(t, a.URL, body, nil); resp.StatusCode != 401 {
+		t.Errorf("without the key: HTTP %d", resp.StatusCode)
+	}
+	resp, out := post(t, a.URL, body, map[string]string{"Authorization": "Bearer " + key})
+	if resp.StatusCode != 200 || !strings.Contains(out, `10001\n/workspace\n`) || strings.Contains(out, `"isError":true`) {
+		t.Fatalf("sandbox_execute_bash: HTTP %d %s", resp.StatusCode, out)
+	}
+	b, err := os.ReadFile(auditLog)
+	if err != nil || !strings.Contains(string(b), `"tool":"sandbox_execute_bash"`) || !strings.Contains(string(b), `"tenant":"default"`) {
+		t.Errorf("audit log (%v):\n%s", err, b)
 	}
 }
 

@@ -5,8 +5,10 @@
 // numbered in document order, with the page's loose text between them);
 // the elements themselves are kept in the page (window.__aiod.els), so an
 // index names an element of the document it was listed in, and a new
-// document has none until listed again.
-if (!window.__aiod) {
+// document has none until listed again. A document holding an older
+// version of the script (installed before the plugin was replaced) gets
+// this one, keeping its listing.
+if (!window.__aiod || window.__aiod.version !== 2) {
   (() => {
     const INTERACTIVE_TAGS = new Set(['a', 'button', 'details', 'embed', 'input', 'label', 'menu', 'menuitem', 'object', 'select', 'textarea', 'summary']);
     const INTERACTIVE_ROLES = new Set(['button', 'menu', 'menuitem', 'link', 'checkbox', 'radio', 'slider', 'tab', 'tabpanel', 'textbox', 'combobox', 'grid', 'listbox', 'option', 'progressbar', 'scrollbar', 'searchbox', 'switch', 'tree', 'treeitem', 'spinbutton', 'tooltip', 'a-button-inner', 'a-dropdown-button', 'click', 'menuitemcheckbox', 'menuitemradio', 'a-button-text', 'button-text', 'button-icon', 'button-icon-only', 'button-text-icon-only', 'dropdown']);
@@ -285,8 +287,74 @@ if (!window.__aiod) {
       return cut(document.title + '\n' + out.join('\n\n'), max);
     }
 
+    // The kinds of input that take text: typed ones get key events, as
+    // Puppeteer's type, with the caret placed by the selection API they
+    // have; set ones (no selection API, or a value typing cannot make:
+    // a date's segments follow the browser's locale) get the value by
+    // its setter and the input and change events a user's edit fires.
+    const TYPED = new Set(['text', 'search', 'url', 'tel', 'password']);
+    const SET = {
+      email: '', number: 'a number', date: 'YYYY-MM-DD', time: 'HH:MM or HH:MM:SS',
+      'datetime-local': 'YYYY-MM-DDTHH:MM', month: 'YYYY-MM', week: 'YYYY-Www',
+    };
+    const APPENDS = new Set(['email', 'number']); // without clear, the value goes after the old one
+    const CLICKED = { checkbox: 'check it', radio: 'check it', submit: 'press it', button: 'press it', reset: 'press it', image: 'press it' };
+
+    // fill readies el for browser_form_input_fill: focused, and either
+    // its caret placed for typing ({typed: true}) or its value set. An
+    // element that takes no text, or a value the field refuses, throws
+    // an Error saying so.
+    function fill(el, value, clear) {
+      if (!el) return { found: false };
+      const tag = el.tagName.toLowerCase();
+      const isInput = tag === 'input';
+      const what = isInput ? `<input type="${el.type}">` : `<${tag}>`;
+      const typed = (isInput && TYPED.has(el.type)) || tag === 'textarea';
+      const set = isInput && Object.hasOwn(SET, el.type);
+      if (!typed && !set && !el.isContentEditable) {
+        if (isInput && CLICKED[el.type]) throw new Error(`${what} takes no text: use browser_click to ${CLICKED[el.type]}`);
+        if (isInput) throw new Error(`${what} takes no text`);
+        if (tag === 'select') throw new Error(`${what} takes no text: use browser_select to choose an option`);
+        throw new Error(`${what} takes no text: fill an input, a textarea or a contenteditable element`);
+      }
+      if (el.matches(':disabled')) throw new Error(`${what} is disabled`);
+      if ((typed || set) && el.readOnly) throw new Error(`${what} is read-only`);
+      el.scrollIntoView({ block: 'center', inline: 'center' });
+      el.focus();
+      if (typed) {
+        if (clear) el.select(); else el.setSelectionRange(el.value.length, el.value.length);
+        return { found: true, typed: true };
+      }
+      if (!set) { // contenteditable
+        const r = el.ownerDocument.createRange();
+        r.selectNodeContents(el);
+        if (!clear) r.collapse(false);
+        const sel = el.ownerDocument.getSelection();
+        sel.removeAllRanges();
+        sel.addRange(r);
+        return { found: true, typed: true };
+      }
+      const old = el.value;
+      const want = !clear && APPENDS.has(el.type) ? old + value : value;
+      // the setter of the element's class, not one a page's framework
+      // defined on the element itself, so the framework sees the change
+      let proto = Object.getPrototypeOf(el), desc;
+      while (proto && !(desc = Object.getOwnPropertyDescriptor(proto, 'value'))) proto = Object.getPrototypeOf(proto);
+      desc.set.call(el, want);
+      if (el.value === '' && want !== '') {
+        desc.set.call(el, old);
+        throw new Error(`${JSON.stringify(want)} is not a value of ${what}` + (SET[el.type] ? ` (${SET[el.type]})` : ''));
+      }
+      const view = el.ownerDocument.defaultView || window;
+      el.dispatchEvent(new view.InputEvent('input', { bubbles: true, composed: true, inputType: 'insertText', data: value }));
+      el.dispatchEvent(new view.Event('change', { bubbles: true }));
+      return { found: true, typed: false };
+    }
+
+    const prev = window.__aiod;
     window.__aiod = {
-      els: [],
+      version: 2,
+      els: prev && Array.isArray(prev.els) ? prev.els : [],
       // list numbers the clickable elements and answers their listing.
       list(max) {
         const els = [];
@@ -300,6 +368,7 @@ if (!window.__aiod) {
       },
       markdown,
       cut,
+      fill,
     };
   })();
 }

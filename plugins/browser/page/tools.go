@@ -361,42 +361,37 @@ func formInputFill(_ *sdk.Ctx, raw json.RawMessage) (*sdk.Result, error) {
 	default:
 		return sdk.ErrorResult("Either selector or index must be provided"), nil
 	}
-	// focus it, the caret at the end or (clear) everything selected
-	var found bool
-	_, err = eval(s, `(() => { const el = `+elemExpr(a.Index, a.Selector)+`;
-  if (!el) return false;
-  el.scrollIntoView({ block: 'center', inline: 'center' });
-  el.focus();
-  const clear = `+strconv.FormatBool(a.Clear)+`;
-  if (typeof el.setSelectionRange === 'function' && /^(text|search|url|tel|password|email|)$/.test(el.type || '')) {
-    if (clear) el.select(); else el.setSelectionRange(el.value.length, el.value.length);
-  } else if (el.isContentEditable || typeof el.select === 'function') {
-    if (clear && typeof el.select === 'function') el.select();
-    else { const r = document.createRange(); r.selectNodeContents(el); if (!clear) r.collapse(false); const sel = getSelection(); sel.removeAllRanges(); sel.addRange(r); }
-  }
-  return true;
-})()`, &found)
-	if err != nil {
+	// focus it, and either the caret at the end or (clear) everything
+	// selected for typing, or (a field typing cannot fill) its value set
+	// (page.js fill)
+	var f struct {
+		Found bool `json:"found"`
+		Typed bool `json:"typed"`
+	}
+	value, _ := json.Marshal(a.Value)
+	if _, err := eval(s, withLib("window.__aiod.fill("+elemExpr(a.Index, a.Selector)+", "+string(value)+", "+strconv.FormatBool(a.Clear)+")"), &f); err != nil {
 		return fail(err)
 	}
-	if !found {
+	if !f.Found {
 		return sdk.ErrorResult("No form input found for " + ident), nil
 	}
-	if a.Clear {
-		if err := press(s, keys["Backspace"]); err != nil {
+	if f.Typed {
+		if a.Clear {
+			if err := press(s, keys["Backspace"]); err != nil {
+				return fail(err)
+			}
+		}
+		if err := typeText(s, a.Value); err != nil {
 			return fail(err)
 		}
 	}
-	if err := typeText(s, a.Value); err != nil {
+	var got string
+	if _, err := eval(s, `(() => { const el = `+elemExpr(a.Index, a.Selector)+`; return (el && (el.value || el.textContent)) || ''; })()`, &got); err != nil {
 		return fail(err)
 	}
-	var value string
-	if _, err := eval(s, `(() => { const el = `+elemExpr(a.Index, a.Selector)+`; return (el && (el.value || el.textContent)) || ''; })()`, &value); err != nil {
-		return fail(err)
-	}
-	valid := strings.Contains(value, a.Value)
+	valid := strings.Contains(got, a.Value)
 	if a.Value == "" {
-		valid = value == ""
+		valid = got == ""
 	}
 	verb := "Maybe failed"
 	if valid {
