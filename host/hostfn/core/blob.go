@@ -1,4 +1,4 @@
-package hostfn
+package core
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -19,39 +20,29 @@ import (
 // the host escapes it natively, once for structuredContent and once more
 // for the text block that holds the same object as JSON text.
 
-// kept is a kept response and whether it is valid UTF-8.
-type kept struct {
-	b    []byte
-	utf8 bool
-}
-
-// Span is a range [Start, End) of a call's output that the host wrote
-// itself with output_blob: JSON string contents, valid by construction.
-type Span struct{ Start, End int }
-
 // maxKept bounds the responses one call may keep.
 const maxKept = 64
 
 var (
-	responseKeepDef = Def{Module: abi.ModuleCore, Name: "response_keep", Results: []ValueType{I64}, Fn: responseKeep}
-	outputBlobDef   = Def{Module: abi.ModuleCore, Name: "output_blob", Params: []ValueType{I32, I32}, Results: []ValueType{I32}, Fn: outputBlob}
+	responseKeepDef = hostfn.Def{Module: abi.ModuleCore, Name: "response_keep", Results: []hostfn.ValueType{hostfn.I64}, Fn: responseKeep}
+	outputBlobDef   = hostfn.Def{Module: abi.ModuleCore, Name: "output_blob", Params: []hostfn.ValueType{hostfn.I32, hostfn.I32}, Results: []hostfn.ValueType{hostfn.I32}, Fn: outputBlob}
 )
 
 // responseKeep keeps the pending response for the rest of the call:
 // -1 if none is pending, else its handle | 1<<32 if it is valid UTF-8.
-func responseKeep(_ context.Context, c *Call, _ Memory, stack []uint64) {
-	if c.resp == nil {
+func responseKeep(_ context.Context, c *hostfn.Call, _ hostfn.Memory, stack []uint64) {
+	if c.Response == nil {
 		stack[0] = ^uint64(0)
 		return
 	}
-	if len(c.kept) >= maxKept {
+	if len(c.Kept) >= maxKept {
 		panic(fmt.Errorf("aiod:core.response_keep: more than %d responses kept in one call", maxKept))
 	}
-	h := uint64(len(c.kept))
-	k := kept{b: c.resp, utf8: utf8.Valid(c.resp)}
-	c.kept = append(c.kept, k)
-	c.resp = nil
-	if k.utf8 {
+	h := uint64(len(c.Kept))
+	k := hostfn.Kept{Bytes: c.Response, UTF8: utf8.Valid(c.Response)}
+	c.Kept = append(c.Kept, k)
+	c.Response = nil
+	if k.UTF8 {
 		h |= 1 << 32
 	}
 	stack[0] = h
@@ -59,21 +50,21 @@ func responseKeep(_ context.Context, c *Call, _ Memory, stack []uint64) {
 
 // outputBlob appends kept response h to the output as JSON string
 // contents, escaped `escape` (1 or 2) times; returns 0.
-func outputBlob(_ context.Context, c *Call, _ Memory, stack []uint64) {
+func outputBlob(_ context.Context, c *hostfn.Call, _ hostfn.Memory, stack []uint64) {
 	h, escape := uint32(stack[0]), uint32(stack[1])
-	if uint64(h) >= uint64(len(c.kept)) {
+	if uint64(h) >= uint64(len(c.Kept)) {
 		panic(fmt.Errorf("aiod:core.output_blob: no kept response %d", h))
 	}
 	if escape != 1 && escape != 2 {
 		panic(fmt.Errorf("aiod:core.output_blob: escape must be 1 or 2, not %d", escape))
 	}
-	k := c.kept[h]
-	b := k.b
+	k := c.Kept[h]
+	b := k.Bytes
 	// every byte is written at least once: fail before escaping what
 	// cannot fit
 	if int64(len(c.Output))+int64(len(b)) > c.MaxOutput {
 		c.Overflow = true
-		panic(ErrResultTooLarge{Limit: c.MaxOutput})
+		panic(hostfn.ErrResultTooLarge{Limit: c.MaxOutput})
 	}
 	start := len(c.Output)
 	if cap(c.Output)-len(c.Output) < len(b) {
@@ -81,12 +72,12 @@ func outputBlob(_ context.Context, c *Call, _ Memory, stack []uint64) {
 		// and the text block): room for both at once
 		c.Output = slices.Grow(c.Output, 2*(len(b)+len(b)/16)+1024)
 	}
-	c.Output = appendEscaped(c.Output, b, int(escape), k.utf8)
+	c.Output = appendEscaped(c.Output, b, int(escape), k.UTF8)
 	if int64(len(c.Output)) > c.MaxOutput {
 		c.Overflow = true
-		panic(ErrResultTooLarge{Limit: c.MaxOutput})
+		panic(hostfn.ErrResultTooLarge{Limit: c.MaxOutput})
 	}
-	c.Spliced = append(c.Spliced, Span{start, len(c.Output)})
+	c.Spliced = append(c.Spliced, hostfn.Span{Start: start, End: len(c.Output)})
 	stack[0] = 0
 }
 
@@ -194,7 +185,7 @@ func appendEscaped(dst, b []byte, escape int, valid bool) []byte {
 // contents, any size) are not scanned again: each stands as one plain
 // character, which is valid only inside a string, where any escaped
 // contents are valid too.
-func ValidObject(out []byte, spans []Span) bool {
+func ValidObject(out []byte, spans []hostfn.Span) bool {
 	if len(out) < 2 || out[0] != '{' {
 		return false
 	}

@@ -1,4 +1,4 @@
-package hostfn
+package cdp
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -44,7 +45,7 @@ func TestCDPMethodAllowed(t *testing.T) {
 	} {
 		g := &caps.Grant{CDPMethods: tc.patterns, CDPNewTargets: tc.newTgt}
 		err := methodAllowed(g, tc.method)
-		var he *Error
+		var he *hostfn.Error
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%v %s: %v, want allowed", tc.patterns, tc.method, err)
@@ -67,7 +68,7 @@ func TestCDPError(t *testing.T) {
 		{fmt.Errorf("%w: gone", browser.ErrTargetClosed), abi.NotFound, "gone"},
 		{fmt.Errorf("%w: lost", browser.ErrUnavailable), abi.Unavailable, "lost"},
 	} {
-		var he *Error
+		var he *hostfn.Error
 		if err := cdpError("X.y", tc.err); !errors.As(err, &he) || he.Code != tc.code || !strings.Contains(he.Message, tc.msg) {
 			t.Errorf("%v: %v, want %s %q", tc.err, err, tc.code, tc.msg)
 		}
@@ -77,9 +78,9 @@ func TestCDPError(t *testing.T) {
 // TestCDPNoBrowser: with no browser every function is unavailable, and a
 // call without the grant is denied.
 func TestCDPNoBrowser(t *testing.T) {
-	f := NewCDP(nil)
-	_, err := f.targets(context.Background(), &Call{}, nil)
-	var he *Error
+	f := New(nil)
+	_, err := f.targets(context.Background(), &hostfn.Call{}, nil)
+	var he *hostfn.Error
 	if !errors.As(err, &he) || he.Code != abi.Denied {
 		t.Errorf("no grant: %v", err)
 	}

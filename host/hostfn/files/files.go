@@ -1,4 +1,6 @@
-package hostfn
+// Package files is the aiod:files host function family
+// (spec/abi/v1/files.md), over host/fsroot.
+package files
 
 import (
 	"context"
@@ -9,15 +11,16 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/fsroot"
+	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
-// FilesFamily is the aiod:files family (spec/abi/v1/files.md): read,
+// Family is the aiod:files family (spec/abi/v1/files.md): read,
 // write, stat, exists, list, walk, mkdir, remove and rename, each scoped to
 // the calling plugin's granted file roots. Every failure carries aiod's
 // structured file error (errno, errno_name, error_type, exception_type,
 // message, operation, path, retryable) besides code and message.
-type FilesFamily struct {
+type Family struct {
 	opts fsroot.Options
 	sets sync.Map // setKey -> *fsroot.Set
 	// ownerDirs, when set, gives each owner its own directories
@@ -37,49 +40,46 @@ type setKey struct {
 // that owner's host directories, and a Set is kept per grant and owner
 // (fsroot.NewMapped; roots outside the mapped directories are left out).
 // Call it before the family serves calls.
-func (f *FilesFamily) SetOwnerDirs(dirs func(owner string) (map[string]string, error)) {
+func (f *Family) SetOwnerDirs(dirs func(owner string) (map[string]string, error)) {
 	f.ownerDirs = dirs
 }
 
-// Files returns the files family with the default limits.
-func Files() Family { return NewFiles(fsroot.Options{}) }
-
-// NewFiles returns a files family with the given limits.
-func NewFiles(opts fsroot.Options) *FilesFamily { return &FilesFamily{opts: opts} }
+// New returns a files family with the given limits.
+func New(opts fsroot.Options) *Family { return &Family{opts: opts} }
 
 // Name is abi.FamilyFiles.
-func (*FilesFamily) Name() abi.Family { return abi.FamilyFiles }
+func (*Family) Name() abi.Family { return abi.FamilyFiles }
 
 // Defs are the functions of aiod:files.
-func (f *FilesFamily) Defs() []Def {
-	return []Def{
-		ReqResp(abi.ModuleFiles, "read", f.read),
-		ReqResp(abi.ModuleFiles, "write", f.write),
-		ReqResp(abi.ModuleFiles, "stat", fileOp(f, fsroot.OpStat, stat)),
-		ReqResp(abi.ModuleFiles, "exists", fileOp(f, fsroot.OpExists, exists)),
-		ReqResp(abi.ModuleFiles, "list", fileOp(f, fsroot.OpList, list)),
-		ReqResp(abi.ModuleFiles, "walk", fileOp(f, fsroot.OpWalk, walk)),
-		ReqResp(abi.ModuleFiles, "mkdir", fileOp(f, fsroot.OpMkdir, mkdir)),
-		ReqResp(abi.ModuleFiles, "remove", fileOp(f, fsroot.OpRemove, remove)),
-		ReqResp(abi.ModuleFiles, "rename", fileOp(f, fsroot.OpRename, rename)),
+func (f *Family) Defs() []hostfn.Def {
+	return []hostfn.Def{
+		hostfn.ReqResp(abi.ModuleFiles, "read", f.read),
+		hostfn.ReqResp(abi.ModuleFiles, "write", f.write),
+		hostfn.ReqResp(abi.ModuleFiles, "stat", fileOp(f, fsroot.OpStat, stat)),
+		hostfn.ReqResp(abi.ModuleFiles, "exists", fileOp(f, fsroot.OpExists, exists)),
+		hostfn.ReqResp(abi.ModuleFiles, "list", fileOp(f, fsroot.OpList, list)),
+		hostfn.ReqResp(abi.ModuleFiles, "walk", fileOp(f, fsroot.OpWalk, walk)),
+		hostfn.ReqResp(abi.ModuleFiles, "mkdir", fileOp(f, fsroot.OpMkdir, mkdir)),
+		hostfn.ReqResp(abi.ModuleFiles, "remove", fileOp(f, fsroot.OpRemove, remove)),
+		hostfn.ReqResp(abi.ModuleFiles, "rename", fileOp(f, fsroot.OpRename, rename)),
 	}
 }
 
 // Set returns the fsroot.Set of grant g, opening it on first use; it is
 // cached per grant until Release. It fails (denied) if g grants no files.
-func (f *FilesFamily) Set(g *caps.Grant) (*fsroot.Set, error) {
+func (f *Family) Set(g *caps.Grant) (*fsroot.Set, error) {
 	return f.set(g, "", "resolve", "")
 }
 
 // SetFor is Set for the calls of owner (the same as Set unless
 // SetOwnerDirs was called).
-func (f *FilesFamily) SetFor(g *caps.Grant, owner string) (*fsroot.Set, error) {
+func (f *Family) SetFor(g *caps.Grant, owner string) (*fsroot.Set, error) {
 	return f.set(g, owner, "resolve", "")
 }
 
-func (f *FilesFamily) set(g *caps.Grant, owner, op, path string) (*fsroot.Set, error) {
+func (f *Family) set(g *caps.Grant, owner, op, path string) (*fsroot.Set, error) {
 	if g == nil || !g.Has(abi.FamilyFiles) || len(g.FileRoots) == 0 {
-		return nil, FileError(fsroot.DeniedError(op, path, "the plugin has no files grant"))
+		return nil, Error(fsroot.DeniedError(op, path, "the plugin has no files grant"))
 	}
 	if f.ownerDirs == nil {
 		owner = ""
@@ -93,14 +93,14 @@ func (f *FilesFamily) set(g *caps.Grant, owner, op, path string) (*fsroot.Set, e
 	if f.ownerDirs != nil {
 		var dirs map[string]string
 		if dirs, err = f.ownerDirs(owner); err != nil {
-			return nil, Errorf(abi.Internal, "directories of %q: %v", owner, err)
+			return nil, hostfn.Errorf(abi.Internal, "directories of %q: %v", owner, err)
 		}
 		s, err = fsroot.NewMapped(g.FileRoots, dirs, f.opts)
 	} else {
 		s, err = fsroot.New(g.FileRoots, f.opts)
 	}
 	if err != nil {
-		return nil, Errorf(abi.Internal, "%v", err)
+		return nil, hostfn.Errorf(abi.Internal, "%v", err)
 	}
 	if prev, loaded := f.sets.LoadOrStore(key, s); loaded {
 		s.Close() // nothing opened yet
@@ -112,15 +112,15 @@ func (f *FilesFamily) set(g *caps.Grant, owner, op, path string) (*fsroot.Set, e
 // Provision implements Lifecycle. The Set of a plugin opens lazily, on
 // its first call, so a root that is missing at load fails that call
 // rather than the load.
-func (f *FilesFamily) Provision(context.Context, *caps.Grant) error { return nil }
+func (f *Family) Provision(context.Context, *caps.Grant) error { return nil }
 
 // Cleanup implements Lifecycle: it closes and forgets the Set of the
 // unloaded plugin of grant g.
-func (f *FilesFamily) Cleanup(g *caps.Grant) { f.Release(g) }
+func (f *Family) Cleanup(g *caps.Grant) { f.Release(g) }
 
 // Release closes and forgets the Set of grant g (when its plugin is
 // unloaded). Calls still running with it fail.
-func (f *FilesFamily) Release(g *caps.Grant) {
+func (f *Family) Release(g *caps.Grant) {
 	f.sets.Range(func(k, v any) bool {
 		if k.(setKey).g == g {
 			if s, ok := f.sets.LoadAndDelete(k); ok {
@@ -132,7 +132,7 @@ func (f *FilesFamily) Release(g *caps.Grant) {
 }
 
 // Close releases every Set.
-func (f *FilesFamily) Close() error {
+func (f *Family) Close() error {
 	f.sets.Range(func(k, v any) bool {
 		f.sets.Delete(k)
 		v.(*fsroot.Set).Close()
@@ -141,10 +141,10 @@ func (f *FilesFamily) Close() error {
 	return nil
 }
 
-// FileError converts an *fsroot.Error into an *Error whose Detail is the
+// Error converts an *fsroot.Error into an *Error whose Detail is the
 // structured file error (abi.FilesError); other errors are returned as
 // they are.
-func FileError(err error) error {
+func Error(err error) error {
 	var fe *fsroot.Error
 	if !errors.As(err, &fe) {
 		return err
@@ -153,7 +153,7 @@ func FileError(err error) error {
 	b, _ := json.Marshal(w)
 	var detail map[string]any
 	_ = json.Unmarshal(b, &detail)
-	return &Error{Code: fe.Code, Message: fe.Message, Detail: detail}
+	return &hostfn.Error{Code: fe.Code, Message: fe.Message, Detail: detail}
 }
 
 // filesError is the wire form of fe (without code).
@@ -170,8 +170,8 @@ func filesError(fe *fsroot.Error) abi.FilesError {
 // decodeStrict decodes one JSON object, refusing unknown fields and
 // trailing data, into v; the error is a structured bad_request.
 func decodeStrict(op string, raw []byte, v any) error {
-	if err := DecodeRequest(raw, v); err != nil {
-		return FileError(fsroot.InvalidError(op, pathOf(raw), "bad request: "+err.Error()))
+	if err := hostfn.DecodeRequest(raw, v); err != nil {
+		return Error(fsroot.InvalidError(op, pathOf(raw), "bad request: "+err.Error()))
 	}
 	return nil
 }
@@ -186,8 +186,8 @@ func pathOf(raw []byte) string {
 }
 
 // fileOp wraps a JSON-in, JSON-out operation on the plugin's fsroot.Set.
-func fileOp[Req, Resp any](f *FilesFamily, op string, fn func(context.Context, *fsroot.Set, *Req) (Resp, error)) func(context.Context, *Call, []byte) ([]byte, error) {
-	return func(ctx context.Context, c *Call, raw []byte) ([]byte, error) {
+func fileOp[Req, Resp any](f *Family, op string, fn func(context.Context, *fsroot.Set, *Req) (Resp, error)) func(context.Context, *hostfn.Call, []byte) ([]byte, error) {
+	return func(ctx context.Context, c *hostfn.Call, raw []byte) ([]byte, error) {
 		var req Req
 		if err := decodeStrict(op, raw, &req); err != nil {
 			return nil, err
@@ -198,7 +198,7 @@ func fileOp[Req, Resp any](f *FilesFamily, op string, fn func(context.Context, *
 		}
 		resp, err := fn(ctx, s, &req)
 		if err != nil {
-			return nil, FileError(err)
+			return nil, Error(err)
 		}
 		return json.Marshal(resp)
 	}
@@ -277,7 +277,7 @@ func rename(ctx context.Context, s *fsroot.Set, r *abi.FilesRenameRequest) (*abi
 }
 
 // read answers with the raw bytes of the file (not JSON).
-func (f *FilesFamily) read(ctx context.Context, c *Call, raw []byte) ([]byte, error) {
+func (f *Family) read(ctx context.Context, c *hostfn.Call, raw []byte) ([]byte, error) {
 	var req abi.FilesReadRequest
 	if err := decodeStrict(fsroot.OpRead, raw, &req); err != nil {
 		return nil, err
@@ -289,21 +289,21 @@ func (f *FilesFamily) read(ctx context.Context, c *Call, raw []byte) ([]byte, er
 	b, err := s.Read(ctx, &fsroot.ReadRequest{Path: req.Path, StartLine: req.StartLine, EndLine: req.EndLine,
 		Offset: req.Offset, Length: req.Length, MaxBytes: req.MaxBytes})
 	if err != nil {
-		return nil, FileError(err)
+		return nil, Error(err)
 	}
 	return b, nil
 }
 
 // write takes a 4-byte little-endian header length, the JSON header
 // (abi.FilesWriteRequest), then the content bytes to the end.
-func (f *FilesFamily) write(ctx context.Context, c *Call, raw []byte) ([]byte, error) {
+func (f *Family) write(ctx context.Context, c *hostfn.Call, raw []byte) ([]byte, error) {
 	const op = fsroot.OpWrite
 	if len(raw) < 4 {
-		return nil, FileError(fsroot.InvalidError(op, "", "bad request: shorter than the 4-byte header length"))
+		return nil, Error(fsroot.InvalidError(op, "", "bad request: shorter than the 4-byte header length"))
 	}
 	n := binary.LittleEndian.Uint32(raw)
 	if uint64(n) > uint64(len(raw)-4) {
-		return nil, FileError(fsroot.InvalidError(op, "", "bad request: header length exceeds the request"))
+		return nil, Error(fsroot.InvalidError(op, "", "bad request: header length exceeds the request"))
 	}
 	hdr, content := raw[4:4+n], raw[4+n:]
 	var req abi.FilesWriteRequest
@@ -316,7 +316,7 @@ func (f *FilesFamily) write(ctx context.Context, c *Call, raw []byte) ([]byte, e
 	}
 	res, err := s.Write(ctx, &fsroot.WriteRequest{Path: req.Path, Append: req.Append, Exclusive: req.Exclusive, Mode: req.Mode}, content)
 	if err != nil {
-		return nil, FileError(err)
+		return nil, Error(err)
 	}
 	return json.Marshal(abi.FilesWriteResponse{BytesWritten: res.BytesWritten})
 }

@@ -1,4 +1,6 @@
-package hostfn
+// Package cdp is the aiod:cdp host function family (spec/abi/v1/cdp.md),
+// over host/browser.
+package cdp
 
 import (
 	"context"
@@ -15,16 +17,17 @@ import (
 
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
-// CDPFamily is the aiod:cdp family (spec/abi/v1/cdp.md): a plugin lists
+// Family is the aiod:cdp family (spec/abi/v1/cdp.md): a plugin lists
 // the browser's targets, attaches flat sessions to them, sends CDP
 // commands on them and reads their events, over the host's one connection
 // to the browser (host/browser). Every command is checked against the
 // grant's method patterns; sessions belong to the (plugin, owner) that
 // attached them.
-type CDPFamily struct {
+type Family struct {
 	b *browser.Browser
 	// ownerAllowed says whether an owner (tenant) may use the browser at
 	// all (SetOwnerPolicy); nil: every owner may.
@@ -47,32 +50,32 @@ type cdpOwner struct {
 	owner string
 }
 
-// NewCDP returns the cdp family over b (nil: no browser; every call is
+// New returns the cdp family over b (nil: no browser; every call is
 // unavailable). The caller owns b.
-func NewCDP(b *browser.Browser) *CDPFamily {
-	return &CDPFamily{b: b, sessions: map[cdpOwner]map[string]*browser.Session{}, contexts: map[string]ownerContext{}}
+func New(b *browser.Browser) *Family {
+	return &Family{b: b, sessions: map[cdpOwner]map[string]*browser.Session{}, contexts: map[string]ownerContext{}}
 }
 
 // Name is abi.FamilyCDP.
-func (*CDPFamily) Name() abi.Family { return abi.FamilyCDP }
+func (*Family) Name() abi.Family { return abi.FamilyCDP }
 
 // Defs are the functions of aiod:cdp.
-func (f *CDPFamily) Defs() []Def {
-	return []Def{
-		ReqResp(abi.ModuleCDP, "info", strictJSON(f.info)),
-		ReqResp(abi.ModuleCDP, "targets", strictJSON(f.targets)),
-		ReqResp(abi.ModuleCDP, "attach", strictJSON(f.attach)),
-		ReqResp(abi.ModuleCDP, "detach", strictJSON(f.detach)),
-		ReqResp(abi.ModuleCDP, "call", f.call),
-		ReqResp(abi.ModuleCDP, "events", strictJSON(f.events)),
+func (f *Family) Defs() []hostfn.Def {
+	return []hostfn.Def{
+		hostfn.ReqResp(abi.ModuleCDP, "info", hostfn.StrictJSON(f.info)),
+		hostfn.ReqResp(abi.ModuleCDP, "targets", hostfn.StrictJSON(f.targets)),
+		hostfn.ReqResp(abi.ModuleCDP, "attach", hostfn.StrictJSON(f.attach)),
+		hostfn.ReqResp(abi.ModuleCDP, "detach", hostfn.StrictJSON(f.detach)),
+		hostfn.ReqResp(abi.ModuleCDP, "call", f.call),
+		hostfn.ReqResp(abi.ModuleCDP, "events", hostfn.StrictJSON(f.events)),
 	}
 }
 
 // Provision does nothing: sessions are made by attach.
-func (*CDPFamily) Provision(context.Context, *caps.Grant) error { return nil }
+func (*Family) Provision(context.Context, *caps.Grant) error { return nil }
 
 // Cleanup detaches the sessions of a plugin that is gone.
-func (f *CDPFamily) Cleanup(g *caps.Grant) {
+func (f *Family) Cleanup(g *caps.Grant) {
 	f.mu.Lock()
 	var ss []*browser.Session
 	for k, m := range f.sessions {
@@ -122,10 +125,10 @@ var (
 // error says why not, naming the method.
 func methodAllowed(g *caps.Grant, method string) error {
 	if neverByCall[method] {
-		return Errorf(abi.Denied, "CDP method %s is not available through aiod:cdp.call (use attach and detach; the browser is shared)", method)
+		return hostfn.Errorf(abi.Denied, "CDP method %s is not available through aiod:cdp.call (use attach and detach; the browser is shared)", method)
 	}
 	if !g.MethodAllowed(method) {
-		return Errorf(abi.Denied, "CDP method %s is outside the plugin's cdp scope (capabilities.cdp.methods)", method)
+		return hostfn.Errorf(abi.Denied, "CDP method %s is outside the plugin's cdp scope (capabilities.cdp.methods)", method)
 	}
 	domain, _, _ := strings.Cut(method, ".")
 	if sensitiveDomains[domain] || sensitiveMethods[method] {
@@ -136,32 +139,32 @@ func methodAllowed(g *caps.Grant, method string) error {
 			}
 		}
 		if !(&caps.Grant{CDPMethods: naming}).MethodAllowed(method) {
-			return Errorf(abi.Denied, "CDP method %s must be named in the plugin's cdp scope (a pattern like \"*\" does not cover it)", method)
+			return hostfn.Errorf(abi.Denied, "CDP method %s must be named in the plugin's cdp scope (a pattern like \"*\" does not cover it)", method)
 		}
 	}
 	if newTargetMethods[method] && !g.CDPNewTargets {
-		return Errorf(abi.Denied, "CDP method %s opens or closes targets: the plugin's cdp scope has no new_targets", method)
+		return hostfn.Errorf(abi.Denied, "CDP method %s opens or closes targets: the plugin's cdp scope has no new_targets", method)
 	}
 	return nil
 }
 
 // SetOwnerPolicy sets which owners (tenants) may use the browser; a
 // refused owner's every cdp call is denied. Call it before serving.
-func (f *CDPFamily) SetOwnerPolicy(allowed func(owner string) bool) { f.ownerAllowed = allowed }
+func (f *Family) SetOwnerPolicy(allowed func(owner string) bool) { f.ownerAllowed = allowed }
 
-func (f *CDPFamily) grant(c *Call) (*caps.Grant, error) {
+func (f *Family) grant(c *hostfn.Call) (*caps.Grant, error) {
 	if c.Grant == nil || !c.Grant.Has(abi.FamilyCDP) {
-		return nil, Errorf(abi.Denied, "the plugin has no cdp grant")
+		return nil, hostfn.Errorf(abi.Denied, "the plugin has no cdp grant")
 	}
 	if f.ownerAllowed != nil && !f.ownerAllowed(c.Owner) {
-		return nil, Errorf(abi.Denied, "the browser is not enabled for this tenant (the policy's tenants.<name>.browser)")
+		return nil, hostfn.Errorf(abi.Denied, "the browser is not enabled for this tenant (the policy's tenants.<name>.browser)")
 	}
 	return c.Grant, nil
 }
 
 // conn is the browser connection, waited for (a launched browser that
 // restarts) at most until shortly before the call's deadline.
-func (f *CDPFamily) conn(ctx context.Context) (*browser.Conn, error) {
+func (f *Family) conn(ctx context.Context) (*browser.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, cdpTimeout(ctx, 15_000))
 	defer cancel()
 	c, err := f.b.Conn(ctx)
@@ -171,7 +174,7 @@ func (f *CDPFamily) conn(ctx context.Context) (*browser.Conn, error) {
 	return c, nil
 }
 
-func (f *CDPFamily) info(ctx context.Context, c *Call, _ *struct{}) (*abi.CDPInfoResponse, error) {
+func (f *Family) info(ctx context.Context, c *hostfn.Call, _ *struct{}) (*abi.CDPInfoResponse, error) {
 	if _, err := f.grant(c); err != nil {
 		return nil, err
 	}
@@ -188,7 +191,7 @@ func (f *CDPFamily) info(ctx context.Context, c *Call, _ *struct{}) (*abi.CDPInf
 		JSVersion: v.JSVersion, WebSocketURL: ws, Viewport: abi.CDPViewport{Width: vp.Width, Height: vp.Height}}, nil
 }
 
-func (f *CDPFamily) targets(ctx context.Context, c *Call, _ *struct{}) (*abi.CDPTargetsResponse, error) {
+func (f *Family) targets(ctx context.Context, c *hostfn.Call, _ *struct{}) (*abi.CDPTargetsResponse, error) {
 	if _, err := f.grant(c); err != nil {
 		return nil, err
 	}
@@ -209,7 +212,7 @@ func (f *CDPFamily) targets(ctx context.Context, c *Call, _ *struct{}) (*abi.CDP
 	return resp, nil
 }
 
-func (f *CDPFamily) attach(ctx context.Context, c *Call, req *abi.CDPAttachRequest) (*abi.CDPAttachResponse, error) {
+func (f *Family) attach(ctx context.Context, c *hostfn.Call, req *abi.CDPAttachRequest) (*abi.CDPAttachResponse, error) {
 	g, err := f.grant(c)
 	if err != nil {
 		return nil, err
@@ -239,11 +242,11 @@ func (f *CDPFamily) attach(ctx context.Context, c *Call, req *abi.CDPAttachReque
 			}
 		}
 		if id == "" {
-			return nil, Errorf(abi.NotFound, "the browser has no page open")
+			return nil, hostfn.Errorf(abi.NotFound, "the browser has no page open")
 		}
 	} else if !slices.ContainsFunc(ts, func(t *target.Info) bool { return t.TargetID == id }) {
 		// closed (or another tenant's, which does not exist for this one)
-		return nil, Errorf(abi.NotFound, "no target %q", id)
+		return nil, hostfn.Errorf(abi.NotFound, "no target %q", id)
 	}
 	key := cdpOwner{g, c.Owner}
 	f.mu.Lock()
@@ -261,7 +264,7 @@ func (f *CDPFamily) attach(ctx context.Context, c *Call, req *abi.CDPAttachReque
 	}
 	f.mu.Unlock()
 	if live >= abi.CDPMaxSessions {
-		return nil, Errorf(abi.TooLarge, "%d sessions are attached already (at most %d): detach one", live, abi.CDPMaxSessions)
+		return nil, hostfn.Errorf(abi.TooLarge, "%d sessions are attached already (at most %d): detach one", live, abi.CDPMaxSessions)
 	}
 	s, err := conn.Attach(ctx, id)
 	if err != nil {
@@ -282,12 +285,12 @@ func (f *CDPFamily) attach(ctx context.Context, c *Call, req *abi.CDPAttachReque
 }
 
 // session finds a session of the caller.
-func (f *CDPFamily) session(c *Call, id string) (*browser.Session, error) {
+func (f *Family) session(c *hostfn.Call, id string) (*browser.Session, error) {
 	f.mu.Lock()
 	s := f.sessions[cdpOwner{c.Grant, c.Owner}][id]
 	f.mu.Unlock()
 	if s == nil {
-		return nil, Errorf(abi.NotFound, "no session %q: attach first", id)
+		return nil, hostfn.Errorf(abi.NotFound, "no session %q: attach first", id)
 	}
 	if err := s.Err(); err != nil {
 		f.drop(c, id)
@@ -296,13 +299,13 @@ func (f *CDPFamily) session(c *Call, id string) (*browser.Session, error) {
 	return s, nil
 }
 
-func (f *CDPFamily) drop(c *Call, id string) {
+func (f *Family) drop(c *hostfn.Call, id string) {
 	f.mu.Lock()
 	delete(f.sessions[cdpOwner{c.Grant, c.Owner}], id)
 	f.mu.Unlock()
 }
 
-func (f *CDPFamily) detach(ctx context.Context, c *Call, req *abi.CDPSessionRequest) (*abi.CDPDetachResponse, error) {
+func (f *Family) detach(ctx context.Context, c *hostfn.Call, req *abi.CDPSessionRequest) (*abi.CDPDetachResponse, error) {
 	if _, err := f.grant(c); err != nil {
 		return nil, err
 	}
@@ -321,23 +324,23 @@ func (f *CDPFamily) detach(ctx context.Context, c *Call, req *abi.CDPSessionRequ
 
 // call is raw JSON in and out: the response is the browser's result
 // object, passed through unparsed.
-func (f *CDPFamily) call(ctx context.Context, c *Call, raw []byte) ([]byte, error) {
+func (f *Family) call(ctx context.Context, c *hostfn.Call, raw []byte) ([]byte, error) {
 	g, err := f.grant(c)
 	if err != nil {
 		return nil, err
 	}
 	var req abi.CDPCallRequest
-	if err := DecodeRequest(raw, &req); err != nil {
-		return nil, Errorf(abi.Invalid, "bad request: %v", err)
+	if err := hostfn.DecodeRequest(raw, &req); err != nil {
+		return nil, hostfn.Errorf(abi.Invalid, "bad request: %v", err)
 	}
 	if req.Method == "" {
-		return nil, Errorf(abi.Invalid, "method is required")
+		return nil, hostfn.Errorf(abi.Invalid, "method is required")
 	}
 	if err := methodAllowed(g, req.Method); err != nil {
 		return nil, err
 	}
 	if p := strings.TrimSpace(string(req.Params)); p != "" && p != "null" && !strings.HasPrefix(p, "{") {
-		return nil, Errorf(abi.Invalid, "params must be a JSON object")
+		return nil, hostfn.Errorf(abi.Invalid, "params must be a JSON object")
 	}
 	ctx, cancel := context.WithTimeout(ctx, cdpTimeout(ctx, req.TimeoutMs))
 	defer cancel()
@@ -369,7 +372,7 @@ func (f *CDPFamily) call(ctx context.Context, c *Call, raw []byte) ([]byte, erro
 		}
 	}
 	if max := resultLimit(g); int64(len(res)) > max {
-		return nil, Errorf(abi.TooLarge, "the answer to %s is %d bytes, over the plugin's limit of %d (limits.max_result_bytes)", req.Method, len(res), max)
+		return nil, hostfn.Errorf(abi.TooLarge, "the answer to %s is %d bytes, over the plugin's limit of %d (limits.max_result_bytes)", req.Method, len(res), max)
 	}
 	if len(res) == 0 {
 		res = []byte("{}")
@@ -377,7 +380,7 @@ func (f *CDPFamily) call(ctx context.Context, c *Call, raw []byte) ([]byte, erro
 	return res, nil
 }
 
-func (f *CDPFamily) events(ctx context.Context, c *Call, req *abi.CDPEventsRequest) (*abi.CDPEventsResponse, error) {
+func (f *Family) events(ctx context.Context, c *hostfn.Call, req *abi.CDPEventsRequest) (*abi.CDPEventsResponse, error) {
 	g, err := f.grant(c)
 	if err != nil {
 		return nil, err
@@ -404,7 +407,7 @@ func (f *CDPFamily) events(ctx context.Context, c *Call, req *abi.CDPEventsReque
 	evs, dropped, more, err := s.Events(ctx, match, max, budget, wait)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			return nil, Errorf(abi.Timeout, "events: %v", err)
+			return nil, hostfn.Errorf(abi.Timeout, "events: %v", err)
 		}
 		f.drop(c, req.Session)
 		return nil, cdpError("", err)
@@ -461,17 +464,17 @@ func cdpError(method string, err error) error {
 		if pe.Code == -32601 || pe.Code == -32602 {
 			code = abi.Invalid
 		}
-		return &Error{Code: code, Message: fmt.Sprintf("%sthe browser answered: %s", prefix, pe.Message), Detail: map[string]any{"cdp_code": pe.Code}}
+		return &hostfn.Error{Code: code, Message: fmt.Sprintf("%sthe browser answered: %s", prefix, pe.Message), Detail: map[string]any{"cdp_code": pe.Code}}
 	case errors.Is(err, context.DeadlineExceeded):
-		return Errorf(abi.Timeout, "%sthe browser did not answer in time", prefix)
+		return hostfn.Errorf(abi.Timeout, "%sthe browser did not answer in time", prefix)
 	case errors.Is(err, browser.ErrTargetCrashed):
-		return Errorf(abi.Unavailable, "%s%v", prefix, err)
+		return hostfn.Errorf(abi.Unavailable, "%s%v", prefix, err)
 	case errors.Is(err, browser.ErrTargetClosed):
-		return Errorf(abi.NotFound, "%s%v", prefix, err)
+		return hostfn.Errorf(abi.NotFound, "%s%v", prefix, err)
 	case errors.Is(err, browser.ErrUnavailable):
-		return Errorf(abi.Unavailable, "%s%v", prefix, err)
+		return hostfn.Errorf(abi.Unavailable, "%s%v", prefix, err)
 	}
-	return Errorf(abi.Internal, "%s%v", prefix, err)
+	return hostfn.Errorf(abi.Internal, "%s%v", prefix, err)
 }
 
 // Tenants' browsers. An owner other than the single-tenant one ("" or
@@ -493,7 +496,7 @@ var isolatedBrowserLevel = map[string]bool{"Browser.getVersion": true, "Target.c
 
 // ownTargets lists the targets owner may see: all of them for the single
 // tenant, those of its browser context for another.
-func (f *CDPFamily) ownTargets(ctx context.Context, conn *browser.Conn, owner string) ([]*target.Info, error) {
+func (f *Family) ownTargets(ctx context.Context, conn *browser.Conn, owner string) ([]*target.Info, error) {
 	ts, err := conn.Targets(ctx)
 	if err != nil {
 		return nil, cdpError("Target.getTargets", err)
@@ -511,7 +514,7 @@ func (f *CDPFamily) ownTargets(ctx context.Context, conn *browser.Conn, owner st
 	return out, nil
 }
 
-func (f *CDPFamily) knownContext(conn *browser.Conn, owner string) string {
+func (f *Family) knownContext(conn *browser.Conn, owner string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if oc, ok := f.contexts[owner]; ok && oc.conn == conn {
@@ -522,7 +525,7 @@ func (f *CDPFamily) knownContext(conn *browser.Conn, owner string) string {
 
 // browserContext returns owner's browser context, making it on first use
 // (and again on a new connection: a restarted browser has lost it).
-func (f *CDPFamily) browserContext(ctx context.Context, conn *browser.Conn, owner string) (string, error) {
+func (f *Family) browserContext(ctx context.Context, conn *browser.Conn, owner string) (string, error) {
 	if id := f.knownContext(conn, owner); id != "" {
 		return id, nil
 	}
@@ -543,7 +546,7 @@ func (f *CDPFamily) browserContext(ctx context.Context, conn *browser.Conn, owne
 }
 
 // newPage opens about:blank in owner's browser context.
-func (f *CDPFamily) newPage(ctx context.Context, conn *browser.Conn, owner string) (target.ID, error) {
+func (f *Family) newPage(ctx context.Context, conn *browser.Conn, owner string) (target.ID, error) {
 	bc, err := f.browserContext(ctx, conn, owner)
 	if err != nil {
 		return "", err
@@ -560,17 +563,17 @@ func (f *CDPFamily) newPage(ctx context.Context, conn *browser.Conn, owner strin
 // browserLevel checks a browser-level call of an isolated owner, and puts
 // its browser context into Target.createTarget; other owners' params pass
 // unchanged.
-func (f *CDPFamily) browserLevel(ctx context.Context, conn *browser.Conn, owner, method string, params []byte) ([]byte, error) {
+func (f *Family) browserLevel(ctx context.Context, conn *browser.Conn, owner, method string, params []byte) ([]byte, error) {
 	if !isolated(owner) {
 		return params, nil
 	}
 	if !isolatedBrowserLevel[method] {
-		return nil, Errorf(abi.Denied, "CDP method %s is not available without a session to a tenant: it reaches beyond the tenant's browser context (attach to a page and send it there)", method)
+		return nil, hostfn.Errorf(abi.Denied, "CDP method %s is not available without a session to a tenant: it reaches beyond the tenant's browser context (attach to a page and send it there)", method)
 	}
 	m := map[string]json.RawMessage{}
 	if p := strings.TrimSpace(string(params)); p != "" && p != "null" {
 		if err := json.Unmarshal(params, &m); err != nil {
-			return nil, Errorf(abi.Invalid, "params: %v", err)
+			return nil, hostfn.Errorf(abi.Invalid, "params: %v", err)
 		}
 	}
 	switch method {
@@ -589,7 +592,7 @@ func (f *CDPFamily) browserLevel(ctx context.Context, conn *browser.Conn, owner,
 			return nil, err
 		}
 		if !slices.ContainsFunc(ts, func(t *target.Info) bool { return t.TargetID == id }) {
-			return nil, Errorf(abi.NotFound, "no target %q", id)
+			return nil, hostfn.Errorf(abi.NotFound, "no target %q", id)
 		}
 	}
 	return json.Marshal(m)

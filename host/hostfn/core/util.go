@@ -1,4 +1,4 @@
-package hostfn
+package core
 
 import "math"
 

@@ -1,4 +1,4 @@
-package hostfn
+package core
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -20,16 +21,16 @@ func TestClientErrorMapping(t *testing.T) {
 		msg    string
 		detail map[string]any
 	}{
-		{"invalid", &ClientError{Kind: ErrClientInvalid, Message: "notify: bad"}, abi.Invalid, "notify: bad", nil},
-		{"unavailable with detail", &ClientError{Kind: ErrClientUnavailable, Message: "no capability", Detail: detail}, abi.Unavailable, "no capability", detail},
-		{"timeout", &ClientError{Kind: ErrClientTimeout, Message: "no answer"}, abi.Timeout, "no answer", nil},
-		{"input required", &ClientError{Kind: ErrClientInputRequired, Message: "input required: 1 request(s) for the client"}, abi.InputRequired, "input required: 1 request(s) for the client", nil},
-		{"wrapped kind", fmt.Errorf("outer: %w", ErrClientInvalid), abi.Invalid, "outer: invalid request to the client", nil},
+		{"invalid", &hostfn.ClientError{Kind: hostfn.ErrClientInvalid, Message: "notify: bad"}, abi.Invalid, "notify: bad", nil},
+		{"unavailable with detail", &hostfn.ClientError{Kind: hostfn.ErrClientUnavailable, Message: "no capability", Detail: detail}, abi.Unavailable, "no capability", detail},
+		{"timeout", &hostfn.ClientError{Kind: hostfn.ErrClientTimeout, Message: "no answer"}, abi.Timeout, "no answer", nil},
+		{"input required", &hostfn.ClientError{Kind: hostfn.ErrClientInputRequired, Message: "input required: 1 request(s) for the client"}, abi.InputRequired, "input required: 1 request(s) for the client", nil},
+		{"wrapped kind", fmt.Errorf("outer: %w", hostfn.ErrClientInvalid), abi.Invalid, "outer: invalid request to the client", nil},
 		{"unknown error", errors.New("boom"), abi.Internal, "boom", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var he *Error
+			var he *hostfn.Error
 			if !errors.As(clientError(tt.err), &he) {
 				t.Fatalf("clientError(%v) is not an *Error", tt.err)
 			}

@@ -1,4 +1,4 @@
-package hostfn
+package cdp
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -30,13 +31,15 @@ func TestCDPTenantContexts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	f := NewCDP(b)
+	f := New(b)
 	f.SetOwnerPolicy(func(owner string) bool { return owner != "carol" })
 	scope := &abi.CDPScope{Methods: []string{"Page.*", "Runtime.*", "Target.*", "Browser.getVersion", "Network.setCookie", "Network.getCookies"}, NewTargets: true}
 	g := (&caps.Policy{Default: &abi.Capabilities{CDP: scope}}).Allow(&abi.Manifest{Name: "p", Capabilities: abi.Capabilities{CDP: scope}}, caps.Env{})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	as := func(owner string) *Call { return &Call{Plugin: "p", Owner: owner, Grant: g, Log: slog.Default()} }
+	as := func(owner string) *hostfn.Call {
+		return &hostfn.Call{Plugin: "p", Owner: owner, Grant: g, Log: slog.Default()}
+	}
 	targets := func(owner string) []string {
 		t.Helper()
 		r, err := f.targets(ctx, as(owner), nil)
@@ -56,7 +59,7 @@ func TestCDPTenantContexts(t *testing.T) {
 		return f.call(ctx, as(owner), raw)
 	}
 	code := func(err error) abi.Code {
-		var he *Error
+		var he *hostfn.Error
 		if errors.As(err, &he) {
 			return he.Code
 		}

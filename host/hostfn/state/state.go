@@ -1,4 +1,6 @@
-package hostfn
+// Package state is the aiod:state host function family
+// (spec/abi/v1/state.md) and its in-memory store.
+package state
 
 import (
 	"context"
@@ -6,21 +8,22 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // State limits.
 const (
-	// DefaultStateStoreBytes bounds a StateStore made with no limit.
-	DefaultStateStoreBytes = 256 << 20
+	// DefaultStoreBytes bounds a Store made with no limit.
+	DefaultStoreBytes = 256 << 20
 )
 
-// StateStore is small key-value state kept by the host in memory, one
+// Store is small key-value state kept by the host in memory, one
 // space per (plugin, owner): a plugin sees only its own keys, and only
 // those of the owner it is called for. A space holds at most its grant's
 // StateMaxBytes (keys plus values); the store as a whole at most its
 // limit. Nothing is persisted. It is safe for concurrent use.
-type StateStore struct {
+type Store struct {
 	max int64
 
 	mu     sync.Mutex
@@ -35,17 +38,17 @@ type stateSpace struct {
 	bytes int64
 }
 
-// NewStateStore returns a store holding at most maxBytes across all
-// spaces (DefaultStateStoreBytes if maxBytes <= 0).
-func NewStateStore(maxBytes int64) *StateStore {
+// NewStore returns a store holding at most maxBytes across all
+// spaces (DefaultStoreBytes if maxBytes <= 0).
+func NewStore(maxBytes int64) *Store {
 	if maxBytes <= 0 {
-		maxBytes = DefaultStateStoreBytes
+		maxBytes = DefaultStoreBytes
 	}
-	return &StateStore{max: maxBytes, spaces: map[stateKey]*stateSpace{}}
+	return &Store{max: maxBytes, spaces: map[stateKey]*stateSpace{}}
 }
 
 // Get returns the value of key in the space of (plugin, owner).
-func (s *StateStore) Get(plugin, owner, key string) (string, bool) {
+func (s *Store) Get(plugin, owner, key string) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sp := s.spaces[stateKey{plugin, owner}]
@@ -59,7 +62,7 @@ func (s *StateStore) Get(plugin, owner, key string) (string, bool) {
 // Set stores value under key, keeping the space within limit bytes
 // (len(key)+len(value) summed over its entries). It returns the space's
 // size after the change.
-func (s *StateStore) Set(plugin, owner, key, value string, limit int64) (int64, error) {
+func (s *Store) Set(plugin, owner, key, value string, limit int64) (int64, error) {
 	if err := checkStateKey(key); err != nil {
 		return 0, err
 	}
@@ -75,10 +78,10 @@ func (s *StateStore) Set(plugin, owner, key, value string, limit int64) (int64, 
 		delta -= int64(len(key) + len(old))
 	}
 	if sp.bytes+delta > limit {
-		return sp.bytes, Errorf(abi.TooLarge, "state would use %d bytes, max %d for this plugin and owner", sp.bytes+delta, limit)
+		return sp.bytes, hostfn.Errorf(abi.TooLarge, "state would use %d bytes, max %d for this plugin and owner", sp.bytes+delta, limit)
 	}
 	if s.total+delta > s.max {
-		return sp.bytes, Errorf(abi.TooLarge, "the host's state store is full (%d bytes)", s.max)
+		return sp.bytes, hostfn.Errorf(abi.TooLarge, "the host's state store is full (%d bytes)", s.max)
 	}
 	sp.kv[key] = value
 	sp.bytes += delta
@@ -88,7 +91,7 @@ func (s *StateStore) Set(plugin, owner, key, value string, limit int64) (int64, 
 }
 
 // Delete removes key and reports whether it was there.
-func (s *StateStore) Delete(plugin, owner, key string) bool {
+func (s *Store) Delete(plugin, owner, key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := stateKey{plugin, owner}
@@ -112,7 +115,7 @@ func (s *StateStore) Delete(plugin, owner, key string) bool {
 
 // List returns up to limit keys starting with prefix and sorting after
 // after, in order, and whether more remain.
-func (s *StateStore) List(plugin, owner, prefix, after string, limit int) ([]string, bool) {
+func (s *Store) List(plugin, owner, prefix, after string, limit int) ([]string, bool) {
 	s.mu.Lock()
 	var keys []string
 	if sp := s.spaces[stateKey{plugin, owner}]; sp != nil {
@@ -131,7 +134,7 @@ func (s *StateStore) List(plugin, owner, prefix, after string, limit int) ([]str
 }
 
 // Usage returns the size of the space of (plugin, owner).
-func (s *StateStore) Usage(plugin, owner string) int64 {
+func (s *Store) Usage(plugin, owner string) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sp := s.spaces[stateKey{plugin, owner}]; sp != nil {
@@ -142,7 +145,7 @@ func (s *StateStore) Usage(plugin, owner string) int64 {
 
 // Drop forgets the space of (plugin, owner), e.g. when the owner's session
 // ends.
-func (s *StateStore) Drop(plugin, owner string) {
+func (s *Store) Drop(plugin, owner string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := stateKey{plugin, owner}
@@ -155,38 +158,38 @@ func (s *StateStore) Drop(plugin, owner string) {
 func checkStateKey(key string) error {
 	switch {
 	case key == "":
-		return Errorf(abi.Invalid, "key is required")
+		return hostfn.Errorf(abi.Invalid, "key is required")
 	case len(key) > abi.StateMaxKeyBytes:
-		return Errorf(abi.Invalid, "key is %d bytes, max %d", len(key), abi.StateMaxKeyBytes)
+		return hostfn.Errorf(abi.Invalid, "key is %d bytes, max %d", len(key), abi.StateMaxKeyBytes)
 	}
 	return nil
 }
 
-// StateFamily is the aiod:state family (spec/abi/v1/state.md): get, set,
+// Family is the aiod:state family (spec/abi/v1/state.md): get, set,
 // delete and list over the calling plugin's space for the calling owner.
-type StateFamily struct {
-	s *StateStore
+type Family struct {
+	s *Store
 }
 
-// NewState returns the state family over s.
-func NewState(s *StateStore) Family { return &StateFamily{s: s} }
+// New returns the state family over s.
+func New(s *Store) hostfn.Family { return &Family{s: s} }
 
 // Name is abi.FamilyState.
-func (*StateFamily) Name() abi.Family { return abi.FamilyState }
+func (*Family) Name() abi.Family { return abi.FamilyState }
 
 // Defs are the functions of aiod:state.
-func (f *StateFamily) Defs() []Def {
-	return []Def{
-		ReqResp(abi.ModuleState, "get", strictJSON(f.get)),
-		ReqResp(abi.ModuleState, "set", strictJSON(f.set)),
-		ReqResp(abi.ModuleState, "delete", strictJSON(f.delete)),
-		ReqResp(abi.ModuleState, "list", strictJSON(f.list)),
+func (f *Family) Defs() []hostfn.Def {
+	return []hostfn.Def{
+		hostfn.ReqResp(abi.ModuleState, "get", hostfn.StrictJSON(f.get)),
+		hostfn.ReqResp(abi.ModuleState, "set", hostfn.StrictJSON(f.set)),
+		hostfn.ReqResp(abi.ModuleState, "delete", hostfn.StrictJSON(f.delete)),
+		hostfn.ReqResp(abi.ModuleState, "list", hostfn.StrictJSON(f.list)),
 	}
 }
 
-func stateLimit(c *Call) (int64, error) {
+func stateLimit(c *hostfn.Call) (int64, error) {
 	if c.Grant == nil || !c.Grant.Has(abi.FamilyState) {
-		return 0, Errorf(abi.Denied, "the plugin has no state grant")
+		return 0, hostfn.Errorf(abi.Denied, "the plugin has no state grant")
 	}
 	if c.Grant.StateMaxBytes > 0 {
 		return c.Grant.StateMaxBytes, nil
@@ -194,7 +197,7 @@ func stateLimit(c *Call) (int64, error) {
 	return abi.StateDefaultMaxBytes, nil
 }
 
-func (f *StateFamily) get(_ context.Context, c *Call, req *abi.StateKeyRequest) (*abi.StateGetResponse, error) {
+func (f *Family) get(_ context.Context, c *hostfn.Call, req *abi.StateKeyRequest) (*abi.StateGetResponse, error) {
 	if _, err := stateLimit(c); err != nil {
 		return nil, err
 	}
@@ -205,7 +208,7 @@ func (f *StateFamily) get(_ context.Context, c *Call, req *abi.StateKeyRequest) 
 	return &abi.StateGetResponse{Found: ok, Value: v}, nil
 }
 
-func (f *StateFamily) set(_ context.Context, c *Call, req *abi.StateSetRequest) (*abi.StateSetResponse, error) {
+func (f *Family) set(_ context.Context, c *hostfn.Call, req *abi.StateSetRequest) (*abi.StateSetResponse, error) {
 	limit, err := stateLimit(c)
 	if err != nil {
 		return nil, err
@@ -217,7 +220,7 @@ func (f *StateFamily) set(_ context.Context, c *Call, req *abi.StateSetRequest) 
 	return &abi.StateSetResponse{BytesUsed: used, MaxBytes: limit}, nil
 }
 
-func (f *StateFamily) delete(_ context.Context, c *Call, req *abi.StateKeyRequest) (*abi.StateDeleteResponse, error) {
+func (f *Family) delete(_ context.Context, c *hostfn.Call, req *abi.StateKeyRequest) (*abi.StateDeleteResponse, error) {
 	if _, err := stateLimit(c); err != nil {
 		return nil, err
 	}
@@ -227,14 +230,14 @@ func (f *StateFamily) delete(_ context.Context, c *Call, req *abi.StateKeyReques
 	return &abi.StateDeleteResponse{Deleted: f.s.Delete(c.Plugin, c.Owner, req.Key)}, nil
 }
 
-func (f *StateFamily) list(_ context.Context, c *Call, req *abi.StateListRequest) (*abi.StateListResponse, error) {
+func (f *Family) list(_ context.Context, c *hostfn.Call, req *abi.StateListRequest) (*abi.StateListResponse, error) {
 	if _, err := stateLimit(c); err != nil {
 		return nil, err
 	}
 	limit := req.Limit
 	switch {
 	case limit < 0 || limit > abi.StateMaxList:
-		return nil, Errorf(abi.Invalid, "limit must be between 1 and %d", abi.StateMaxList)
+		return nil, hostfn.Errorf(abi.Invalid, "limit must be between 1 and %d", abi.StateMaxList)
 	case limit == 0:
 		limit = abi.StateDefaultList
 	}

@@ -1,4 +1,6 @@
-package hostfn
+// Package process is the aiod:process host function family
+// (spec/abi/v1/process.md), over host/proc.
+package process
 
 import (
 	"context"
@@ -9,51 +11,52 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/proc"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
-// ProcessFamily is the aiod:process family (spec/abi/v1/process.md): spawn
+// Family is the aiod:process family (spec/abi/v1/process.md): spawn
 // runs a granted program to completion, shell_exec runs a command in a
 // persistent bash session owned by the host, shell_close ends a session,
 // which looks programs up. Every request is checked against the calling
 // plugin's grant: the program against Commands, the cwd against CwdRoots,
 // shell sessions against Shell.
-type ProcessFamily struct {
+type Family struct {
 	m *proc.Manager
 }
 
-// NewProcess returns the process family backed by m. The caller owns m
+// New returns the process family backed by m. The caller owns m
 // and closes it on shutdown.
-func NewProcess(m *proc.Manager) Family { return &ProcessFamily{m: m} }
+func New(m *proc.Manager) hostfn.Family { return &Family{m: m} }
 
 // Name is abi.FamilyProcess.
-func (*ProcessFamily) Name() abi.Family { return abi.FamilyProcess }
+func (*Family) Name() abi.Family { return abi.FamilyProcess }
 
 // Defs are the functions of aiod:process.
-func (f *ProcessFamily) Defs() []Def {
-	return []Def{
-		ReqResp(abi.ModuleProcess, "spawn", strictJSON(f.spawn)),
-		ReqResp(abi.ModuleProcess, "shell_exec", strictJSON(f.shellExec)),
-		ReqResp(abi.ModuleProcess, "shell_close", strictJSON(f.shellClose)),
-		ReqResp(abi.ModuleProcess, "which", strictJSON(f.which)),
+func (f *Family) Defs() []hostfn.Def {
+	return []hostfn.Def{
+		hostfn.ReqResp(abi.ModuleProcess, "spawn", hostfn.StrictJSON(f.spawn)),
+		hostfn.ReqResp(abi.ModuleProcess, "shell_exec", hostfn.StrictJSON(f.shellExec)),
+		hostfn.ReqResp(abi.ModuleProcess, "shell_close", hostfn.StrictJSON(f.shellClose)),
+		hostfn.ReqResp(abi.ModuleProcess, "which", hostfn.StrictJSON(f.which)),
 	}
 }
 
-func processGrant(c *Call) (*caps.Grant, error) {
+func processGrant(c *hostfn.Call) (*caps.Grant, error) {
 	if c.Grant == nil || !c.Grant.Has(abi.FamilyProcess) {
-		return nil, Errorf(abi.Denied, "the plugin has no process grant")
+		return nil, hostfn.Errorf(abi.Denied, "the plugin has no process grant")
 	}
 	return c.Grant, nil
 }
 
-func (f *ProcessFamily) spawn(ctx context.Context, c *Call, req *abi.ProcessSpawnRequest) (*abi.ProcessSpawnResponse, error) {
+func (f *Family) spawn(ctx context.Context, c *hostfn.Call, req *abi.ProcessSpawnRequest) (*abi.ProcessSpawnResponse, error) {
 	g, err := processGrant(c)
 	if err != nil {
 		return nil, err
 	}
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
-		return nil, Errorf(abi.Invalid, "argv is required")
+		return nil, hostfn.Errorf(abi.Invalid, "argv is required")
 	}
 	anyProgram := slices.Contains(g.Commands, "*")
 	env, err := proc.MergeEnv(f.m.Config().BaseEnv, req.Env, anyProgram)
@@ -93,16 +96,16 @@ func (f *ProcessFamily) spawn(ctx context.Context, c *Call, req *abi.ProcessSpaw
 	}, nil
 }
 
-func (f *ProcessFamily) shellExec(ctx context.Context, c *Call, req *abi.ProcessShellExecRequest) (*abi.ProcessShellExecResponse, error) {
+func (f *Family) shellExec(ctx context.Context, c *hostfn.Call, req *abi.ProcessShellExecRequest) (*abi.ProcessShellExecResponse, error) {
 	g, err := processGrant(c)
 	if err != nil {
 		return nil, err
 	}
 	if !g.Shell {
-		return nil, Errorf(abi.Denied, "the plugin has no shell grant")
+		return nil, hostfn.Errorf(abi.Denied, "the plugin has no shell grant")
 	}
 	if req.Cmd == "" {
-		return nil, Errorf(abi.Invalid, "cmd is required")
+		return nil, hostfn.Errorf(abi.Invalid, "cmd is required")
 	}
 	session := req.Session
 	switch {
@@ -143,13 +146,13 @@ func (f *ProcessFamily) shellExec(ctx context.Context, c *Call, req *abi.Process
 	}, nil
 }
 
-func (f *ProcessFamily) shellClose(ctx context.Context, c *Call, req *abi.ProcessShellCloseRequest) (*abi.ProcessShellCloseResponse, error) {
+func (f *Family) shellClose(ctx context.Context, c *hostfn.Call, req *abi.ProcessShellCloseRequest) (*abi.ProcessShellCloseResponse, error) {
 	g, err := processGrant(c)
 	if err != nil {
 		return nil, err
 	}
 	if !g.Shell {
-		return nil, Errorf(abi.Denied, "the plugin has no shell grant")
+		return nil, hostfn.Errorf(abi.Denied, "the plugin has no shell grant")
 	}
 	session := req.Session
 	if session == "" {
@@ -162,13 +165,13 @@ func (f *ProcessFamily) shellClose(ctx context.Context, c *Call, req *abi.Proces
 	return &abi.ProcessShellCloseResponse{Closed: closed}, nil
 }
 
-func (f *ProcessFamily) which(_ context.Context, c *Call, req *abi.ProcessWhichRequest) (*abi.ProcessWhichResponse, error) {
+func (f *Family) which(_ context.Context, c *hostfn.Call, req *abi.ProcessWhichRequest) (*abi.ProcessWhichResponse, error) {
 	g, err := processGrant(c)
 	if err != nil {
 		return nil, err
 	}
 	if len(req.Names) > abi.MaxWhichNames {
-		return nil, Errorf(abi.Invalid, "at most %d names", abi.MaxWhichNames)
+		return nil, hostfn.Errorf(abi.Invalid, "at most %d names", abi.MaxWhichNames)
 	}
 	resp := &abi.ProcessWhichResponse{Programs: make([]abi.ProcessWhichProgram, 0, len(req.Names))}
 	for _, name := range req.Names {
@@ -209,7 +212,7 @@ func cwdFor(m *proc.Manager, owner string, g *caps.Grant, cwd string) (string, e
 			return dir, nil
 		}
 	}
-	return "", Errorf(abi.NotFound, "none of the granted working directories exists")
+	return "", hostfn.Errorf(abi.NotFound, "none of the granted working directories exists")
 }
 
 // callTimeout is the request's timeout (or the default), shortened to end
@@ -233,7 +236,7 @@ func callTimeout(ctx context.Context, ms int64, cfg proc.Config) time.Duration {
 func procError(err error) error {
 	var pe *proc.Error
 	if !errors.As(err, &pe) {
-		return Errorf(abi.IO, "%v", err)
+		return hostfn.Errorf(abi.IO, "%v", err)
 	}
 	code := abi.Internal
 	switch {
@@ -248,5 +251,5 @@ func procError(err error) error {
 	case errors.Is(pe.Kind, proc.ErrBusy), errors.Is(pe.Kind, proc.ErrClosed):
 		code = abi.Unavailable
 	}
-	return &Error{Code: code, Message: pe.Msg}
+	return &hostfn.Error{Code: code, Message: pe.Msg}
 }

@@ -1,10 +1,12 @@
-package hostfn
+package process
 
 import (
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aiodhq/aiod/host/hostfn"
 )
 
 type notes struct {
@@ -31,11 +33,11 @@ func (n *notes) all() []map[string]any {
 // is sent after finish or when progress was not asked for.
 func TestOutputProgress(t *testing.T) {
 	var n notes
-	c := &Call{Notify: n.notify}
+	c := &hostfn.Call{Notify: n.notify}
 	if p := startOutputProgress(c, false); p != nil || p.sink() != nil {
 		t.Fatal("progress started although not asked for")
 	}
-	if p := startOutputProgress(&Call{}, true); p != nil {
+	if p := startOutputProgress(&hostfn.Call{}, true); p != nil {
 		t.Fatal("progress started without a notify function")
 	}
 	p := startOutputProgress(c, true)

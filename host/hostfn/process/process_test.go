@@ -1,6 +1,8 @@
-package hostfn
+package process
 
 import (
+	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/hostfntest"
 	"github.com/aiodhq/aiod/sdk/abi"
 
 	"context"
@@ -15,50 +17,6 @@ import (
 	"github.com/aiodhq/aiod/host/proc"
 )
 
-// guestMem is a []byte-backed guest memory for these tests.
-type guestMem []byte
-
-func (m guestMem) Read(off, n uint32) ([]byte, bool) {
-	if uint64(off)+uint64(n) > uint64(len(m)) {
-		return nil, false
-	}
-	return m[off : off+n], true
-}
-
-func (m guestMem) Write(off uint32, b []byte) bool {
-	if uint64(off)+uint64(len(b)) > uint64(len(m)) {
-		return false
-	}
-	copy(m[off:], b)
-	return true
-}
-
-// guestCall calls d as a guest would: request in memory, packed result,
-// then aiod:core.response_read.
-func guestCall(ctx context.Context, d Def, c *Call, req []byte) (abi.Code, []byte) {
-	const at = 8
-	mem := make(guestMem, at+len(req))
-	copy(mem[at:], req)
-	stack := []uint64{at, uint64(len(req))}
-	d.Fn(ctx, c, mem, stack)
-	code, n := abi.Code(stack[0]>>32), uint32(stack[0])
-	out := make(guestMem, n)
-	for _, cd := range Core().Defs() {
-		if cd.Name == "response_read" && n > 0 {
-			cd.Fn(ctx, c, out, []uint64{0})
-		}
-	}
-	return code, out
-}
-
-func defsByName(f Family) map[string]Def {
-	m := map[string]Def{}
-	for _, d := range f.Defs() {
-		m[d.Name] = d
-	}
-	return m
-}
-
 func grantProcess(commands, cwd []string, shell bool) *caps.Grant {
 	scope := &abi.ProcessScope{Commands: commands, Cwd: cwd, Shell: shell}
 	p := &caps.Policy{Default: &abi.Capabilities{Process: scope}}
@@ -68,7 +26,7 @@ func grantProcess(commands, cwd []string, shell bool) *caps.Grant {
 
 type procEnv struct {
 	root, sub, out string
-	defs           map[string]Def
+	defs           map[string]hostfn.Def
 }
 
 // newProcEnv makes root/sub, outside, root/escape -> outside and
@@ -90,11 +48,11 @@ func newProcEnv(t *testing.T) *procEnv {
 	}
 	m := proc.New(proc.Config{})
 	t.Cleanup(func() { m.Close() })
-	e.defs = defsByName(NewProcess(m))
+	e.defs = hostfntest.Defs(New(m))
 	return e
 }
 
-func (e *procEnv) call(t *testing.T, c *Call, name string, req any) (abi.Code, map[string]any) {
+func (e *procEnv) call(t *testing.T, c *hostfn.Call, name string, req any) (abi.Code, map[string]any) {
 	t.Helper()
 	raw, ok := req.(string)
 	if !ok {
@@ -104,7 +62,7 @@ func (e *procEnv) call(t *testing.T, c *Call, name string, req any) (abi.Code, m
 		}
 		raw = string(b)
 	}
-	code, resp := guestCall(context.Background(), e.defs[name], c, []byte(raw))
+	code, resp := hostfntest.Call(context.Background(), e.defs[name], c, []byte(raw))
 	var m map[string]any
 	if err := json.Unmarshal(resp, &m); err != nil {
 		t.Fatalf("%s: response %q: %v", name, resp, err)
@@ -113,14 +71,14 @@ func (e *procEnv) call(t *testing.T, c *Call, name string, req any) (abi.Code, m
 }
 
 func TestProcessDefs(t *testing.T) {
-	f := NewProcess(proc.New(proc.Config{}))
+	f := New(proc.New(proc.Config{}))
 	if f.Name() != abi.FamilyProcess {
 		t.Errorf("name %q", f.Name())
 	}
 	var names []string
 	for _, d := range f.Defs() {
 		names = append(names, d.Name)
-		if d.Module != "aiod:process" || len(d.Params) != 2 || d.Params[0] != I32 || d.Params[1] != I32 || len(d.Results) != 1 || d.Results[0] != I64 {
+		if d.Module != "aiod:process" || len(d.Params) != 2 || d.Params[0] != hostfn.I32 || d.Params[1] != hostfn.I32 || len(d.Results) != 1 || d.Results[0] != hostfn.I64 {
 			t.Errorf("%s: bad signature %+v", d.Name, d)
 		}
 	}
@@ -131,13 +89,13 @@ func TestProcessDefs(t *testing.T) {
 
 func TestProcessSpawn(t *testing.T) {
 	e := newProcEnv(t)
-	shOnly := &Call{Plugin: "p", Owner: "o", Grant: grantProcess([]string{"sh", "no-such-program-aiod"}, []string{e.root}, false)}
-	anyProg := &Call{Plugin: "p", Owner: "o", Grant: grantProcess([]string{"*"}, []string{e.root}, false)}
-	noGrant := &Call{Plugin: "p", Grant: (&caps.Policy{}).Allow(&abi.Manifest{Name: "p"}, caps.Env{})}
+	shOnly := &hostfn.Call{Plugin: "p", Owner: "o", Grant: grantProcess([]string{"sh", "no-such-program-aiod"}, []string{e.root}, false)}
+	anyProg := &hostfn.Call{Plugin: "p", Owner: "o", Grant: grantProcess([]string{"*"}, []string{e.root}, false)}
+	noGrant := &hostfn.Call{Plugin: "p", Grant: (&caps.Policy{}).Allow(&abi.Manifest{Name: "p"}, caps.Env{})}
 	str := func(s string) *string { return &s }
 	tests := []struct {
 		name    string
-		c       *Call
+		c       *hostfn.Call
 		req     any
 		code    abi.Code
 		msg     string         // substring of the error message
@@ -204,13 +162,13 @@ func TestProcessSpawn(t *testing.T) {
 func TestProcessShell(t *testing.T) {
 	e := newProcEnv(t)
 	g := grantProcess([]string{"*"}, []string{e.root}, true)
-	alice := &Call{Plugin: "p", Owner: "alice", Grant: g}
-	bob := &Call{Plugin: "p", Owner: "bob", Grant: g}
-	other := &Call{Plugin: "q", Owner: "alice", Grant: g}
-	noShell := &Call{Plugin: "p", Owner: "alice", Grant: grantProcess([]string{"*"}, []string{e.root}, false)}
+	alice := &hostfn.Call{Plugin: "p", Owner: "alice", Grant: g}
+	bob := &hostfn.Call{Plugin: "p", Owner: "bob", Grant: g}
+	other := &hostfn.Call{Plugin: "q", Owner: "alice", Grant: g}
+	noShell := &hostfn.Call{Plugin: "p", Owner: "alice", Grant: grantProcess([]string{"*"}, []string{e.root}, false)}
 	type step struct {
 		name string
-		c    *Call
+		c    *hostfn.Call
 		fn   string
 		req  any
 		code abi.Code
@@ -264,7 +222,7 @@ func TestProcessShell(t *testing.T) {
 
 func TestProcessWhich(t *testing.T) {
 	e := newProcEnv(t)
-	c := &Call{Plugin: "p", Grant: grantProcess([]string{"sh", "no-such-program-aiod"}, []string{e.root}, false)}
+	c := &hostfn.Call{Plugin: "p", Grant: grantProcess([]string{"sh", "no-such-program-aiod"}, []string{e.root}, false)}
 	code, resp := e.call(t, c, "which", abi.ProcessWhichRequest{Names: []string{"sh", "cat", "no-such-program-aiod"}})
 	if code != abi.OK {
 		t.Fatal(resp)

@@ -1,4 +1,6 @@
-package hostfn
+// Package upstream is the aiod:upstream host function family
+// (spec/abi/v1/upstream.md), over host/upstream.
+package upstream
 
 import (
 	"bytes"
@@ -6,41 +8,42 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/upstream"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
-// UpstreamFamily is the aiod:upstream family (spec/abi/v1/upstream.md):
+// Family is the aiod:upstream family (spec/abi/v1/upstream.md):
 // list and call over the host's upstream MCP servers, each function scoped
 // to the servers the plugin's grant names.
-type UpstreamFamily struct {
+type Family struct {
 	set *upstream.Set // nil: no upstream servers are registered
 }
 
-// NewUpstream returns the upstream family over set (nil when the host has
+// New returns the upstream family over set (nil when the host has
 // no upstream servers: every granted name is then not_found).
-func NewUpstream(set *upstream.Set) Family { return &UpstreamFamily{set: set} }
+func New(set *upstream.Set) hostfn.Family { return &Family{set: set} }
 
 // Name is abi.FamilyUpstream.
-func (*UpstreamFamily) Name() abi.Family { return abi.FamilyUpstream }
+func (*Family) Name() abi.Family { return abi.FamilyUpstream }
 
 // Defs are the functions of aiod:upstream.
-func (f *UpstreamFamily) Defs() []Def {
-	return []Def{
-		ReqResp(abi.ModuleUpstream, "list", strictJSON(f.list)),
-		ReqResp(abi.ModuleUpstream, "call", f.call),
+func (f *Family) Defs() []hostfn.Def {
+	return []hostfn.Def{
+		hostfn.ReqResp(abi.ModuleUpstream, "list", hostfn.StrictJSON(f.list)),
+		hostfn.ReqResp(abi.ModuleUpstream, "call", f.call),
 	}
 }
 
 // allowed checks the grant first, so a plugin learns nothing about servers
 // it was not granted: an ungranted name is denied whether it is registered
 // or not.
-func (f *UpstreamFamily) allowed(c *Call, server string) error {
+func (f *Family) allowed(c *hostfn.Call, server string) error {
 	switch {
 	case server == "":
-		return Errorf(abi.Invalid, "server is required")
+		return hostfn.Errorf(abi.Invalid, "server is required")
 	case c.Grant == nil || !c.Grant.Has(abi.FamilyUpstream) || !c.Grant.UpstreamAllowed(server):
-		return &Error{Code: abi.Denied, Message: "upstream MCP server " + quote(server) + " is not granted to this plugin", Detail: map[string]any{"server": server}}
+		return &hostfn.Error{Code: abi.Denied, Message: "upstream MCP server " + quote(server) + " is not granted to this plugin", Detail: map[string]any{"server": server}}
 	case f.set == nil:
 		return notFound(server)
 	}
@@ -48,7 +51,7 @@ func (f *UpstreamFamily) allowed(c *Call, server string) error {
 }
 
 func notFound(server string) error {
-	return &Error{Code: abi.NotFound, Message: "no upstream MCP server " + quote(server) + " is registered", Detail: map[string]any{"server": server}}
+	return &hostfn.Error{Code: abi.NotFound, Message: "no upstream MCP server " + quote(server) + " is registered", Detail: map[string]any{"server": server}}
 }
 
 func quote(s string) string {
@@ -56,7 +59,7 @@ func quote(s string) string {
 	return string(b)
 }
 
-func (f *UpstreamFamily) list(ctx context.Context, c *Call, req *abi.UpstreamListRequest) (*abi.UpstreamListResponse, error) {
+func (f *Family) list(ctx context.Context, c *hostfn.Call, req *abi.UpstreamListRequest) (*abi.UpstreamListResponse, error) {
 	if err := f.allowed(c, req.Server); err != nil {
 		return nil, err
 	}
@@ -74,20 +77,20 @@ func (f *UpstreamFamily) list(ctx context.Context, c *Call, req *abi.UpstreamLis
 
 // call answers the upstream's CallToolResult bytes as they came (not
 // re-encoded, which would change them).
-func (f *UpstreamFamily) call(ctx context.Context, c *Call, raw []byte) ([]byte, error) {
+func (f *Family) call(ctx context.Context, c *hostfn.Call, raw []byte) ([]byte, error) {
 	var req abi.UpstreamCallRequest
-	if err := DecodeRequest(raw, &req); err != nil {
-		return nil, Errorf(abi.Invalid, "bad request: %v", err)
+	if err := hostfn.DecodeRequest(raw, &req); err != nil {
+		return nil, hostfn.Errorf(abi.Invalid, "bad request: %v", err)
 	}
 	if err := f.allowed(c, req.Server); err != nil {
 		return nil, err
 	}
 	if req.Tool == "" {
-		return nil, Errorf(abi.Invalid, "tool is required")
+		return nil, hostfn.Errorf(abi.Invalid, "tool is required")
 	}
 	args := bytes.TrimSpace(req.Arguments)
 	if len(args) > 0 && string(args) != "null" && args[0] != '{' {
-		return nil, Errorf(abi.Invalid, "arguments must be an object")
+		return nil, hostfn.Errorf(abi.Invalid, "arguments must be an object")
 	}
 	var notify func(string, json.RawMessage)
 	if c.Notify != nil {
@@ -112,9 +115,9 @@ func (f *UpstreamFamily) call(ctx context.Context, c *Call, raw []byte) ([]byte,
 		if len(re.Data) > 0 && json.Valid(re.Data) {
 			d["rpc_data"] = json.RawMessage(re.Data)
 		}
-		return nil, &Error{Code: abi.Invalid, Message: re.Error(), Detail: d}
+		return nil, &hostfn.Error{Code: abi.Invalid, Message: re.Error(), Detail: d}
 	case ctx.Err() != nil:
-		return nil, Errorf(abi.Timeout, "upstream MCP server %s: %v", quote(req.Server), ctx.Err())
+		return nil, hostfn.Errorf(abi.Timeout, "upstream MCP server %s: %v", quote(req.Server), ctx.Err())
 	}
-	return nil, Errorf(abi.Unavailable, "upstream MCP server %s: %v", quote(req.Server), err)
+	return nil, hostfn.Errorf(abi.Unavailable, "upstream MCP server %s: %v", quote(req.Server), err)
 }

@@ -1,43 +1,39 @@
-package hostfn
+// Package core is the aiod:core host function family (spec/abi/v1.md),
+// linked into every plugin: input, output, log, progress, the pending and
+// kept responses, and the way to the MCP client.
+package core
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
 
+	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
-// ErrResultTooLarge is the trap cause when a guest writes more output than
-// its max_result_bytes.
-type ErrResultTooLarge struct{ Limit int64 }
-
-func (e ErrResultTooLarge) Error() string {
-	return fmt.Sprintf("result exceeds the limit max_result_bytes=%d", e.Limit)
-}
-
 type core struct{}
 
-// Core returns the aiod:core family: input_read, output_write,
+// New returns the aiod:core family: input_read, output_write,
 // response_read, log and progress (and the client and kept-response
 // functions of client.go and blob.go).
-func Core() Family { return core{} }
+func New() hostfn.Family { return core{} }
 
 func (core) Name() abi.Family { return "" }
 
-func (core) Defs() []Def {
-	return []Def{
-		{Module: abi.ModuleCore, Name: "input_read", Params: []ValueType{I32}, Fn: inputRead},
-		{Module: abi.ModuleCore, Name: "output_write", Params: []ValueType{I32, I32}, Results: []ValueType{I32}, Fn: outputWrite},
-		{Module: abi.ModuleCore, Name: "response_read", Params: []ValueType{I32}, Fn: responseRead},
-		{Module: abi.ModuleCore, Name: "log", Params: []ValueType{I32, I32, I32}, Fn: logFn},
-		{Module: abi.ModuleCore, Name: "progress", Params: []ValueType{F64, F64, I32, I32}, Fn: progressFn},
+func (core) Defs() []hostfn.Def {
+	return []hostfn.Def{
+		{Module: abi.ModuleCore, Name: "input_read", Params: []hostfn.ValueType{hostfn.I32}, Fn: inputRead},
+		{Module: abi.ModuleCore, Name: "output_write", Params: []hostfn.ValueType{hostfn.I32, hostfn.I32}, Results: []hostfn.ValueType{hostfn.I32}, Fn: outputWrite},
+		{Module: abi.ModuleCore, Name: "response_read", Params: []hostfn.ValueType{hostfn.I32}, Fn: responseRead},
+		{Module: abi.ModuleCore, Name: "log", Params: []hostfn.ValueType{hostfn.I32, hostfn.I32, hostfn.I32}, Fn: logFn},
+		{Module: abi.ModuleCore, Name: "progress", Params: []hostfn.ValueType{hostfn.F64, hostfn.F64, hostfn.I32, hostfn.I32}, Fn: progressFn},
 		clientInfoDef, clientInputDef, notifyDef,
 		responseKeepDef, outputBlobDef,
 	}
 }
 
-func inputRead(_ context.Context, c *Call, mem Memory, stack []uint64) {
+func inputRead(_ context.Context, c *hostfn.Call, mem hostfn.Memory, stack []uint64) {
 	if len(c.Input) == 0 {
 		return
 	}
@@ -46,11 +42,11 @@ func inputRead(_ context.Context, c *Call, mem Memory, stack []uint64) {
 	}
 }
 
-func outputWrite(_ context.Context, c *Call, mem Memory, stack []uint64) {
+func outputWrite(_ context.Context, c *hostfn.Call, mem hostfn.Memory, stack []uint64) {
 	n := uint32(stack[1])
 	if int64(len(c.Output))+int64(n) > c.MaxOutput {
 		c.Overflow = true
-		panic(ErrResultTooLarge{Limit: c.MaxOutput})
+		panic(hostfn.ErrResultTooLarge{Limit: c.MaxOutput})
 	}
 	b, ok := mem.Read(uint32(stack[0]), n)
 	if !ok {
@@ -60,24 +56,25 @@ func outputWrite(_ context.Context, c *Call, mem Memory, stack []uint64) {
 	stack[0] = 0
 }
 
-func responseRead(_ context.Context, c *Call, mem Memory, stack []uint64) {
-	if len(c.resp) == 0 {
+func responseRead(_ context.Context, c *hostfn.Call, mem hostfn.Memory, stack []uint64) {
+	if len(c.Response) == 0 {
 		return
 	}
-	if !mem.Write(uint32(stack[0]), c.resp) {
+	if !mem.Write(uint32(stack[0]), c.Response) {
 		panic(fmt.Errorf("aiod:core.response_read: buffer out of bounds"))
 	}
-	c.resp = nil
+	c.Response = nil
 }
 
-const maxLogBytes = 64 << 10
+// MaxLogBytes bounds one log or progress message (longer ones are cut).
+const MaxLogBytes = 64 << 10
 
-func logFn(ctx context.Context, c *Call, mem Memory, stack []uint64) {
+func logFn(ctx context.Context, c *hostfn.Call, mem hostfn.Memory, stack []uint64) {
 	level := int(uint32(stack[0]))
 	if level < 0 || level >= len(abi.LogLevels) {
 		level = 1
 	}
-	n := min(uint32(stack[2]), maxLogBytes)
+	n := min(uint32(stack[2]), MaxLogBytes)
 	b, ok := mem.Read(uint32(stack[1]), n)
 	if !ok {
 		panic(fmt.Errorf("aiod:core.log: buffer out of bounds"))
@@ -100,10 +97,10 @@ func logFn(ctx context.Context, c *Call, mem Memory, stack []uint64) {
 	}
 }
 
-func progressFn(_ context.Context, c *Call, mem Memory, stack []uint64) {
+func progressFn(_ context.Context, c *hostfn.Call, mem hostfn.Memory, stack []uint64) {
 	prog := f64(stack[0])
 	total := f64(stack[1])
-	n := min(uint32(stack[3]), maxLogBytes)
+	n := min(uint32(stack[3]), MaxLogBytes)
 	b, ok := mem.Read(uint32(stack[2]), n)
 	if !ok {
 		panic(fmt.Errorf("aiod:core.progress: buffer out of bounds"))

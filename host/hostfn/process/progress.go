@@ -1,9 +1,11 @@
-package hostfn
+package process
 
 import (
 	"bytes"
 	"sync"
 	"time"
+
+	"github.com/aiodhq/aiod/host/hostfn"
 )
 
 // Output as progress (spec/abi/v1/process.md, "progress"): a process
@@ -40,7 +42,7 @@ type outputProgress struct {
 // startOutputProgress starts the ticker; nil when progress was not asked
 // for or the call cannot notify. Stop it with finish before the call
 // returns.
-func startOutputProgress(c *Call, want bool) *outputProgress {
+func startOutputProgress(c *hostfn.Call, want bool) *outputProgress {
 	if !want || c.Notify == nil {
 		return nil
 	}

@@ -1,4 +1,6 @@
-package hostfn
+// Package extism is the Extism host ABI (spec/abi/extism.md) for form
+// "extism" plugins: the kernel, vars, logging and the http family.
+package extism
 
 import (
 	"context"
@@ -13,6 +15,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/core"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -20,12 +24,12 @@ import (
 // Extism plugin links against. Extism's own hosts run a "kernel" module
 // that keeps the plugin's inputs, outputs and allocations in a second
 // linear memory; the guest reaches it only through these imports, by u64
-// offsets. Here that memory is a Go byte arena per call (ExtismCall), so
+// offsets. Here that memory is a Go byte arena per call (Call), so
 // a bad offset is a bounds check in Go: the guest traps, the host does
 // not.
 
-// ExtismModule is the import module of the Extism host ABI.
-const ExtismModule = "extism:host/env"
+// Module is the import module of the Extism host ABI.
+const Module = "extism:host/env"
 
 // extismBase is the offset of the first byte of the kernel arena: 0 is
 // Extism's "no block", so no block starts there.
@@ -33,15 +37,15 @@ const extismBase = 1 << 12
 
 // Extism kernel bounds.
 const (
-	// DefaultExtismMemory bounds the arena of a call whose ExtismCall sets
+	// DefaultMemory bounds the arena of a call whose Call sets
 	// no Max.
-	DefaultExtismMemory = 64 << 20
+	DefaultMemory = 64 << 20
 	// maxExtismBlocks bounds the allocations of one call (each costs host
 	// bookkeeping beyond its bytes).
 	maxExtismBlocks = 1 << 20
-	// DefaultExtismVarBytes bounds the vars of one plugin and owner
+	// DefaultVarBytes bounds the vars of one plugin and owner
 	// (Extism's max_var_bytes).
-	DefaultExtismVarBytes = 1 << 20
+	DefaultVarBytes = 1 << 20
 )
 
 type extismBlock struct {
@@ -49,17 +53,17 @@ type extismBlock struct {
 	free          bool
 }
 
-// ExtismCall is the Extism kernel state of one call: the allocations the
+// Call is the Extism kernel state of one call: the allocations the
 // guest made, what it set as output and error, and the last HTTP
 // response. The input is the Call's Input; the output goes to the Call's
 // Output (within MaxOutput). Reset makes it ready for another call.
-type ExtismCall struct {
+type Call struct {
 	// Config is what config_get reads.
 	Config map[string]string
 	// Vars keeps var_get/var_set values across calls, per plugin and
 	// owner; nil makes every var unset and var_set a trap.
-	Vars *ExtismVars
-	// Max bounds the arena in bytes (DefaultExtismMemory if 0).
+	Vars *Vars
+	// Max bounds the arena in bytes (DefaultMemory if 0).
 	Max uint64
 
 	mem      []byte
@@ -77,7 +81,7 @@ type ExtismCall struct {
 
 // Reset clears the kernel state for the next call (keeping the arena's
 // storage unless it grew large).
-func (k *ExtismCall) Reset() {
+func (k *Call) Reset() {
 	if cap(k.mem) > 4<<20 {
 		k.mem = nil
 	}
@@ -93,25 +97,25 @@ func (k *ExtismCall) Reset() {
 }
 
 // MemoryBytes is the size of the arena.
-func (k *ExtismCall) MemoryBytes() int { return len(k.mem) }
+func (k *Call) MemoryBytes() int { return len(k.mem) }
 
 type extismKey struct{}
 
-// WithExtism makes k the kernel state the Extism host functions see
+// With makes k the kernel state the Extism host functions see
 // during calls made with the returned context.
-func WithExtism(ctx context.Context, k *ExtismCall) context.Context {
+func With(ctx context.Context, k *Call) context.Context {
 	return context.WithValue(ctx, extismKey{}, k)
 }
 
-func extismFrom(ctx context.Context, name string) *ExtismCall {
-	k, _ := ctx.Value(extismKey{}).(*ExtismCall)
+func extismFrom(ctx context.Context, name string) *Call {
+	k, _ := ctx.Value(extismKey{}).(*Call)
 	if k == nil {
-		panic(fmt.Errorf("%s.%s called outside an Extism call (from _initialize?)", ExtismModule, name))
+		panic(fmt.Errorf("%s.%s called outside an Extism call (from _initialize?)", Module, name))
 	}
 	return k
 }
 
-func (k *ExtismCall) alloc(n uint64) uint64 {
+func (k *Call) alloc(n uint64) uint64 {
 	if n == 0 {
 		return 0
 	}
@@ -129,7 +133,7 @@ func (k *ExtismCall) alloc(n uint64) uint64 {
 	}
 	max := k.Max
 	if max == 0 {
-		max = DefaultExtismMemory
+		max = DefaultMemory
 	}
 	if n > max || uint64(len(k.mem)) > max-n || len(k.blocks) >= maxExtismBlocks {
 		return 0 // Extism's alloc answers 0 when it cannot
@@ -140,17 +144,17 @@ func (k *ExtismCall) alloc(n uint64) uint64 {
 	return off
 }
 
-func (k *ExtismCall) allocBytes(b []byte) uint64 {
+func (k *Call) allocBytes(b []byte) uint64 {
 	off := k.alloc(uint64(len(b)))
 	if off != 0 {
 		copy(k.mem[off-extismBase:], b)
 	} else if len(b) > 0 {
-		panic(fmt.Errorf("%s: kernel memory exhausted (%d bytes)", ExtismModule, len(k.mem)))
+		panic(fmt.Errorf("%s: kernel memory exhausted (%d bytes)", Module, len(k.mem)))
 	}
 	return off
 }
 
-func (k *ExtismCall) length(off uint64) uint64 {
+func (k *Call) length(off uint64) uint64 {
 	if b := k.blocks[off]; b != nil && !b.free {
 		return b.len
 	}
@@ -158,54 +162,56 @@ func (k *ExtismCall) length(off uint64) uint64 {
 }
 
 // span is the arena bytes [off, off+n), or a trap.
-func (k *ExtismCall) span(fn string, off, n uint64) []byte {
+func (k *Call) span(fn string, off, n uint64) []byte {
 	if off < extismBase || off-extismBase > uint64(len(k.mem)) || n > uint64(len(k.mem))-(off-extismBase) {
-		panic(fmt.Errorf("%s.%s: offset %d (+%d bytes) is outside the plugin's Extism memory", ExtismModule, fn, off, n))
+		panic(fmt.Errorf("%s.%s: offset %d (+%d bytes) is outside the plugin's Extism memory", Module, fn, off, n))
 	}
 	i := off - extismBase
 	return k.mem[i : i+n : i+n]
 }
 
 // block is the contents of the live block at off (empty for 0), or a trap.
-func (k *ExtismCall) block(fn string, off uint64) []byte {
+func (k *Call) block(fn string, off uint64) []byte {
 	if off == 0 {
 		return nil
 	}
 	b := k.blocks[off]
 	if b == nil || b.free {
-		panic(fmt.Errorf("%s.%s: offset %d is not an allocated block", ExtismModule, fn, off))
+		panic(fmt.Errorf("%s.%s: offset %d is not an allocated block", Module, fn, off))
 	}
 	return k.span(fn, off, b.len)
 }
 
-// ExtismVars keeps Extism vars, one space per (plugin, owner), each at
+// Vars keeps Extism vars, one space per (plugin, owner), each at
 // most maxBytes (keys plus values). Nothing is persisted. Safe for
 // concurrent use.
-type ExtismVars struct {
+type Vars struct {
 	max    int64
 	mu     sync.Mutex
-	spaces map[stateKey]*extismSpace
+	spaces map[varsKey]*extismSpace
 }
+
+type varsKey struct{ plugin, owner string }
 
 type extismSpace struct {
 	kv    map[string][]byte
 	bytes int64
 }
 
-// NewExtismVars returns a var store bounding each space to maxBytes
-// (DefaultExtismVarBytes if maxBytes <= 0).
-func NewExtismVars(maxBytes int64) *ExtismVars {
+// NewVars returns a var store bounding each space to maxBytes
+// (DefaultVarBytes if maxBytes <= 0).
+func NewVars(maxBytes int64) *Vars {
 	if maxBytes <= 0 {
-		maxBytes = DefaultExtismVarBytes
+		maxBytes = DefaultVarBytes
 	}
-	return &ExtismVars{max: maxBytes, spaces: map[stateKey]*extismSpace{}}
+	return &Vars{max: maxBytes, spaces: map[varsKey]*extismSpace{}}
 }
 
 // Get returns the value of key for (plugin, owner), nil if unset.
-func (v *ExtismVars) Get(plugin, owner, key string) []byte {
+func (v *Vars) Get(plugin, owner, key string) []byte {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if sp := v.spaces[stateKey{plugin, owner}]; sp != nil {
+	if sp := v.spaces[varsKey{plugin, owner}]; sp != nil {
 		return sp.kv[key]
 	}
 	return nil
@@ -213,10 +219,10 @@ func (v *ExtismVars) Get(plugin, owner, key string) []byte {
 
 // Set stores value under key (nil deletes it), keeping the space within
 // its bound.
-func (v *ExtismVars) Set(plugin, owner, key string, value []byte) error {
+func (v *Vars) Set(plugin, owner, key string, value []byte) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	k := stateKey{plugin, owner}
+	k := varsKey{plugin, owner}
 	sp := v.spaces[k]
 	if sp == nil {
 		if value == nil {
@@ -250,94 +256,96 @@ func (v *ExtismVars) Set(plugin, owner, key string, value []byte) error {
 
 type extismEnv struct{}
 
-// ExtismEnv returns the always-linked part of the Extism host ABI for
+// Env returns the always-linked part of the Extism host ABI for
 // plugins of form "extism": kernel memory, input, output, error, config,
-// vars and logs. Its functions find their state with WithExtism.
-func ExtismEnv() Family { return extismEnv{} }
+// vars and logs. Its functions find their state with With.
+func Env() hostfn.Family { return extismEnv{} }
 
 func (extismEnv) Name() abi.Family { return "" }
 
-func (extismEnv) Defs() []Def {
-	i64 := []ValueType{I64}
-	i32 := []ValueType{I32}
-	def := func(name string, params, results []ValueType, fn func(k *ExtismCall, c *Call, stack []uint64)) Def {
-		return Def{Module: ExtismModule, Name: name, Params: params, Results: results,
-			Fn: func(ctx context.Context, c *Call, _ Memory, stack []uint64) { fn(extismFrom(ctx, name), c, stack) }}
+func (extismEnv) Defs() []hostfn.Def {
+	i64 := []hostfn.ValueType{hostfn.I64}
+	i32 := []hostfn.ValueType{hostfn.I32}
+	def := func(name string, params, results []hostfn.ValueType, fn func(k *Call, c *hostfn.Call, stack []uint64)) hostfn.Def {
+		return hostfn.Def{Module: Module, Name: name, Params: params, Results: results,
+			Fn: func(ctx context.Context, c *hostfn.Call, _ hostfn.Memory, stack []uint64) {
+				fn(extismFrom(ctx, name), c, stack)
+			}}
 	}
-	defs := []Def{
-		def("alloc", i64, i64, func(k *ExtismCall, _ *Call, s []uint64) { s[0] = k.alloc(s[0]) }),
-		def("free", i64, nil, func(k *ExtismCall, _ *Call, s []uint64) {
+	defs := []hostfn.Def{
+		def("alloc", i64, i64, func(k *Call, _ *hostfn.Call, s []uint64) { s[0] = k.alloc(s[0]) }),
+		def("free", i64, nil, func(k *Call, _ *hostfn.Call, s []uint64) {
 			if b := k.blocks[s[0]]; b != nil && !b.free {
 				b.free = true
 				k.freed = append(k.freed, b)
 			}
 		}),
-		def("length", i64, i64, func(k *ExtismCall, _ *Call, s []uint64) { s[0] = k.length(s[0]) }),
-		def("length_unsafe", i64, i64, func(k *ExtismCall, _ *Call, s []uint64) { s[0] = k.length(s[0]) }),
-		def("load_u8", i64, i32, func(k *ExtismCall, _ *Call, s []uint64) { s[0] = uint64(k.span("load_u8", s[0], 1)[0]) }),
-		def("load_u64", i64, i64, func(k *ExtismCall, _ *Call, s []uint64) {
+		def("length", i64, i64, func(k *Call, _ *hostfn.Call, s []uint64) { s[0] = k.length(s[0]) }),
+		def("length_unsafe", i64, i64, func(k *Call, _ *hostfn.Call, s []uint64) { s[0] = k.length(s[0]) }),
+		def("load_u8", i64, i32, func(k *Call, _ *hostfn.Call, s []uint64) { s[0] = uint64(k.span("load_u8", s[0], 1)[0]) }),
+		def("load_u64", i64, i64, func(k *Call, _ *hostfn.Call, s []uint64) {
 			s[0] = binary.LittleEndian.Uint64(k.span("load_u64", s[0], 8))
 		}),
-		def("store_u8", []ValueType{I64, I32}, nil, func(k *ExtismCall, _ *Call, s []uint64) { k.span("store_u8", s[0], 1)[0] = byte(s[1]) }),
-		def("store_u64", []ValueType{I64, I64}, nil, func(k *ExtismCall, _ *Call, s []uint64) {
+		def("store_u8", []hostfn.ValueType{hostfn.I64, hostfn.I32}, nil, func(k *Call, _ *hostfn.Call, s []uint64) { k.span("store_u8", s[0], 1)[0] = byte(s[1]) }),
+		def("store_u64", []hostfn.ValueType{hostfn.I64, hostfn.I64}, nil, func(k *Call, _ *hostfn.Call, s []uint64) {
 			binary.LittleEndian.PutUint64(k.span("store_u64", s[0], 8), s[1])
 		}),
-		def("input_length", nil, i64, func(_ *ExtismCall, c *Call, s []uint64) { s[0] = uint64(len(c.Input)) }),
-		def("input_load_u8", i64, i32, func(_ *ExtismCall, c *Call, s []uint64) {
+		def("input_length", nil, i64, func(_ *Call, c *hostfn.Call, s []uint64) { s[0] = uint64(len(c.Input)) }),
+		def("input_load_u8", i64, i32, func(_ *Call, c *hostfn.Call, s []uint64) {
 			if s[0] >= uint64(len(c.Input)) {
-				panic(fmt.Errorf("%s.input_load_u8: offset %d is past the input (%d bytes)", ExtismModule, s[0], len(c.Input)))
+				panic(fmt.Errorf("%s.input_load_u8: offset %d is past the input (%d bytes)", Module, s[0], len(c.Input)))
 			}
 			s[0] = uint64(c.Input[s[0]])
 		}),
-		def("input_load_u64", i64, i64, func(_ *ExtismCall, c *Call, s []uint64) {
+		def("input_load_u64", i64, i64, func(_ *Call, c *hostfn.Call, s []uint64) {
 			if s[0] > uint64(len(c.Input)) || uint64(len(c.Input))-s[0] < 8 {
-				panic(fmt.Errorf("%s.input_load_u64: offset %d (+8 bytes) is past the input (%d bytes)", ExtismModule, s[0], len(c.Input)))
+				panic(fmt.Errorf("%s.input_load_u64: offset %d (+8 bytes) is past the input (%d bytes)", Module, s[0], len(c.Input)))
 			}
 			s[0] = binary.LittleEndian.Uint64(c.Input[s[0]:])
 		}),
-		def("input_offset", nil, i64, func(k *ExtismCall, c *Call, s []uint64) {
+		def("input_offset", nil, i64, func(k *Call, c *hostfn.Call, s []uint64) {
 			if k.inputOff == 0 && len(c.Input) > 0 {
 				k.inputOff = k.allocBytes(c.Input)
 			}
 			s[0] = k.inputOff
 		}),
-		def("input_set", []ValueType{I64, I64}, nil, func(k *ExtismCall, c *Call, s []uint64) {
+		def("input_set", []hostfn.ValueType{hostfn.I64, hostfn.I64}, nil, func(k *Call, c *hostfn.Call, s []uint64) {
 			c.Input = append([]byte(nil), k.span("input_set", s[0], s[1])...)
 			k.inputOff = 0
 		}),
-		def("output_set", []ValueType{I64, I64}, nil, func(k *ExtismCall, c *Call, s []uint64) {
+		def("output_set", []hostfn.ValueType{hostfn.I64, hostfn.I64}, nil, func(k *Call, c *hostfn.Call, s []uint64) {
 			var b []byte
 			if s[0] != 0 || s[1] != 0 {
 				b = k.span("output_set", s[0], s[1])
 			}
 			if int64(len(b)) > c.MaxOutput {
 				c.Overflow = true
-				panic(ErrResultTooLarge{Limit: c.MaxOutput})
+				panic(hostfn.ErrResultTooLarge{Limit: c.MaxOutput})
 			}
 			k.outOff, k.outLen = s[0], s[1]
 			c.Output = append(c.Output[:0], b...)
 		}),
-		def("output_length", nil, i64, func(k *ExtismCall, _ *Call, s []uint64) { s[0] = k.outLen }),
-		def("output_offset", nil, i64, func(k *ExtismCall, _ *Call, s []uint64) { s[0] = k.outOff }),
-		def("error_set", i64, nil, func(k *ExtismCall, _ *Call, s []uint64) {
+		def("output_length", nil, i64, func(k *Call, _ *hostfn.Call, s []uint64) { s[0] = k.outLen }),
+		def("output_offset", nil, i64, func(k *Call, _ *hostfn.Call, s []uint64) { s[0] = k.outOff }),
+		def("error_set", i64, nil, func(k *Call, _ *hostfn.Call, s []uint64) {
 			k.Err = string(k.block("error_set", s[0]))
 			k.errOff = s[0]
 		}),
-		def("error_get", nil, i64, func(k *ExtismCall, _ *Call, s []uint64) { s[0] = k.errOff }),
-		def("reset", nil, nil, func(k *ExtismCall, c *Call, _ []uint64) {
+		def("error_get", nil, i64, func(k *Call, _ *hostfn.Call, s []uint64) { s[0] = k.errOff }),
+		def("reset", nil, nil, func(k *Call, c *hostfn.Call, _ []uint64) {
 			cfg, vars, max := k.Config, k.Vars, k.Max
 			k.Reset()
 			k.Config, k.Vars, k.Max = cfg, vars, max
 		}),
-		def("memory_bytes", nil, i64, func(k *ExtismCall, _ *Call, s []uint64) { s[0] = uint64(len(k.mem)) }),
-		def("config_get", i64, i64, func(k *ExtismCall, _ *Call, s []uint64) {
+		def("memory_bytes", nil, i64, func(k *Call, _ *hostfn.Call, s []uint64) { s[0] = uint64(len(k.mem)) }),
+		def("config_get", i64, i64, func(k *Call, _ *hostfn.Call, s []uint64) {
 			v, ok := k.Config[string(k.block("config_get", s[0]))]
 			s[0] = 0
 			if ok {
 				s[0] = k.allocBytes([]byte(v))
 			}
 		}),
-		def("var_get", i64, i64, func(k *ExtismCall, c *Call, s []uint64) {
+		def("var_get", i64, i64, func(k *Call, c *hostfn.Call, s []uint64) {
 			key := string(k.block("var_get", s[0]))
 			s[0] = 0
 			if k.Vars != nil {
@@ -346,20 +354,20 @@ func (extismEnv) Defs() []Def {
 				}
 			}
 		}),
-		def("var_set", []ValueType{I64, I64}, nil, func(k *ExtismCall, c *Call, s []uint64) {
+		def("var_set", []hostfn.ValueType{hostfn.I64, hostfn.I64}, nil, func(k *Call, c *hostfn.Call, s []uint64) {
 			key := string(k.block("var_set", s[0]))
 			var val []byte
 			if s[1] != 0 {
 				val = append([]byte{}, k.block("var_set", s[1])...)
 			}
 			if k.Vars == nil {
-				panic(fmt.Errorf("%s.var_set: this call keeps no vars", ExtismModule))
+				panic(fmt.Errorf("%s.var_set: this call keeps no vars", Module))
 			}
 			if err := k.Vars.Set(c.Plugin, c.Owner, key, val); err != nil {
-				panic(fmt.Errorf("%s.var_set %q: %w", ExtismModule, key, err))
+				panic(fmt.Errorf("%s.var_set %q: %w", Module, key, err))
 			}
 		}),
-		def("get_log_level", nil, i32, func(_ *ExtismCall, c *Call, s []uint64) {
+		def("get_log_level", nil, i32, func(_ *Call, c *hostfn.Call, s []uint64) {
 			// Extism's levels: trace 0, debug 1, info 2, warn 3, error 4
 			s[0] = 2
 			if c.Log != nil && c.Log.Enabled(context.Background(), slog.LevelDebug) {
@@ -375,9 +383,9 @@ func (extismEnv) Defs() []Def {
 		{"log_trace", slog.LevelDebug, "debug"}, {"log_debug", slog.LevelDebug, "debug"},
 		{"log_info", slog.LevelInfo, "info"}, {"log_warn", slog.LevelWarn, "warning"}, {"log_error", slog.LevelError, "error"},
 	} {
-		defs = append(defs, def(l.name, i64, nil, func(k *ExtismCall, c *Call, s []uint64) {
+		defs = append(defs, def(l.name, i64, nil, func(k *Call, c *hostfn.Call, s []uint64) {
 			b := k.block(l.name, s[0])
-			msg := string(b[:min(len(b), maxLogBytes)])
+			msg := string(b[:min(len(b), core.MaxLogBytes)])
 			if c.Log != nil {
 				c.Log.Log(context.Background(), l.level, "plugin log", "plugin", c.Plugin, "msg", msg)
 			}
@@ -389,13 +397,13 @@ func (extismEnv) Defs() []Def {
 	return defs
 }
 
-// ExtismHTTP returns the http family as Extism's functions (http_request,
+// HTTP returns the http family as Extism's functions (http_request,
 // http_status_code, http_headers), for plugins of form "extism" granted
 // it: every request and every redirect it follows must go to a host the
 // grant allows, over http or https; the response body is bounded by the
 // call's MaxOutput; the call's deadline bounds the request. client nil
 // means a client of the family's own.
-func ExtismHTTP(client *http.Client) Family {
+func HTTP(client *http.Client) hostfn.Family {
 	if client == nil {
 		client = &http.Client{}
 	}
@@ -406,49 +414,49 @@ type extismHTTP struct{ client *http.Client }
 
 func (extismHTTP) Name() abi.Family { return abi.FamilyHTTP }
 
-// ExtismHTTPDenied returns Extism's http functions for a plugin not
+// HTTPDenied returns Extism's http functions for a plugin not
 // granted the http family: each call traps, naming the capability.
 // Extism PDKs import them whether a plugin sends requests or not, so they
 // are linked (and refuse) rather than left out (spec/abi/extism.md).
-func ExtismHTTPDenied() Family { return extismHTTPDenied{} }
+func HTTPDenied() hostfn.Family { return extismHTTPDenied{} }
 
 type extismHTTPDenied struct{}
 
 func (extismHTTPDenied) Name() abi.Family { return "" }
 
-func (extismHTTPDenied) Defs() []Def {
-	deny := func(ctx context.Context, c *Call, _ Memory, stack []uint64) {
-		panic(fmt.Errorf("%s.http_request: plugin %s is not granted capability %q: %w", ExtismModule, c.Plugin, abi.FamilyHTTP, ErrDenied))
+func (extismHTTPDenied) Defs() []hostfn.Def {
+	deny := func(ctx context.Context, c *hostfn.Call, _ hostfn.Memory, stack []uint64) {
+		panic(fmt.Errorf("%s.http_request: plugin %s is not granted capability %q: %w", Module, c.Plugin, abi.FamilyHTTP, hostfn.ErrDenied))
 	}
 	return httpDefs(deny, deny, deny)
 }
 
-func httpDefs(req, status, headers func(ctx context.Context, c *Call, _ Memory, stack []uint64)) []Def {
-	return []Def{
-		{Module: ExtismModule, Name: "http_request", Params: []ValueType{I64, I64}, Results: []ValueType{I64}, Fn: req},
-		{Module: ExtismModule, Name: "http_status_code", Results: []ValueType{I32}, Fn: status},
-		{Module: ExtismModule, Name: "http_headers", Results: []ValueType{I64}, Fn: headers},
+func httpDefs(req, status, headers func(ctx context.Context, c *hostfn.Call, _ hostfn.Memory, stack []uint64)) []hostfn.Def {
+	return []hostfn.Def{
+		{Module: Module, Name: "http_request", Params: []hostfn.ValueType{hostfn.I64, hostfn.I64}, Results: []hostfn.ValueType{hostfn.I64}, Fn: req},
+		{Module: Module, Name: "http_status_code", Results: []hostfn.ValueType{hostfn.I32}, Fn: status},
+		{Module: Module, Name: "http_headers", Results: []hostfn.ValueType{hostfn.I64}, Fn: headers},
 	}
 }
 
 // maxExtismHTTPBody bounds a response body when the call sets no MaxOutput.
 const maxExtismHTTPBody = 16 << 20
 
-func (h extismHTTP) Defs() []Def {
+func (h extismHTTP) Defs() []hostfn.Def {
 	return httpDefs(
-		func(ctx context.Context, c *Call, _ Memory, s []uint64) {
+		func(ctx context.Context, c *hostfn.Call, _ hostfn.Memory, s []uint64) {
 			k := extismFrom(ctx, "http_request")
 			body, status, hdr, err := h.do(ctx, c, k.block("http_request", s[0]), k.block("http_request", s[1]))
 			if err != nil {
-				panic(fmt.Errorf("%s.http_request: %w", ExtismModule, err))
+				panic(fmt.Errorf("%s.http_request: %w", Module, err))
 			}
 			k.httpStatus, k.httpHeaders = status, hdr
 			s[0] = k.allocBytes(body)
 		},
-		func(ctx context.Context, _ *Call, _ Memory, s []uint64) {
+		func(ctx context.Context, _ *hostfn.Call, _ hostfn.Memory, s []uint64) {
 			s[0] = uint64(uint32(extismFrom(ctx, "http_status_code").httpStatus))
 		},
-		func(ctx context.Context, _ *Call, _ Memory, s []uint64) {
+		func(ctx context.Context, _ *hostfn.Call, _ hostfn.Memory, s []uint64) {
 			k := extismFrom(ctx, "http_headers")
 			s[0] = 0
 			if len(k.httpHeaders) > 0 {
@@ -459,7 +467,7 @@ func (h extismHTTP) Defs() []Def {
 }
 
 // do sends the request {"url", "method", "headers"} with body.
-func (h extismHTTP) do(ctx context.Context, c *Call, reqJSON, body []byte) ([]byte, int32, []byte, error) {
+func (h extismHTTP) do(ctx context.Context, c *hostfn.Call, reqJSON, body []byte) ([]byte, int32, []byte, error) {
 	var req struct {
 		URL     string            `json:"url"`
 		Method  string            `json:"method"`
@@ -470,10 +478,10 @@ func (h extismHTTP) do(ctx context.Context, c *Call, reqJSON, body []byte) ([]by
 	}
 	allowed := func(u *url.URL) error {
 		if u.Scheme != "http" && u.Scheme != "https" {
-			return fmt.Errorf("scheme %q: only http and https: %w", u.Scheme, ErrDenied)
+			return fmt.Errorf("scheme %q: only http and https: %w", u.Scheme, hostfn.ErrDenied)
 		}
 		if c.Grant == nil || !c.Grant.HostAllowed(u.Hostname()) {
-			return fmt.Errorf("host %q is not in plugin %s's http grant: %w", u.Hostname(), c.Plugin, ErrDenied)
+			return fmt.Errorf("host %q is not in plugin %s's http grant: %w", u.Hostname(), c.Plugin, hostfn.ErrDenied)
 		}
 		return nil
 	}

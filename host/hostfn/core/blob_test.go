@@ -1,4 +1,4 @@
-package hostfn
+package core
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
@@ -54,12 +55,12 @@ func FuzzAppendEscaped(f *testing.F) {
 func TestValidObject(t *testing.T) {
 	blob := AppendEscaped(nil, []byte("x\"y\\z\n"), 1)
 	// build assembles parts; a nil part is the blob, spliced
-	build := func(parts ...[]byte) ([]byte, []Span) {
+	build := func(parts ...[]byte) ([]byte, []hostfn.Span) {
 		var out []byte
-		var spans []Span
+		var spans []hostfn.Span
 		for _, p := range parts {
 			if p == nil {
-				spans = append(spans, Span{len(out), len(out) + len(blob)})
+				spans = append(spans, hostfn.Span{Start: len(out), End: len(out) + len(blob)})
 				out = append(out, blob...)
 				continue
 			}
@@ -93,7 +94,7 @@ func TestValidObject(t *testing.T) {
 			t.Errorf("%s: accepted output is not valid JSON: %s", tc.name, out)
 		}
 	}
-	if ValidObject([]byte(`{"a":"xy"}`), []Span{{6, 5}}) || ValidObject([]byte(`{"a":"xy"}`), []Span{{6, 20}}) {
+	if ValidObject([]byte(`{"a":"xy"}`), []hostfn.Span{{Start: 6, End: 5}}) || ValidObject([]byte(`{"a":"xy"}`), []hostfn.Span{{Start: 6, End: 20}}) {
 		t.Error("spans out of order or bounds accepted")
 	}
 }
@@ -101,18 +102,18 @@ func TestValidObject(t *testing.T) {
 // TestKeptResponse runs response_keep and output_blob as a guest would:
 // a read's response kept, then written into the output twice.
 func TestKeptResponse(t *testing.T) {
-	c := &Call{MaxOutput: 1 << 20}
+	c := &hostfn.Call{MaxOutput: 1 << 20}
 	stack := make([]uint64, 2)
 	responseKeep(context.Background(), c, nil, stack)
 	if stack[0] != ^uint64(0) {
 		t.Fatalf("keep with no response pending = %#x, want -1", stack[0])
 	}
 	for i, resp := range [][]byte{[]byte("a\"b\n"), []byte("bad \xff")} {
-		c.resp = resp
+		c.Response = resp
 		responseKeep(context.Background(), c, nil, stack)
 		utf8 := stack[0]>>32 == 1
-		if uint32(stack[0]) != uint32(i) || utf8 != (i == 0) || c.resp != nil {
-			t.Fatalf("keep %d = %#x (pending %q)", i, stack[0], c.resp)
+		if uint32(stack[0]) != uint32(i) || utf8 != (i == 0) || c.Response != nil {
+			t.Fatalf("keep %d = %#x (pending %q)", i, stack[0], c.Response)
 		}
 	}
 	c.Output = append(c.Output, `{"s":"`...)
@@ -142,7 +143,7 @@ func TestKeptResponse(t *testing.T) {
 		func() {
 			defer func() {
 				err, _ := recover().(error)
-				var tl ErrResultTooLarge
+				var tl hostfn.ErrResultTooLarge
 				if err == nil || errors.As(err, &tl) != tc.tooLarge {
 					t.Errorf("%s: trap %v", tc.name, err)
 				}
@@ -153,7 +154,7 @@ func TestKeptResponse(t *testing.T) {
 		}()
 	}
 	c.Reset()
-	if len(c.kept) != 0 || len(c.Spliced) != 0 {
+	if len(c.Kept) != 0 || len(c.Spliced) != 0 {
 		t.Fatal("Reset left kept responses or spans")
 	}
 }

@@ -1,6 +1,8 @@
-package hostfn
+package state
 
 import (
+	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/hostfntest"
 	"github.com/aiodhq/aiod/sdk/abi"
 
 	"context"
@@ -21,18 +23,18 @@ func grantState(maxBytes int64) *caps.Grant {
 }
 
 type stateEnv struct {
-	store *StateStore
-	defs  map[string]Def
+	store *Store
+	defs  map[string]hostfn.Def
 }
 
-func (e *stateEnv) call(t *testing.T, c *Call, name string, req any) (abi.Code, map[string]any) {
+func (e *stateEnv) call(t *testing.T, c *hostfn.Call, name string, req any) (abi.Code, map[string]any) {
 	t.Helper()
 	raw, ok := req.(string)
 	if !ok {
 		b, _ := json.Marshal(req)
 		raw = string(b)
 	}
-	code, resp := guestCall(context.Background(), e.defs[name], c, []byte(raw))
+	code, resp := hostfntest.Call(context.Background(), e.defs[name], c, []byte(raw))
 	var m map[string]any
 	if err := json.Unmarshal(resp, &m); err != nil {
 		t.Fatalf("%s: response %q: %v", name, resp, err)
@@ -41,16 +43,16 @@ func (e *stateEnv) call(t *testing.T, c *Call, name string, req any) (abi.Code, 
 }
 
 func newStateEnv(storeMax int64) *stateEnv {
-	s := NewStateStore(storeMax)
-	return &stateEnv{store: s, defs: defsByName(NewState(s))}
+	s := NewStore(storeMax)
+	return &stateEnv{store: s, defs: hostfntest.Defs(New(s))}
 }
 
 func TestStateDefs(t *testing.T) {
-	f := NewState(NewStateStore(0))
+	f := New(NewStore(0))
 	var names []string
 	for _, d := range f.Defs() {
 		names = append(names, d.Name)
-		if d.Module != "aiod:state" || len(d.Params) != 2 || len(d.Results) != 1 || d.Results[0] != I64 {
+		if d.Module != "aiod:state" || len(d.Params) != 2 || len(d.Results) != 1 || d.Results[0] != hostfn.I64 {
 			t.Errorf("%s: bad signature", d.Name)
 		}
 	}
@@ -62,13 +64,13 @@ func TestStateDefs(t *testing.T) {
 func TestState(t *testing.T) {
 	e := newStateEnv(0)
 	g := grantState(100)
-	alice := &Call{Plugin: "p", Owner: "alice", Grant: g}
-	bob := &Call{Plugin: "p", Owner: "bob", Grant: g}
-	other := &Call{Plugin: "q", Owner: "alice", Grant: g}
-	none := &Call{Plugin: "p", Owner: "alice", Grant: (&caps.Policy{}).Allow(&abi.Manifest{Name: "p"}, caps.Env{})}
+	alice := &hostfn.Call{Plugin: "p", Owner: "alice", Grant: g}
+	bob := &hostfn.Call{Plugin: "p", Owner: "bob", Grant: g}
+	other := &hostfn.Call{Plugin: "q", Owner: "alice", Grant: g}
+	none := &hostfn.Call{Plugin: "p", Owner: "alice", Grant: (&caps.Policy{}).Allow(&abi.Manifest{Name: "p"}, caps.Env{})}
 	steps := []struct {
 		name string
-		c    *Call
+		c    *hostfn.Call
 		fn   string
 		req  any
 		code abi.Code
@@ -129,8 +131,8 @@ func TestState(t *testing.T) {
 func TestStateStoreFull(t *testing.T) {
 	e := newStateEnv(20)
 	g := grantState(1000)
-	a := &Call{Plugin: "p", Owner: "a", Grant: g}
-	b := &Call{Plugin: "p", Owner: "b", Grant: g}
+	a := &hostfn.Call{Plugin: "p", Owner: "a", Grant: g}
+	b := &hostfn.Call{Plugin: "p", Owner: "b", Grant: g}
 	if code, _ := e.call(t, a, "set", abi.StateSetRequest{Key: "k", Value: strings.Repeat("v", 15)}); code != abi.OK {
 		t.Fatal(code)
 	}
@@ -145,7 +147,7 @@ func TestStateStoreFull(t *testing.T) {
 
 func TestStateDefaultLimit(t *testing.T) {
 	e := newStateEnv(0)
-	c := &Call{Plugin: "p", Grant: grantState(0)}
+	c := &hostfn.Call{Plugin: "p", Grant: grantState(0)}
 	_, resp := e.call(t, c, "set", abi.StateSetRequest{Key: "k", Value: "v"})
 	if resp["max_bytes"] != float64(abi.StateDefaultMaxBytes) {
 		t.Errorf("max_bytes %v", resp["max_bytes"])
@@ -160,7 +162,7 @@ func TestStateConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &Call{Plugin: "p", Owner: fmt.Sprint(i % 2), Grant: g}
+			c := &hostfn.Call{Plugin: "p", Owner: fmt.Sprint(i % 2), Grant: g}
 			for j := range 100 {
 				k := fmt.Sprintf("%d/%d", i, j)
 				e.call(t, c, "set", abi.StateSetRequest{Key: k, Value: "x"})

@@ -1,6 +1,8 @@
-package hostfn
+package files
 
 import (
+	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/hostfntest"
 	"github.com/aiodhq/aiod/sdk/abi"
 
 	"bytes"
@@ -18,29 +20,11 @@ import (
 	"github.com/aiodhq/aiod/host/fsroot"
 )
 
-// fakeMem is a []byte-backed guest memory.
-type fakeMem []byte
-
-func (m fakeMem) Read(off, n uint32) ([]byte, bool) {
-	if uint64(off)+uint64(n) > uint64(len(m)) {
-		return nil, false
-	}
-	return m[off : off+n], true
-}
-
-func (m fakeMem) Write(off uint32, b []byte) bool {
-	if uint64(off)+uint64(len(b)) > uint64(len(m)) {
-		return false
-	}
-	copy(m[off:], b)
-	return true
-}
-
 type filesEnv struct {
 	base, rw, ro, out string
-	fam               *FilesFamily
-	defs              map[string]Def
-	call              *Call
+	fam               *Family
+	defs              map[string]hostfn.Def
+	call              *hostfn.Call
 	grant             *caps.Grant
 }
 
@@ -52,7 +36,7 @@ func newFilesEnv(t *testing.T) *filesEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &filesEnv{base: base, rw: base + "/rw", ro: base + "/ro", out: base + "/outside", fam: NewFiles(fsroot.Options{}), defs: map[string]Def{}}
+	e := &filesEnv{base: base, rw: base + "/rw", ro: base + "/ro", out: base + "/outside", fam: New(fsroot.Options{}), defs: map[string]hostfn.Def{}}
 	for _, d := range []string{e.rw + "/sub", e.ro, e.out} {
 		os.MkdirAll(d, 0o755)
 	}
@@ -65,7 +49,7 @@ func newFilesEnv(t *testing.T) *filesEnv {
 	if len(e.grant.FileRoots) != 2 {
 		t.Fatalf("grant: %+v", e.grant.FileRoots)
 	}
-	e.call = &Call{Plugin: "t", Grant: e.grant}
+	e.call = &hostfn.Call{Plugin: "t", Grant: e.grant}
 	for _, d := range e.fam.Defs() {
 		e.defs[d.Name] = d
 	}
@@ -86,10 +70,10 @@ func (e *filesEnv) invoke(t *testing.T, name string, req []byte) (abi.Code, []by
 	return invokeDef(t, e.defs[name], e.call, req)
 }
 
-func invokeDef(t *testing.T, d Def, c *Call, req []byte) (abi.Code, []byte) {
+func invokeDef(t *testing.T, d hostfn.Def, c *hostfn.Call, req []byte) (abi.Code, []byte) {
 	t.Helper()
 	const reqAt = 16
-	mem := make(fakeMem, reqAt+len(req)+(17<<20))
+	mem := make(hostfntest.Mem, reqAt+len(req)+(17<<20))
 	copy(mem[reqAt:], req)
 	stack := []uint64{reqAt, uint64(len(req))}
 	d.Fn(context.Background(), c, mem, stack)
@@ -98,13 +82,7 @@ func invokeDef(t *testing.T, d Def, c *Call, req []byte) (abi.Code, []byte) {
 		return code, nil
 	}
 	respAt := uint32(reqAt + len(req))
-	var rr Def
-	for _, cd := range Core().Defs() {
-		if cd.Name == "response_read" {
-			rr = cd
-		}
-	}
-	rr.Fn(context.Background(), c, mem, []uint64{uint64(respAt)})
+	hostfntest.ResponseRead().Fn(context.Background(), c, mem, []uint64{uint64(respAt)})
 	return code, append([]byte(nil), mem[respAt:respAt+n]...)
 }
 
@@ -132,14 +110,14 @@ func decodeObj(t *testing.T, b []byte) map[string]any {
 }
 
 func TestFilesDefs(t *testing.T) {
-	fam := Files()
+	fam := New(fsroot.Options{})
 	if fam.Name() != abi.FamilyFiles {
 		t.Fatalf("name %q", fam.Name())
 	}
 	var names []string
 	for _, d := range fam.Defs() {
 		names = append(names, d.Name)
-		if d.Module != "aiod:files" || !reflect.DeepEqual(d.Params, []ValueType{I32, I32}) || !reflect.DeepEqual(d.Results, []ValueType{I64}) {
+		if d.Module != "aiod:files" || !reflect.DeepEqual(d.Params, []hostfn.ValueType{hostfn.I32, hostfn.I32}) || !reflect.DeepEqual(d.Results, []hostfn.ValueType{hostfn.I64}) {
 			t.Errorf("%s: %s %v %v", d.Name, d.Module, d.Params, d.Results)
 		}
 	}
@@ -431,7 +409,7 @@ func TestFilesGrantRequired(t *testing.T) {
 		"other grant": {grantFiles(abi.PathScope{Path: e.ro, Mode: abi.ReadOnly}), "outside the plugin's granted roots"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := &Call{Grant: tc.g}
+			c := &hostfn.Call{Grant: tc.g}
 			code, resp := invokeDef(t, e.defs["read"], c, js(map[string]any{"path": e.rw + "/file.txt"}))
 			m := decodeObj(t, resp)
 			if code != abi.Denied || m["error_type"] != "permission_denied" || m["path"] != e.rw+"/file.txt" || !strings.Contains(m["message"].(string), tc.why) {
@@ -475,5 +453,5 @@ func TestFilesRequestOutOfBoundsTraps(t *testing.T) {
 			t.Fatal("no trap")
 		}
 	}()
-	e.defs["read"].Fn(context.Background(), e.call, make(fakeMem, 8), []uint64{4, 100})
+	e.defs["read"].Fn(context.Background(), e.call, make(hostfntest.Mem, 8), []uint64{4, 100})
 }
