@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/hostfn"
-	"github.com/aiodhq/aiod/host/internal/testplugins"
+	"github.com/aiodhq/aiod/host/internal/testwasm"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
@@ -57,8 +57,8 @@ func (e env) core() []hostfn.Family { return []hostfn.Family{e.coreFamily} }
 
 func (e env) compile(pkg string, cfg runtime.Config) runtime.Compiled {
 	e.t.Helper()
-	wasm := testplugins.Wasm(e.t, pkg)
-	testplugins.Warm(e.t, wasm)
+	wasm := testwasm.Wasm(e.t, pkg)
+	testwasm.Warm(e.t, wasm)
 	if cfg.Name == "" {
 		cfg.Name = "t"
 	}
@@ -139,8 +139,8 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 			}
 		}},
 		{"refuses an import that is not linked, naming it (the registry names the capability)", func(e env) {
-			wasm := testplugins.Wasm(e.t, "host/plugin/testdata/importer")
-			testplugins.Warm(e.t, wasm)
+			wasm := testwasm.Wasm(e.t, "host/plugin/testdata/importer")
+			testwasm.Warm(e.t, wasm)
 			_, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "importer", Families: e.core()})
 			var ie *runtime.ImportError
 			if !errors.As(err, &ie) || ie.Module != "aiod:files" || ie.Name != "read" {
@@ -363,8 +363,8 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 			}
 		}},
 		{"fuel bounds a WASI command's whole run (engines that meter; elsewhere it is ignored)", func(e env) {
-			wasm := testplugins.Command(e.t, "host/plugin/testdata/cmdecho")
-			testplugins.Warm(e.t, wasm)
+			wasm := testwasm.Command(e.t, "host/plugin/testdata/cmdecho")
+			testwasm.Warm(e.t, wasm)
 			stdin := []byte(`{"op":"tools/call","name":"x","arguments":{"text":"y"}}`)
 			for _, fuel := range []uint64{1000, 1 << 40} {
 				c, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "cmd", Families: e.core(), Fuel: fuel})
@@ -402,8 +402,8 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 			}
 		}},
 		{"runs a WASI command", func(e env) {
-			wasm := testplugins.Command(e.t, "host/plugin/testdata/cmdecho")
-			testplugins.Warm(e.t, wasm)
+			wasm := testwasm.Command(e.t, "host/plugin/testdata/cmdecho")
+			testwasm.Warm(e.t, wasm)
 			c, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "cmd", Families: e.core()})
 			if err != nil {
 				e.t.Fatal(err)

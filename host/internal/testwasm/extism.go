@@ -1,4 +1,4 @@
-package testplugins
+package testwasm
 
 import (
 	"bytes"
