@@ -118,7 +118,8 @@ vet:
 	GOOS=wasip1 GOARCH=wasm $(GO) vet ./sdk/... ./plugins/...
 
 # Reproduces CI's static checks: vet, gofmt, go mod tidy drift,
-# generated-file drift (manifest schema), staticcheck for the host build and
+# generated-file drift (manifest schema), the layering rules
+# (host/internal/layers: which packages may depend on which), staticcheck for the host build and
 # for the wasip1 build of sdk/ and plugins/. staticcheck is pinned here, not in
 # go.mod; `go run -exec` runs the host binary with the wasip1 target set.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -129,6 +130,7 @@ check: vet
 	$(GO) generate ./...
 	@git diff --exit-code -- go.mod go.sum spec/ || { echo 'drift: run go mod tidy / go generate and commit'; exit 1; }
 	CGO_ENABLED=0 $(GO) build ./...
+	$(GO) test -count=1 ./host/internal/layers
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) run -exec 'env GOOS=wasip1 GOARCH=wasm' $(STATICCHECK) ./sdk/... ./plugins/...
 

@@ -9,10 +9,16 @@ import (
 
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/fsroot"
+	"github.com/aiodhq/aiod/host/hostfn/cdp"
+	"github.com/aiodhq/aiod/host/hostfn/extism"
+	"github.com/aiodhq/aiod/host/hostfn/files"
+	"github.com/aiodhq/aiod/host/hostfn/process"
+	"github.com/aiodhq/aiod/host/hostfn/state"
 	"github.com/aiodhq/aiod/host/proc"
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
+	upstreamfn "github.com/aiodhq/aiod/host/hostfn/upstream"
 	"github.com/aiodhq/aiod/host/upstream"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
@@ -22,11 +28,11 @@ import (
 // families a grant links.
 type families struct {
 	log   *slog.Logger
-	files *hostfn.FilesFamily
+	files *files.Family
 	procs *proc.Manager
 	proc  hostfn.Family
 	state hostfn.Family
-	cdp   *hostfn.CDPFamily
+	cdp   *cdp.Family
 	ups   hostfn.Family
 	once  sync.Once
 }
@@ -36,20 +42,20 @@ type families struct {
 // (nil without).
 func newFamilies(log *slog.Logger, br *browser.Browser, ups *upstream.Set, lock *lockdown) *families {
 	pc := proc.Config{BaseEnv: baseEnv(os.Environ()), Logger: log}
-	files := hostfn.NewFiles(fsroot.Options{})
+	fs := files.New(fsroot.Options{})
 	if lock != nil {
 		pc = lock.procConfig(pc)
-		files.SetOwnerDirs(lock.fileDirs)
+		fs.SetOwnerDirs(lock.fileDirs)
 	}
 	m := proc.New(pc)
 	return &families{
 		log:   log,
-		files: files,
+		files: fs,
 		procs: m,
-		proc:  hostfn.NewProcess(m),
-		state: hostfn.NewState(hostfn.NewStateStore(0)),
-		cdp:   hostfn.NewCDP(br),
-		ups:   hostfn.NewUpstream(ups),
+		proc:  process.New(m),
+		state: state.New(state.NewStore(0)),
+		cdp:   cdp.New(br),
+		ups:   upstreamfn.New(ups),
 	}
 }
 
@@ -86,7 +92,7 @@ var familyTable = []struct {
 	{abi.FamilyHTTP, func(*families) hostfn.Family { return extismHTTP }},
 }
 
-var extismHTTP = hostfn.ExtismHTTP(nil)
+var extismHTTP = extism.HTTP(nil)
 
 // implemented reports whether this host implements family name.
 func implemented(name abi.Family) bool {
@@ -130,7 +136,7 @@ func builtinPolicy(p *caps.Policy) *caps.Policy {
 		Process: &abi.ProcessScope{Commands: []string{"*"}, Cwd: []string{"$SANDBOX"}, Shell: true},
 		State:   &abi.StateScope{MaxBytes: 64 << 20},
 		// Any CDP method a built-in names (the sensitive ones only when
-		// named, hostfn.CDPFamily); new targets for one that asks (the
+		// named, cdp.Family); new targets for one that asks (the
 		// page tools' tabs).
 		CDP: &abi.CDPScope{Methods: []string{"*"}, NewTargets: true},
 	}
@@ -140,7 +146,7 @@ func builtinPolicy(p *caps.Policy) *caps.Policy {
 // AllFamilies returns every gated family (for describing a module with
 // stubs; their functions are never run that way).
 func AllFamilies() []hostfn.Family {
-	f := &families{files: hostfn.NewFiles(fsroot.Options{}), proc: hostfn.NewProcess(nil), state: hostfn.NewState(nil), cdp: hostfn.NewCDP(nil), ups: hostfn.NewUpstream(nil)}
+	f := &families{files: files.New(fsroot.Options{}), proc: process.New(nil), state: state.New(nil), cdp: cdp.New(nil), ups: upstreamfn.New(nil)}
 	out := make([]hostfn.Family, len(familyTable))
 	for i, e := range familyTable {
 		out[i] = e.get(f)

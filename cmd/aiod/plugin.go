@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aiodhq/aiod/cmd/aiod/internal/author"
 	"github.com/aiodhq/aiod/host"
-	"github.com/aiodhq/aiod/host/author"
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/plugins/builtin"
 )
@@ -29,7 +29,7 @@ const pluginUsage = `usage:
                        ABI version, form, tools and schemas, capabilities, limits, imports, size, digest
   aiod plugin verify PACKAGE_DIR [--policy FILE] [--json]
                        what the policy grants and refuses, and why
-  aiod plugin test DIR [--args FILE] [--engine E] [--json]
+  aiod plugin test DIR [--args FILE] [--engine E] [--cache-dir DIR] [--json]
                        call each tool of examples.json (or --args) on every engine, print the answers
   aiod plugin add FILE.wasm --form extism --into PLUGINS_DIR [--allow-http HOST] [--name N]
                        pack an Extism plugin as it is (manifest from its tool list, pinned by sha256)
@@ -346,6 +346,7 @@ func pluginTest(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	argsFile := fs.String("args", "", "calls to make (default: DIR/examples.json): [{\"tool\", \"arguments\", \"expect\"}]")
 	engine := fs.String("engine", "", fmt.Sprintf("run on this engine only (default: every one built in: %v)", host.Engines()))
 	policyFile := fs.String("policy", "", "grant what this policy grants (default: what the manifest asks for)")
+	cacheDir := fs.String("cache-dir", "", "compile through this compilation cache (as aiod start --cache-dir; default: in memory)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parseArgs(fs, args, 1, 1)
 	if err != nil {
@@ -374,7 +375,7 @@ func pluginTest(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if err != nil {
 		return 0, err
 	}
-	o := author.TestOptions{}
+	o := author.TestOptions{CacheDir: *cacheDir}
 	if *engine != "" {
 		o.Engines = []string{*engine}
 	}

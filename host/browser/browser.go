@@ -3,7 +3,7 @@
 // already, at BROWSER_REMOTE_DEBUGGING_HOST:PORT) or launched and kept
 // running by aiod itself (headless, its own profile, a loopback debugging
 // port, restarted when it dies). The host's aiod:cdp family
-// (host/hostfn/cdp.go) sends plugins' commands through the Conn it hands
+// (host/hostfn/cdp) sends plugins' commands through the Conn it hands
 // out.
 //
 // The connection is chromedp's websocket client (chromedp/remote) carrying

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/aiodhq/aiod/host/server"
+	"github.com/aiodhq/aiod/host/mcp"
 )
 
 // Kubernetes is what `aiod deploy kubernetes` writes: the aiod Deployment
@@ -76,7 +76,7 @@ func (k Kubernetes) Files(stateKey []byte, apiKey string) (map[string][]byte, er
 		StateKey  string
 		APIKey    string
 		RouterCfg string
-	}{Kubernetes: k, Port: aiodPort, MaxBody: server.MaxBodyBytes, StateKey: base64.StdEncoding.EncodeToString(stateKey),
+	}{Kubernetes: k, Port: aiodPort, MaxBody: mcp.MaxBodyBytes, StateKey: base64.StdEncoding.EncodeToString(stateKey),
 		APIKey: base64.StdEncoding.EncodeToString([]byte(apiKey))}
 	var cfg bytes.Buffer
 	if err := routerTmpl.Execute(&cfg, data); err != nil {

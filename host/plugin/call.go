@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/core"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
@@ -151,7 +152,7 @@ func (r *Registry) invoke(ctx context.Context, p *Plugin, op uint64, req CallReq
 		}
 		return toolError("plugin %s failed tool %s with code %d: %s", p.Manifest.Name, req.Name, ret, truncate(string(out), 512)), nil
 	}
-	if !hostfn.ValidObject(out, c.Spliced) {
+	if !core.ValidObject(out, c.Spliced) {
 		if op != abi.OpToolCall {
 			return nil, fmt.Errorf("plugin %s returned an invalid result for %s (not a JSON object)", p.Manifest.Name, req.Name)
 		}

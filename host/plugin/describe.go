@@ -10,6 +10,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/core"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
@@ -21,7 +22,7 @@ import (
 func Describe(ctx context.Context, eng runtime.Engine, wasm []byte, stubs []hostfn.Family) (*abi.Manifest, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	c, err := eng.Compile(ctx, wasm, runtime.Config{Name: "describe", Families: []hostfn.Family{hostfn.Core()}, Stubs: stubs})
+	c, err := eng.Compile(ctx, wasm, runtime.Config{Name: "describe", Families: []hostfn.Family{core.New()}, Stubs: stubs})
 	if err != nil {
 		return nil, nil, err
 	}

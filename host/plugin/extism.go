@@ -13,12 +13,14 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/core"
+	"github.com/aiodhq/aiod/host/hostfn/extism"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // The extism form (spec/abi/extism.md): an unchanged Extism plugin, run on
-// the host's own Extism host ABI (hostfn.ExtismEnv). Two interfaces are
+// the host's own Extism host ABI (extism.Env). Two interfaces are
 // recognized by their exports, as hyper-mcp does: the older describe/call
 // (mcp.run servlets, hyper-mcp v1) and hyper-mcp's list_tools/call_tool
 // with the optional prompt, resource and completion exports (v2).
@@ -105,13 +107,13 @@ func extismRequest(iface extismIface, exports []string, op uint64, name string, 
 }
 
 // kernels recycles the per-call Extism kernel state.
-var kernels = sync.Pool{New: func() any { return &hostfn.ExtismCall{} }}
+var kernels = sync.Pool{New: func() any { return &extism.Call{} }}
 
 // extismFamilies are the families an Extism plugin with grant g links:
 // aiod:core, the Extism env, and the http functions (refusing when not
-// granted, hostfn.ExtismHTTPDenied) besides the gated families.
+// granted, extism.HTTPDenied) besides the gated families.
 func (r *Registry) extismFamilies(g *caps.Grant, gated []hostfn.Family) []hostfn.Family {
-	fams := []hostfn.Family{hostfn.Core(), hostfn.ExtismEnv()}
+	fams := []hostfn.Family{core.New(), extism.Env()}
 	hasHTTP := false
 	for _, f := range gated {
 		hasHTTP = hasHTTP || f.Name() == abi.FamilyHTTP
@@ -119,24 +121,24 @@ func (r *Registry) extismFamilies(g *caps.Grant, gated []hostfn.Family) []hostfn
 	fams = append(fams, gated...)
 	switch {
 	case !g.Has(abi.FamilyHTTP):
-		fams = append(fams, hostfn.ExtismHTTPDenied())
+		fams = append(fams, extism.HTTPDenied())
 	case !hasHTTP:
-		fams = append(fams, hostfn.ExtismHTTP(nil))
+		fams = append(fams, extism.HTTP(nil))
 	}
 	return fams
 }
 
 // callExtism runs one export on inst with input, returning the guest's
 // return code and its error text (error_set).
-func callExtism(ctx context.Context, inst runtime.Instance, c *hostfn.Call, vars *hostfn.ExtismVars, m *abi.Manifest, g *caps.Grant, export string, input []byte) (int32, string, error) {
-	k := kernels.Get().(*hostfn.ExtismCall)
+func callExtism(ctx context.Context, inst runtime.Instance, c *hostfn.Call, vars *extism.Vars, m *abi.Manifest, g *caps.Grant, export string, input []byte) (int32, string, error) {
+	k := kernels.Get().(*extism.Call)
 	defer func() { k.Reset(); kernels.Put(k) }()
 	k.Config, k.Vars = m.Config, vars
 	if g != nil {
 		k.Max = uint64(g.MemoryPages) * 65536
 	}
 	c.Input, c.Output = input, nil
-	ret, err := inst.Call(hostfn.WithExtism(ctx, k), c, export)
+	ret, err := inst.Call(extism.With(ctx, k), c, export)
 	return ret, k.Err, err
 }
 
@@ -197,7 +199,7 @@ type extismListing struct {
 }
 
 // listExtism calls the module's list exports on inst.
-func listExtism(ctx context.Context, inst runtime.Instance, c *hostfn.Call, vars *hostfn.ExtismVars, m *abi.Manifest, g *caps.Grant, iface extismIface, exports []string) (*extismListing, error) {
+func listExtism(ctx context.Context, inst runtime.Instance, c *hostfn.Call, vars *extism.Vars, m *abi.Manifest, g *caps.Grant, iface extismIface, exports []string) (*extismListing, error) {
 	var l extismListing
 	type list struct {
 		export, key string
@@ -280,7 +282,7 @@ func DescribeExtism(ctx context.Context, eng runtime.Engine, wasm []byte, name s
 	// compiling is bounded by ctx only (minutes for a large module on a
 	// slow machine); running the module by a minute
 	c, err := eng.Compile(ctx, wasm, runtime.Config{Name: name,
-		Families: []hostfn.Family{hostfn.Core(), hostfn.ExtismEnv(), hostfn.ExtismHTTPDenied()}})
+		Families: []hostfn.Family{core.New(), extism.Env(), extism.HTTPDenied()}})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -298,7 +300,7 @@ func DescribeExtism(ctx context.Context, eng runtime.Engine, wasm []byte, name s
 	defer inst.Close(ctx)
 	m := &abi.Manifest{Name: name, Version: "0.0.0", ABI: abi.Version, Form: abi.FormExtism, Module: "plugin.wasm", Capabilities: want}
 	call := &hostfn.Call{Plugin: name, Owner: DefaultOwner, MaxOutput: 16 << 20}
-	l, err := listExtism(ctx, inst, call, hostfn.NewExtismVars(0), m, nil, iface, c.Exports())
+	l, err := listExtism(ctx, inst, call, extism.NewVars(0), m, nil, iface, c.Exports())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/fsroot"
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/files"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/sdk/abi"
@@ -21,7 +22,7 @@ import (
 
 // noCleanup hides the Lifecycle of the files family, to check that the
 // reload test fails without Cleanup.
-type noCleanup struct{ f *hostfn.FilesFamily }
+type noCleanup struct{ f *files.Family }
 
 func (n noCleanup) Name() abi.Family   { return n.f.Name() }
 func (n noCleanup) Defs() []hostfn.Def { return n.f.Defs() }
@@ -69,11 +70,11 @@ func reloadChanged(t *testing.T, n int, cleanup bool) (fdFirst, fdLast, rssFirst
 	policy := &caps.Policy{Plugins: map[string]abi.Capabilities{
 		"importer": {Files: &abi.FilesScope{Paths: []abi.PathScope{{Path: root, Mode: abi.ReadOnly}}}},
 	}}
-	files := hostfn.NewFiles(fsroot.Options{})
-	defer files.Close()
-	fam := hostfn.Family(files)
+	fs := files.New(fsroot.Options{})
+	defer fs.Close()
+	fam := hostfn.Family(fs)
 	if !cleanup {
-		fam = noCleanup{files}
+		fam = noCleanup{fs}
 	}
 	ctx := context.Background()
 	reg, err := plugin.New(ctx, plugin.Options{Engine: engine(t), Policy: policy, Env: caps.Env{Tmp: root}, Dir: dir, Logger: quiet(),

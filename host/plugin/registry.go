@@ -28,6 +28,8 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/core"
+	"github.com/aiodhq/aiod/host/hostfn/extism"
 	"github.com/aiodhq/aiod/host/internal/filedigest"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/sdk/abi"
@@ -107,7 +109,7 @@ type Registry struct {
 	digests filedigest.Cache
 	jobs    []loadJob
 	// extismVars keeps the vars of Extism plugins, per plugin and owner
-	extismVars *hostfn.ExtismVars
+	extismVars *extism.Vars
 	// slots bounds each owner's instances across plugins
 	// (Options.OwnerInstances; nil without it)
 	slots *ownerSlots
@@ -195,7 +197,7 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
 	r := &Registry{opts: opts, log: opts.Logger, stop: make(chan struct{}), loadSem: make(chan struct{}, goruntime.GOMAXPROCS(0)),
-		extismVars: hostfn.NewExtismVars(0)}
+		extismVars: extism.NewVars(0)}
 	if opts.OwnerInstances != nil {
 		r.slots = newOwnerSlots(opts.OwnerInstances, r.evictOldest)
 	}
@@ -666,7 +668,7 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 	if r.opts.Families != nil {
 		gated = r.opts.Families(grant)
 	}
-	fams := append([]hostfn.Family{hostfn.Core()}, gated...)
+	fams := append([]hostfn.Family{core.New()}, gated...)
 	if m.Form == abi.FormExtism {
 		fams = r.extismFamilies(grant, gated)
 	}

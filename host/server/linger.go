@@ -4,9 +4,11 @@ import (
 	"net"
 	"sync/atomic"
 	"time"
+
+	"github.com/aiodhq/aiod/host/mcp"
 )
 
-// Lingering close. fasthttp answers a body over MaxBodyBytes with 413
+// Lingering close. fasthttp answers a body over mcp.MaxBodyBytes with 413
 // before reading it, then closes the connection. A client still sending
 // (Python's urllib writes the whole body before it reads) then has unread
 // data in the server's receive buffer, so the close becomes a reset and
@@ -17,7 +19,7 @@ import (
 // for at most lingerTime (lingerIdle without data ends it sooner), before
 // the real close.
 const (
-	lingerBytes = 4 * MaxBodyBytes
+	lingerBytes = 4 * mcp.MaxBodyBytes
 	lingerTime  = 10 * time.Second
 	lingerIdle  = 2 * time.Second
 )

@@ -20,9 +20,6 @@ import (
 	"github.com/aiodhq/aiod/host/tenant"
 )
 
-// MaxBodyBytes bounds a request body; larger bodies get 413.
-const MaxBodyBytes = 8 << 20
-
 // Options configure the HTTP server.
 type Options struct {
 	MCP    *mcp.Server
@@ -74,7 +71,7 @@ func New(opts Options) *Server {
 	s := &Server{mcp: opts.MCP, log: opts.Logger, opts: opts, guard: newGuard(opts)}
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
-		BodyLimit:             MaxBodyBytes,
+		BodyLimit:             mcp.MaxBodyBytes,
 		ReadTimeout:           5 * time.Minute,
 		IdleTimeout:           2 * time.Minute,
 		ErrorHandler:          s.errorHandler,

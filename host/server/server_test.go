@@ -44,7 +44,7 @@ func serve(t testing.TB, s *Server) string {
 // connection.
 func TestTooLargeBodyIsReadable(t *testing.T) {
 	addr := serve(t, New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
-	size := MaxBodyBytes + 1<<20 // 9 MiB
+	size := mcp.MaxBodyBytes + 1<<20 // 9 MiB
 	for _, tc := range []struct {
 		name string
 		head string

@@ -30,6 +30,10 @@ import (
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/fsroot"
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/core"
+	"github.com/aiodhq/aiod/host/hostfn/files"
+	"github.com/aiodhq/aiod/host/hostfn/process"
+	"github.com/aiodhq/aiod/host/hostfn/state"
 	"github.com/aiodhq/aiod/host/proc"
 	"github.com/aiodhq/aiod/sdk/abi"
 	"github.com/aiodhq/aiod/sdk/internal/guest"
@@ -89,7 +93,7 @@ func WithFiles(paths ...FilePath) Option {
 	}
 	return func(h *Host) {
 		h.grant(abi.Capabilities{Files: &abi.FilesScope{Paths: scopes}})
-		fam := hostfn.NewFiles(fsroot.Options{})
+		fam := files.New(fsroot.Options{})
 		h.t.Cleanup(func() { fam.Close() })
 		h.link(fam)
 	}
@@ -111,7 +115,7 @@ func WithProcess(p Process) Option {
 		h.grant(abi.Capabilities{Process: &abi.ProcessScope{Commands: p.Commands, Cwd: p.Cwd, Shell: p.Shell}})
 		m := proc.New(proc.Config{})
 		h.t.Cleanup(func() { m.Close() })
-		h.link(hostfn.NewProcess(m))
+		h.link(process.New(m))
 	}
 }
 
@@ -120,7 +124,7 @@ func WithProcess(p Process) Option {
 func WithState(maxBytes int64) Option {
 	return func(h *Host) {
 		h.grant(abi.Capabilities{State: &abi.StateScope{MaxBytes: maxBytes}})
-		h.link(hostfn.NewState(hostfn.NewStateStore(0)))
+		h.link(state.New(state.NewStore(0)))
 	}
 }
 
@@ -142,7 +146,7 @@ func (h *Host) grant(c abi.Capabilities) {
 }
 
 func (h *Host) link(fams ...hostfn.Family) {
-	for _, f := range append([]hostfn.Family{hostfn.Core()}, fams...) {
+	for _, f := range append([]hostfn.Family{core.New()}, fams...) {
 		for _, d := range f.Defs() {
 			h.defs[d.Module+"."+d.Name] = d
 		}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/hostfn"
-	"github.com/aiodhq/aiod/host/internal/testplugins"
+	"github.com/aiodhq/aiod/host/internal/testwasm"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
@@ -28,11 +28,12 @@ func (filesStub) Defs() []hostfn.Def {
 	})}
 }
 
-func core() []hostfn.Family { return []hostfn.Family{hostfn.Core()} }
-
 type env struct {
 	t   *testing.T
 	eng runtime.Engine
+	// coreFamily is the always-linked aiod:core family, given by the
+	// engine's test: the table sees only the hostfn contract, no family.
+	coreFamily hostfn.Family
 	// meters: the engine meters Config.Fuel (runtime.FuelMeter). Cases
 	// about fuel check the fuel error where it does, and elsewhere that
 	// Fuel is ignored and the deadline alone applies.
@@ -52,15 +53,17 @@ type options struct{ shortHolds bool }
 // preemption (an interpreter is Go code: 10-20 ms).
 func ShortHolds() Option { return func(o *options) { o.shortHolds = true } }
 
+func (e env) core() []hostfn.Family { return []hostfn.Family{e.coreFamily} }
+
 func (e env) compile(pkg string, cfg runtime.Config) runtime.Compiled {
 	e.t.Helper()
-	wasm := testplugins.Wasm(e.t, pkg)
-	testplugins.Warm(e.t, wasm)
+	wasm := testwasm.Wasm(e.t, pkg)
+	testwasm.Warm(e.t, wasm)
 	if cfg.Name == "" {
 		cfg.Name = "t"
 	}
 	if cfg.Families == nil {
-		cfg.Families = core()
+		cfg.Families = e.core()
 	}
 	c, err := e.eng.Compile(context.Background(), wasm, cfg)
 	if err != nil {
@@ -118,8 +121,9 @@ func WakeLateness(t testing.TB, spin func(ctx context.Context) error) time.Durat
 	return late[len(late)/2]
 }
 
-// RunAll runs the engine conformance table against engines made by newEngine.
-func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine, opts ...Option) {
+// RunAll runs the engine conformance table against engines made by
+// newEngine, linking coreFamily (host/hostfn/core's New) as aiod:core.
+func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T) runtime.Engine, opts ...Option) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -129,22 +133,22 @@ func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine, opts ...O
 		run  func(e env)
 	}{
 		{"refuses bytes that are not wasm", func(e env) {
-			_, err := e.eng.Compile(context.Background(), []byte("\x00asmnot really"), runtime.Config{Name: "junk", Families: core()})
+			_, err := e.eng.Compile(context.Background(), []byte("\x00asmnot really"), runtime.Config{Name: "junk", Families: e.core()})
 			if err == nil || !strings.Contains(err.Error(), "plugin junk: not a valid wasm module") {
 				e.t.Fatalf("err %v", err)
 			}
 		}},
 		{"refuses an import that is not linked, naming it (the registry names the capability)", func(e env) {
-			wasm := testplugins.Wasm(e.t, "host/plugin/testdata/importer")
-			testplugins.Warm(e.t, wasm)
-			_, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "importer", Families: core()})
+			wasm := testwasm.Wasm(e.t, "host/plugin/testdata/importer")
+			testwasm.Warm(e.t, wasm)
+			_, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "importer", Families: e.core()})
 			var ie *runtime.ImportError
 			if !errors.As(err, &ie) || ie.Module != "aiod:files" || ie.Name != "read" {
 				e.t.Fatalf("err %v", err)
 			}
 		}},
 		{"links a granted family", func(e env) {
-			c := e.compile("host/plugin/testdata/importer", runtime.Config{Families: append(core(), filesStub{})})
+			c := e.compile("host/plugin/testdata/importer", runtime.Config{Families: append(e.core(), filesStub{})})
 			ret, out, err := toolCall(context.Background(), e.instance(c), "peek", "{}", 1<<20)
 			if err != nil || ret != 0 || !strings.Contains(out, `"text":"read"`) {
 				e.t.Fatalf("ret %d out %s err %v", ret, out, err)
@@ -359,11 +363,11 @@ func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine, opts ...O
 			}
 		}},
 		{"fuel bounds a WASI command's whole run (engines that meter; elsewhere it is ignored)", func(e env) {
-			wasm := testplugins.Command(e.t, "host/plugin/testdata/cmdecho")
-			testplugins.Warm(e.t, wasm)
+			wasm := testwasm.Command(e.t, "host/plugin/testdata/cmdecho")
+			testwasm.Warm(e.t, wasm)
 			stdin := []byte(`{"op":"tools/call","name":"x","arguments":{"text":"y"}}`)
 			for _, fuel := range []uint64{1000, 1 << 40} {
-				c, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "cmd", Families: core(), Fuel: fuel})
+				c, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "cmd", Families: e.core(), Fuel: fuel})
 				if err != nil {
 					e.t.Fatal(err)
 				}
@@ -398,9 +402,9 @@ func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine, opts ...O
 			}
 		}},
 		{"runs a WASI command", func(e env) {
-			wasm := testplugins.Command(e.t, "host/plugin/testdata/cmdecho")
-			testplugins.Warm(e.t, wasm)
-			c, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "cmd", Families: core()})
+			wasm := testwasm.Command(e.t, "host/plugin/testdata/cmdecho")
+			testwasm.Warm(e.t, wasm)
+			c, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "cmd", Families: e.core()})
 			if err != nil {
 				e.t.Fatal(err)
 			}
@@ -443,7 +447,7 @@ func RunAll(t *testing.T, newEngine func(t *testing.T) runtime.Engine, opts ...O
 				}
 				eng.Close(context.Background()) // idempotent
 			}()
-			tc.run(env{t: t, eng: eng, meters: runtime.MetersFuel(eng), opts: o})
+			tc.run(env{t: t, eng: eng, coreFamily: coreFamily, meters: runtime.MetersFuel(eng), opts: o})
 		})
 	}
 }

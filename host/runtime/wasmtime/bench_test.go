@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/core"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/runtime/wasmtime"
@@ -32,7 +33,7 @@ var benchEngines = []struct {
 
 func compileOn(b *testing.B, eng runtime.Engine, wasm []byte, fuel uint64) runtime.Compiled {
 	b.Helper()
-	c, err := eng.Compile(context.Background(), wasm, runtime.Config{Name: "b", Families: []hostfn.Family{hostfn.Core()}, MemoryPages: 16 * 1024, Fuel: fuel})
+	c, err := eng.Compile(context.Background(), wasm, runtime.Config{Name: "b", Families: []hostfn.Family{core.New()}, MemoryPages: 16 * 1024, Fuel: fuel})
 	if err != nil {
 		b.Fatal(err)
 	}

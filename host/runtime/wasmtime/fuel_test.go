@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/core"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/runtime"
 )
@@ -25,7 +26,7 @@ func TestFuelFlavor(t *testing.T) {
 	}
 	defer e.Close(context.Background())
 	en := e.(*engine)
-	cfg := runtime.Config{Name: "empty", Families: []hostfn.Family{hostfn.Core()}}
+	cfg := runtime.Config{Name: "empty", Families: []hostfn.Family{core.New()}}
 	plain, err := e.Compile(context.Background(), emptyModule, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +65,7 @@ func TestFuelIsPerCall(t *testing.T) {
 	}
 	defer e.Close(context.Background())
 	const fuel = 1_000_000
-	c, err := e.Compile(context.Background(), testplugins.Wasm(t, "plugins/examples/echo"), runtime.Config{Name: "echo", Families: []hostfn.Family{hostfn.Core()}, Fuel: fuel})
+	c, err := e.Compile(context.Background(), testplugins.Wasm(t, "plugins/examples/echo"), runtime.Config{Name: "echo", Families: []hostfn.Family{core.New()}, Fuel: fuel})
 	if err != nil {
 		t.Fatal(err)
 	}

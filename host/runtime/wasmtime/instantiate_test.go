@@ -11,6 +11,7 @@ import (
 	"github.com/bytecodealliance/wasmtime-go/v39"
 
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/core"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/runtime"
 )
@@ -56,7 +57,7 @@ func instantiatePhases(b *testing.B, opts Options) {
 		b.Fatal(err)
 	}
 	defer e.Close(context.Background())
-	ci, err := e.Compile(context.Background(), testplugins.Wasm(b, "plugins/examples/echo"), runtime.Config{Name: "echo", Families: []hostfn.Family{hostfn.Core()}, MemoryPages: 16 * 1024})
+	ci, err := e.Compile(context.Background(), testplugins.Wasm(b, "plugins/examples/echo"), runtime.Config{Name: "echo", Families: []hostfn.Family{core.New()}, MemoryPages: 16 * 1024})
 	if err != nil {
 		b.Fatal(err)
 	}

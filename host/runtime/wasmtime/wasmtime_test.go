@@ -5,6 +5,7 @@ package wasmtime_test
 import (
 	"testing"
 
+	"github.com/aiodhq/aiod/host/hostfn/core"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/runtime/runtimetest"
@@ -12,7 +13,7 @@ import (
 )
 
 func TestEngine(t *testing.T) {
-	runtimetest.RunAll(t, func(t *testing.T) runtime.Engine {
+	runtimetest.RunAll(t, core.New(), func(t *testing.T) runtime.Engine {
 		e, err := wasmtime.New(wasmtime.Options{CacheDir: testplugins.CacheDir()})
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/core"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	rt "github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/runtime/wazero"
@@ -25,7 +26,7 @@ func BenchmarkCompileWarm(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for range b.N {
-		c, err := e.Compile(ctx, wasm, rt.Config{Name: "t", Families: []hostfn.Family{hostfn.Core()}})
+		c, err := e.Compile(ctx, wasm, rt.Config{Name: "t", Families: []hostfn.Family{core.New()}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/core"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	rt "github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/runtime/wazero"
@@ -23,7 +24,7 @@ func compileImage(t *testing.T, on bool) (rt.Compiled, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := e.Compile(context.Background(), wasm, rt.Config{Name: "t", Families: []hostfn.Family{hostfn.Core()}, MemoryPages: 64 * 16})
+	c, err := e.Compile(context.Background(), wasm, rt.Config{Name: "t", Families: []hostfn.Family{core.New()}, MemoryPages: 64 * 16})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/core"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/runtime/wazero"
@@ -265,7 +266,7 @@ func TestInstrumented(t *testing.T) {
 // module).
 func instrumented(t *testing.T, eng runtime.Engine, wasm []byte, name string) runtime.Instance {
 	t.Helper()
-	c, err := eng.Compile(context.Background(), wasm, runtime.Config{Name: name, Families: []hostfn.Family{hostfn.Core()}})
+	c, err := eng.Compile(context.Background(), wasm, runtime.Config{Name: name, Families: []hostfn.Family{core.New()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/core"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	rt "github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/runtime/wazero"
@@ -61,7 +62,7 @@ func compileTest(t testing.TB, pkg string, pages uint32) rt.Compiled {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close(context.Background()) })
-	c, err := e.Compile(context.Background(), wasm, rt.Config{Name: "t", Families: []hostfn.Family{hostfn.Core()}, MemoryPages: pages})
+	c, err := e.Compile(context.Background(), wasm, rt.Config{Name: "t", Families: []hostfn.Family{core.New()}, MemoryPages: pages})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func TestMergeDataSameMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := e.Compile(ctx, wasm, rt.Config{Name: "t", Families: []hostfn.Family{hostfn.Core()}})
+		c, err := e.Compile(ctx, wasm, rt.Config{Name: "t", Families: []hostfn.Family{core.New()}})
 		restore()
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/core"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	rt "github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/runtime/wazero"
@@ -90,7 +91,7 @@ func TestPreparedCache(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	c, err := e.Compile(ctx, wasm, rt.Config{Name: "t", Families: []hostfn.Family{hostfn.Core()}, MemoryPages: 64 * 16})
+	c, err := e.Compile(ctx, wasm, rt.Config{Name: "t", Families: []hostfn.Family{core.New()}, MemoryPages: 64 * 16})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package wazero_test
 import (
 	"testing"
 
+	"github.com/aiodhq/aiod/host/hostfn/core"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/runtime/runtimetest"
@@ -10,7 +11,7 @@ import (
 )
 
 func TestCompiler(t *testing.T) {
-	runtimetest.RunAll(t, func(t *testing.T) runtime.Engine {
+	runtimetest.RunAll(t, core.New(), func(t *testing.T) runtime.Engine {
 		e, err := wazero.New(wazero.Options{CacheDir: testplugins.CacheDir()})
 		if err != nil {
 			t.Fatal(err)
@@ -20,7 +21,7 @@ func TestCompiler(t *testing.T) {
 }
 
 func TestInterpreter(t *testing.T) {
-	runtimetest.RunAll(t, func(t *testing.T) runtime.Engine {
+	runtimetest.RunAll(t, core.New(), func(t *testing.T) runtime.Engine {
 		e, err := wazero.New(wazero.Options{Interpreter: true})
 		if err != nil {
 			t.Fatal(err)

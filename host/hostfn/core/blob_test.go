@@ -1,0 +1,170 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/sdk/jsonx"
+)
+
+// contents is jsonx's string encoding without the quotes: what the Go SDK
+// would write for a string it holds itself.
+func contents(s string) []byte {
+	b := jsonx.AppendString(nil, s)
+	return b[1 : len(b)-1]
+}
+
+var escapeCases = []string{
+	"", "plain", `"quoted" \back\slash`, "tab\tnew\nline\r\x00\x01\x1f\x7f",
+	"\b\f", "<html>&amp; \u2028\u2029", "é漢字🙂", "bad \xff\xfe utf8 \xe2\x82", "\xef\xbf\xbd real U+FFFD",
+	strings.Repeat("abcdefghij", 9) + "\n", strings.Repeat("1234567\"é\\\x01yz漢", 9),
+}
+
+func TestAppendEscapedMatchesSDK(t *testing.T) {
+	for _, s := range escapeCases {
+		one := AppendEscaped(nil, []byte(s), 1)
+		if want := contents(s); !bytes.Equal(one, want) {
+			t.Errorf("escape 1 of %q = %q, want %q", s, one, want)
+		}
+		two := AppendEscaped([]byte("prefix"), []byte(s), 2)
+		if want := append([]byte("prefix"), contents(string(contents(s)))...); !bytes.Equal(two, want) {
+			t.Errorf("escape 2 of %q = %q, want %q", s, two, want)
+		}
+	}
+}
+
+func FuzzAppendEscaped(f *testing.F) {
+	for _, s := range escapeCases {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := AppendEscaped(nil, b, 1), contents(string(b)); !bytes.Equal(got, want) {
+			t.Fatalf("escape 1 of %q = %q, want %q", b, got, want)
+		}
+		if got, want := AppendEscaped(nil, b, 2), contents(string(contents(string(b)))); !bytes.Equal(got, want) {
+			t.Fatalf("escape 2 of %q = %q, want %q", b, got, want)
+		}
+	})
+}
+
+func TestValidObject(t *testing.T) {
+	blob := AppendEscaped(nil, []byte("x\"y\\z\n"), 1)
+	// build assembles parts; a nil part is the blob, spliced
+	build := func(parts ...[]byte) ([]byte, []hostfn.Span) {
+		var out []byte
+		var spans []hostfn.Span
+		for _, p := range parts {
+			if p == nil {
+				spans = append(spans, hostfn.Span{Start: len(out), End: len(out) + len(blob)})
+				out = append(out, blob...)
+				continue
+			}
+			out = append(out, p...)
+		}
+		return out, spans
+	}
+	b := func(s string) []byte { return []byte(s) }
+	for _, tc := range []struct {
+		name  string
+		parts [][]byte
+		want  bool
+	}{
+		{"in a string", [][]byte{b(`{"a":"`), nil, b(`"}`)}, true},
+		{"twice, in key and value", [][]byte{b(`{"`), nil, b(`":"pre`), nil, b(`post"}`)}, true},
+		{"no spans", [][]byte{b(`{"a":1}`)}, true},
+		{"outside a string", [][]byte{b(`{"a":`), nil, b(`}`)}, false},
+		{"between members", [][]byte{b(`{"a":1,`), nil, b(`"b":2}`)}, false},
+		{"after a backslash", [][]byte{b(`{"a":"\`), nil, b(`"}`)}, false},
+		{"in a \\u escape", [][]byte{b(`{"a":"\u00`), nil, b(`"}`)}, false},
+		{"in a number", [][]byte{b(`{"a":1`), nil, b(`}`)}, false},
+		{"in a literal", [][]byte{b(`{"a":f`), nil, b(`lse}`)}, false},
+		{"not an object", [][]byte{b(`["`), nil, b(`"]`)}, false},
+		{"invalid elsewhere", [][]byte{b(`{"a":"`), nil, b(`",}`)}, false},
+	} {
+		out, spans := build(tc.parts...)
+		if got := ValidObject(out, spans); got != tc.want {
+			t.Errorf("%s: ValidObject(%s) = %v, want %v", tc.name, out, got, tc.want)
+		}
+		if tc.want && !json.Valid(out) {
+			t.Errorf("%s: accepted output is not valid JSON: %s", tc.name, out)
+		}
+	}
+	if ValidObject([]byte(`{"a":"xy"}`), []hostfn.Span{{Start: 6, End: 5}}) || ValidObject([]byte(`{"a":"xy"}`), []hostfn.Span{{Start: 6, End: 20}}) {
+		t.Error("spans out of order or bounds accepted")
+	}
+}
+
+// TestKeptResponse runs response_keep and output_blob as a guest would:
+// a read's response kept, then written into the output twice.
+func TestKeptResponse(t *testing.T) {
+	c := &hostfn.Call{MaxOutput: 1 << 20}
+	stack := make([]uint64, 2)
+	responseKeep(context.Background(), c, nil, stack)
+	if stack[0] != ^uint64(0) {
+		t.Fatalf("keep with no response pending = %#x, want -1", stack[0])
+	}
+	for i, resp := range [][]byte{[]byte("a\"b\n"), []byte("bad \xff")} {
+		c.Response = resp
+		responseKeep(context.Background(), c, nil, stack)
+		utf8 := stack[0]>>32 == 1
+		if uint32(stack[0]) != uint32(i) || utf8 != (i == 0) || c.Response != nil {
+			t.Fatalf("keep %d = %#x (pending %q)", i, stack[0], c.Response)
+		}
+	}
+	c.Output = append(c.Output, `{"s":"`...)
+	stack[0], stack[1] = 0, 1
+	outputBlob(context.Background(), c, nil, stack)
+	c.Output = append(c.Output, `","t":"`...)
+	stack[0], stack[1] = 0, 2
+	outputBlob(context.Background(), c, nil, stack)
+	c.Output = append(c.Output, `"}`...)
+	if want := `{"s":"a\"b\n","t":"a\\\"b\\n"}`; string(c.Output) != want {
+		t.Fatalf("output %s, want %s", c.Output, want)
+	}
+	if !ValidObject(c.Output, c.Spliced) || len(c.Spliced) != 2 {
+		t.Fatalf("spans %v", c.Spliced)
+	}
+	for _, tc := range []struct {
+		name      string
+		h, escape uint64
+		max       int64
+		tooLarge  bool
+	}{
+		{"unknown handle", 7, 1, 1 << 20, false},
+		{"escape 0", 0, 0, 1 << 20, false},
+		{"escape 3", 0, 3, 1 << 20, false},
+		{"over max_result_bytes", 0, 2, int64(len(c.Output)) + 4, true},
+	} {
+		func() {
+			defer func() {
+				err, _ := recover().(error)
+				var tl hostfn.ErrResultTooLarge
+				if err == nil || errors.As(err, &tl) != tc.tooLarge {
+					t.Errorf("%s: trap %v", tc.name, err)
+				}
+			}()
+			c.MaxOutput = tc.max
+			stack[0], stack[1] = tc.h, tc.escape
+			outputBlob(context.Background(), c, nil, stack)
+		}()
+	}
+	c.Reset()
+	if len(c.Kept) != 0 || len(c.Spliced) != 0 {
+		t.Fatal("Reset left kept responses or spans")
+	}
+}
+
+func BenchmarkAppendEscaped1MiB(b *testing.B) {
+	line := strings.Repeat("abcdefghij", 9) + "\n"
+	src := []byte(strings.Repeat(line, (1<<20)/len(line)+1)[:1<<20])
+	dst := make([]byte, 0, 3<<20)
+	b.SetBytes(int64(len(src)))
+	for i := 0; i < b.N; i++ {
+		dst = AppendEscaped(dst[:0], src, 2)
+	}
+}

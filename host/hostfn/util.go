@@ -1,5 +1,0 @@
-package hostfn
-
-import "math"
-
-func f64(u uint64) float64 { return math.Float64frombits(u) }

@@ -1,0 +1,2 @@
+// Package caps is a fixture of the layering test.
+package caps

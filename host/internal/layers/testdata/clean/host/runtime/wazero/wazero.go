@@ -1,0 +1,6 @@
+// Package wazero is a fixture of the layering test.
+package wazero
+
+import (
+	_ "github.com/aiodhq/aiod/host/runtime"
+)

@@ -1,0 +1,2 @@
+// Package abi is a fixture of the layering test.
+package abi

@@ -1,0 +1,7 @@
+// Package sdktest is a fixture of the layering test.
+package sdktest
+
+import (
+	_ "github.com/aiodhq/aiod/host/hostfn/files"
+	_ "github.com/aiodhq/aiod/sdk/abi"
+)

@@ -1,0 +1,3 @@
+module github.com/aiodhq/aiod
+
+go 1.26

@@ -1,0 +1,2 @@
+// Package browser is a fixture of the layering test.
+package browser

@@ -1,0 +1,7 @@
+// Package deploy is a fixture of the layering test.
+package deploy
+
+import (
+	_ "github.com/aiodhq/aiod/host/mcp"
+	_ "github.com/aiodhq/aiod/host/server"
+)

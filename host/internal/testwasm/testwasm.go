@@ -1,0 +1,111 @@
+// Package testwasm builds plugin modules from source for tests: the real
+// module, compiled by the real Go toolchain for wasip1, and warms the
+// compiled-module cache with it. It stands below the engines (their
+// conformance table uses it); testplugins adds what needs the registry.
+package testwasm
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+var (
+	mu    sync.Mutex
+	built = map[string][]byte{}
+)
+
+// Root is the repository root.
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+// Wasm compiles the main package at pkg (relative to the repository root,
+// e.g. "plugins/examples/echo") to a wasip1 reactor and returns its bytes.
+// Results are memoized per test binary.
+func Wasm(t testing.TB, pkg string) []byte {
+	return build(t, pkg, "c-shared")
+}
+
+// Command compiles the main package at pkg to a wasip1 command (_start).
+func Command(t testing.TB, pkg string) []byte {
+	return build(t, pkg, "exe")
+}
+
+func build(t testing.TB, pkg, mode string) []byte {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if b, ok := built[pkg+"/"+mode]; ok {
+		return b
+	}
+	dir, err := os.MkdirTemp("", "aiod-testplugin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "plugin.wasm")
+	cmd := exec.Command("go", "build", "-buildmode="+mode, "-trimpath", "-ldflags=-s", "-o", out, "./"+pkg)
+	cmd.Dir = Root()
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("build %s: %v\n%s", pkg, err, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built[pkg+"/"+mode] = b
+	return b
+}
+
+// CacheDir is the compiled-module cache shared by `make` (aiodpack) and the
+// tests, so that a module is compiled once per machine, not once per test
+// binary (compiling a 4 MB module under -race takes tens of seconds).
+func CacheDir() string {
+	d := filepath.Join(Root(), "build", "cache", "wazero")
+	os.MkdirAll(d, 0o755)
+	return d
+}
+
+// Warm compiles wasm into CacheDir in a separate, non-race test binary
+// (package warm), so that the tests' in-process engines get a cache hit.
+func Warm(t testing.TB, wasm []byte) {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	key := fmt.Sprintf("%x", sha256.Sum256(wasm))
+	if warmed[key] {
+		return
+	}
+	dir, err := os.MkdirTemp("", "aiod-warm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	in := filepath.Join(dir, "m.wasm")
+	if err := os.WriteFile(in, wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A test binary (no -race), not bin/aiodpack: see package warm.
+	cmd := exec.Command("go", "test", "-count=1", "./host/internal/testplugins/warm")
+	cmd.Dir = Root()
+	cmd.Env = append(os.Environ(), "AIOD_WARM_MODULES="+in, "AIOD_WARM_CACHE="+CacheDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("warm cache: %v\n%s", err, stderr.String())
+	}
+	warmed[key] = true
+}
+
+var warmed = map[string]bool{}
