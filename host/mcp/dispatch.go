@@ -6,8 +6,6 @@ import (
 	"errors"
 	"strings"
 	"sync/atomic"
-
-	"github.com/aiodhq/aiod/host/plugin"
 )
 
 // This file is the call path every request takes once its transport and
@@ -90,19 +88,19 @@ func init() {
 			if l, ok := rc.s.cat.(ToolLister); ok {
 				return rc.list("tools", l.ListTools(ctx), "public")
 			}
-			return rc.list("tools", rc.s.cat.Catalog().ToolsJSON(), "public")
+			return rc.list("tools", rc.s.cat.Snapshot().ToolsJSON(), "public")
 		}},
 		"prompts/list": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) {
-			return rc.list("prompts", rc.s.cat.Catalog().PromptsJSON(), "public")
+			return rc.list("prompts", rc.s.cat.Snapshot().PromptsJSON(), "public")
 		}},
 		"resources/list": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) {
-			return rc.list("resources", rc.s.withSkillResources(rc.s.cat.Catalog().ResourcesJSON()), "public")
+			return rc.list("resources", rc.s.withSkillResources(rc.s.cat.Snapshot().ResourcesJSON()), "public")
 		}},
 		"skills/list":              {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.skillsList() }},
 		"skills/get":               {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.skillsGet() }},
 		"resources/directory/read": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.directoryRead() }},
 		"resources/templates/list": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) {
-			return rc.list("resourceTemplates", rc.s.cat.Catalog().TemplatesJSON(), "public")
+			return rc.list("resourceTemplates", rc.s.cat.Snapshot().TemplatesJSON(), "public")
 		}},
 		"tasks/get":        {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.tasksGet() }},
 		"tasks/update":     {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.tasksUpdate() }},
@@ -314,11 +312,11 @@ func (rc *rpcCall) toolsCall(ctx context.Context) ([]byte, *Error) {
 	if e := rc.startMRTR(*p.Name, args); e != nil {
 		return nil, e
 	}
-	creq := plugin.CallRequest{Owner: rc.ex.Principal.Owner, Name: *p.Name, Args: args}
+	creq := CallRequest{Owner: rc.ex.Principal.Owner, Name: *p.Name, Args: args}
 	rc.hook(&creq)
 	res, err := rc.s.cat.CallTool(ctx, creq)
 	if err != nil {
-		if errors.Is(err, plugin.ErrUnknownTool) {
+		if errors.Is(err, ErrUnknownTool) {
 			return nil, UnknownTool(*p.Name)
 		}
 		return rc.callError(err)
@@ -329,7 +327,7 @@ func (rc *rpcCall) toolsCall(ctx context.Context) ([]byte, *Error) {
 // hook connects a plugin call to the client: notifications when anything
 // can be sent before the response, and the client for input, facts and
 // server notifications.
-func (rc *rpcCall) hook(creq *plugin.CallRequest) {
+func (rc *rpcCall) hook(creq *CallRequest) {
 	if rc.q != nil {
 		creq.Notify = rc.notify
 	}
@@ -341,9 +339,9 @@ func (rc *rpcCall) hook(creq *plugin.CallRequest) {
 
 // callError maps the non-result endings of a plugin call.
 func (rc *rpcCall) callError(err error) ([]byte, *Error) {
-	var pe *plugin.RPCError
+	var pe *RPCError
 	switch {
-	case errors.Is(err, plugin.ErrInputRequired):
+	case errors.Is(err, ErrInputRequired):
 		if rc.mrtr != nil {
 			return rc.inputRequired()
 		}

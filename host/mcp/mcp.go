@@ -23,7 +23,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/skills"
 )
 
@@ -134,9 +133,9 @@ func NewServer(cat Catalog, opts Options) *Server {
 	if cat != nil {
 		// Tell listening clients about each list a swap changed, once;
 		// a swap that changed nothing they can see says nothing.
-		var last atomic.Pointer[plugin.Catalog]
-		last.Store(cat.Catalog())
-		cat.OnSwap(func(next *plugin.Catalog) {
+		var last atomic.Pointer[Snapshot]
+		last.Store(cat.Snapshot())
+		cat.OnSwap(func(next *Snapshot) {
 			tools, prompts, resources := next.Changed(last.Swap(next))
 			for _, k := range []struct {
 				kind    string

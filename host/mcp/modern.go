@@ -50,7 +50,7 @@ func (s *Server) modernPost(ctx context.Context, ex *Exchange, req *message, p *
 	}
 	var mirrored []paramHeader
 	if req.Method == "tools/call" && p.Name != nil && s.cat != nil {
-		mirrored = s.headers.forCatalog(s.cat.Catalog()).tools[*p.Name]
+		mirrored = s.headers.forCatalog(s.cat.Snapshot()).tools[*p.Name]
 	}
 	if e := checkStandardHeaders(ex.Header, req.Method, p, mirrored); e != nil {
 		return jsonError(400, id, e)

@@ -133,15 +133,7 @@ func (s *Server) taskSupport(name *string) string {
 	if name == nil || s.cat == nil {
 		return ""
 	}
-	t := s.cat.Catalog().Lookup(*name)
-	if t == nil || t.Decl.Execution == nil {
-		return ""
-	}
-	switch ts := t.Decl.Execution.TaskSupport; ts {
-	case "optional", "required":
-		return ts
-	}
-	return ""
+	return s.cat.Snapshot().TaskSupport(*name)
 }
 
 // declaresExtension reports whether client capabilities list extension id.

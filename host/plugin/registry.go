@@ -29,18 +29,20 @@ import (
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/internal/filedigest"
+	"github.com/aiodhq/aiod/host/mcp/catalog"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // DefaultOwner is the owner (tenant) id used when none is given.
-const DefaultOwner = "default"
+const DefaultOwner = catalog.DefaultOwner
 
 // DefaultIdleTimeout is Options.IdleTimeout when none is given.
 const DefaultIdleTimeout = 5 * time.Minute
 
-// ErrUnknownTool is returned by CallTool for a name not in the catalogue.
-var ErrUnknownTool = errors.New("unknown tool")
+// ErrUnknownTool is returned by CallTool for a name not in the catalogue
+// (the protocol layer's, host/mcp/catalog).
+var ErrUnknownTool = catalog.ErrUnknownTool
 
 // Options configure a Registry.
 type Options struct {
@@ -96,7 +98,7 @@ type Registry struct {
 	stopped sync.WaitGroup
 	closed  atomic.Bool
 	calls   sync.Pool
-	onSwap  []func(*Catalog)
+	onSwap  []func(*catalog.Snapshot)
 	// start-up loading in the background (Options.Background)
 	background atomic.Bool
 	loading    sync.WaitGroup
@@ -122,8 +124,8 @@ type Catalog struct {
 	Plugins    []*Plugin
 	Tools      []*Tool
 	byName     map[string]*Tool
-	listJSON   []byte
-	surface    // prompts, resources, resource templates (surface.go)
+	snap       *catalog.Snapshot // what the protocol layer reads
+	surface                      // prompts, resources, resource templates (surface.go)
 	// loadErrors holds, by plugin name, why a package was refused when
 	// this generation was built.
 	loadErrors map[string]string
@@ -148,7 +150,10 @@ func (c *Catalog) Lookup(name string) *Tool { return c.byName[name] }
 
 // ToolsJSON is the pre-rendered JSON array of the tool declarations, in
 // catalogue order.
-func (c *Catalog) ToolsJSON() []byte { return c.listJSON }
+func (c *Catalog) ToolsJSON() []byte { return c.snap.ToolsJSON() }
+
+// Snapshot is this generation as the protocol layer reads it.
+func (c *Catalog) Snapshot() *catalog.Snapshot { return c.snap }
 
 // Plugin is a loaded plugin.
 type Plugin struct {
@@ -203,7 +208,7 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 		r.loadSem <- struct{}{} // one core left to calls (loader)
 	}
 	r.calls.New = func() any { return &hostfn.Call{} }
-	r.cat.Store(&Catalog{byName: map[string]*Tool{}, listJSON: []byte("[]")})
+	r.cat.Store(&Catalog{byName: map[string]*Tool{}, snap: catalog.NewSnapshot(0, []byte("[]"), nil, nil, nil, nil)})
 	// Plugins that fail to load are skipped: the registry serves the rest
 	// and the joined load errors are returned beside it.
 	r.background.Store(opts.Background)
@@ -220,8 +225,9 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	return r, loadErr
 }
 
-// OnSwap registers f to run after each catalogue swap (for list_changed).
-func (r *Registry) OnSwap(f func(*Catalog)) {
+// OnSwap registers f to run after each catalogue swap (for list_changed),
+// with the new generation's snapshot.
+func (r *Registry) OnSwap(f func(*catalog.Snapshot)) {
 	r.mu.Lock()
 	r.onSwap = append(r.onSwap, f)
 	r.mu.Unlock()
@@ -241,6 +247,10 @@ func (r *Registry) SetPolicy(policy, builtin *caps.Policy) {
 
 // Catalog returns the current generation.
 func (r *Registry) Catalog() *Catalog { return r.cat.Load() }
+
+// Snapshot returns the current generation as the protocol layer reads it
+// (mcp.Catalog).
+func (r *Registry) Snapshot() *catalog.Snapshot { return r.cat.Load().snap }
 
 type source struct {
 	name     string // the manifest's name, or the directory's when it did not parse
@@ -481,18 +491,26 @@ func (r *Registry) build(gen uint64, plugins []*Plugin) (*Catalog, error) {
 		}
 		next.addSurface(p, r.log.Warn)
 	}
-	if err := next.renderSurface(); err != nil {
+	prompts, resources, templates, err := next.renderSurface()
+	if err != nil {
 		return nil, fmt.Errorf("render prompts and resources: %w", err)
 	}
 	decls := make([]abi.Tool, len(next.Tools))
+	var tasks map[string]string
 	for i, t := range next.Tools {
 		decls[i] = t.Decl
+		if e := t.Decl.Execution; e != nil && (e.TaskSupport == "optional" || e.TaskSupport == "required") {
+			if tasks == nil {
+				tasks = map[string]string{}
+			}
+			tasks[t.Decl.Name] = e.TaskSupport
+		}
 	}
 	lj, err := json.Marshal(decls)
 	if err != nil {
 		return nil, fmt.Errorf("render tools: %w", err)
 	}
-	next.listJSON = lj
+	next.snap = catalog.NewSnapshot(gen, lj, prompts, resources, templates, tasks)
 	return next, nil
 }
 
@@ -504,7 +522,7 @@ func (r *Registry) swap(old, next *Catalog) {
 		r.releasePlugin(p)
 	}
 	for _, f := range r.onSwap {
-		f(next)
+		f(next.snap)
 	}
 }
 
