@@ -75,7 +75,8 @@ type method struct {
 }
 
 // methods is the method table: every request method served through
-// dispatch.
+// dispatch. It is each Server's (Server.methods) until an extension adds
+// its own to the Server's copy (the tasks extension, tasks.go).
 var methods map[string]method
 
 func init() {
@@ -102,9 +103,6 @@ func init() {
 		"resources/templates/list": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) {
 			return rc.list("resourceTemplates", rc.s.cat.Snapshot().TemplatesJSON(), "public")
 		}},
-		"tasks/get":        {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.tasksGet() }},
-		"tasks/update":     {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.tasksUpdate() }},
-		"tasks/cancel":     {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.tasksCancel() }},
 		"server/discover":  {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.discover() }},
 		"ping":             {serve: func(*rpcCall, context.Context) ([]byte, *Error) { return []byte("{}"), nil }},
 		"logging/setLevel": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.setLevel() }},
@@ -122,7 +120,7 @@ func pluginMethod(m string) bool { return methods[m].plugin }
 
 // route is the innermost Handler: the method table.
 func route(ctx context.Context, req *Request) (json.RawMessage, error) {
-	m, ok := methods[req.Method]
+	m, ok := req.rc.s.methods[req.Method]
 	if !ok {
 		return nil, errf(CodeMethodNotFound, "Method not found: "+req.Method)
 	}
@@ -242,9 +240,14 @@ type rpcCall struct {
 	progressToken json.RawMessage
 	q             *queue // nil: nothing can be sent before the response
 	cancelled     atomic.Bool
-	mrtr          *mrtr   // 2026-07-28 input rounds (input.go)
-	task          *task   // a task-capable tools/call (tasks.go)
-	r             Request // what the handlers see (dispatch)
+	mrtr          *mrtr // 2026-07-28 input rounds (input.go)
+	// onNotify and onInput, when set, take the call's notifications and
+	// its input requests instead of the request's own channel back: an
+	// extension that serves the call its own way sets them (the tasks
+	// extension, for a call that became a task).
+	onNotify func(kind string, params any)
+	onInput  func(ctx context.Context, keys []string, reqs map[string]inputRequest) ([]byte, error)
+	r        Request // what the handlers see (dispatch)
 }
 
 // reply renders the response to a request served synchronously.
@@ -331,8 +334,8 @@ func (rc *rpcCall) hook(creq *CallRequest) {
 	if rc.q != nil {
 		creq.Notify = rc.notify
 	}
-	if rc.task != nil {
-		creq.Notify = rc.task.notify
+	if rc.onNotify != nil {
+		creq.Notify = rc.onNotify
 	}
 	creq.Client = rc
 }

@@ -111,8 +111,8 @@ func (rc *rpcCall) Input(ctx context.Context, raw []byte) ([]byte, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	if rc.task != nil {
-		return rc.task.input(ctx, rc, keys, reqs)
+	if rc.onInput != nil {
+		return rc.onInput(ctx, keys, reqs)
 	}
 	if rc.era == Modern {
 		return rc.mrtrInput(keys, reqs)

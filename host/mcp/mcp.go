@@ -67,6 +67,12 @@ type Server struct {
 	metaJSON  []byte // {"io.modelcontextprotocol/serverInfo":{...}}
 	tasks     taskStore
 	taskOpts  TaskOptions
+	// taskCalls is the tasks extension's tools/call (tasks.go): it serves
+	// a 2026-07-28 call of a tool that declares execution.taskSupport,
+	// or answers nil to leave it to the plain path. Installed by
+	// NewServer; nil: no tasks extension.
+	taskCalls func(ctx context.Context, ex *Exchange, rc *rpcCall, support string) *Response
+	methods   map[string]method // the method table, and the extensions' methods
 	base      context.Context
 	stop      context.CancelFunc
 	closed    atomic.Bool
@@ -119,7 +125,8 @@ func NewServer(cat Catalog, opts Options) *Server {
 	s := &Server{cat: cat, info: opts.Info, log: opts.Logger, opts: opts,
 		handler:  chain(route, opts.Middleware),
 		sessions: newSessions(opts.MaxSessions, opts.SessionIdleTimeout),
-		sealer:   newStateSealer(opts.RequestStateTTL), taskOpts: opts.Tasks.withDefaults()}
+		sealer:   newStateSealer(opts.RequestStateTTL), methods: methods}
+	s.installTasks(opts.Tasks)
 	s.sessions.perOwner = opts.SessionsPerOwner
 	if opts.ReplicaID != "" {
 		tag, err := ReplicaTag(opts.ReplicaID)
