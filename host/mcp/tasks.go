@@ -20,7 +20,6 @@ import (
 // task's own deadline, and the client polls tasks/get, answers input
 // through tasks/update and stops it with tasks/cancel. Tasks live in
 // memory, per owner: a task id presented by another owner is unknown.
-
 //
 // The extension wraps the plain path; it does not sit inside it. The
 // snapshot says which tools declare execution.taskSupport, and only their
@@ -28,7 +27,8 @@ import (
 // installed by installTasks); a plain tools/call runs no code of it. A
 // call that becomes a task takes its notifications and input requests
 // through the call's onNotify and onInput hooks. The extension's methods
-// (tasks/get, tasks/update, tasks/cancel) join the method table here.
+// (tasks/get, tasks/update, tasks/cancel) join the Server's copy of the
+// method table.
 //
 // The files: this one (the options, the installation, the handlers),
 // taskstate.go (one task), taskstore.go (the tasks by id).
