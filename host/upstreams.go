@@ -36,7 +36,7 @@ var (
 // announced a second time.
 func (c *catalog) OnToolsChanged(f func()) {
 	c.ups.OnChange(f)
-	c.Registry.OnSwap(func(*plugin.Catalog) { c.ups.Rebase() })
+	c.Registry.OnSwap(func(*mcp.Snapshot) { c.ups.Rebase() })
 }
 
 // newUpstreamSet returns the set over servers, excluding the names the

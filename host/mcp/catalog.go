@@ -3,7 +3,28 @@ package mcp
 import (
 	"context"
 
-	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/mcp/catalog"
+)
+
+// The types the protocol layer serves. They are declared in the leaf
+// package host/mcp/catalog, which host/mcp and whatever serves a catalogue
+// (the plugin registry) both import: host/mcp imports nothing of what it
+// serves.
+type (
+	// CallRequest is one call into a Catalog.
+	CallRequest = catalog.CallRequest
+	// Snapshot is one immutable generation of a Catalog.
+	Snapshot = catalog.Snapshot
+	// RPCError is a JSON-RPC error object a call answered with.
+	RPCError = catalog.RPCError
+)
+
+// The errors of a Catalog call (see Catalog).
+var (
+	ErrUnknownTool     = catalog.ErrUnknownTool
+	ErrUnknownPrompt   = catalog.ErrUnknownPrompt
+	ErrUnknownResource = catalog.ErrUnknownResource
+	ErrInputRequired   = catalog.ErrInputRequired
 )
 
 // Catalog is everything the protocol layer needs from what it serves:
@@ -14,34 +35,29 @@ import (
 //
 // Results are the MCP result objects as JSON bytes, spliced into the
 // response unchanged. Errors are plain values:
-//   - plugin.ErrUnknownTool, plugin.ErrUnknownPrompt and
-//     plugin.ErrUnknownResource for a name or URI not in the catalogue
-//     (answered -32602 "unknown tool", ..., or -32002 before 2026-07-28);
-//   - plugin.ErrInputRequired when the call stopped to ask the client for
-//     input (2026-07-28 input_required);
-//   - *plugin.RPCError, a JSON-RPC error object answered as it is;
+//   - ErrUnknownTool, ErrUnknownPrompt and ErrUnknownResource for a name
+//     or URI not in the catalogue (answered -32602 "unknown tool", ...,
+//     or -32002 before 2026-07-28);
+//   - ErrInputRequired when the call stopped to ask the client for input
+//     (2026-07-28 input_required);
+//   - *RPCError, a JSON-RPC error object answered as it is;
 //   - context.Canceled for a cancelled request;
 //   - anything else is an internal error (-32603).
-//
-// The types that still come from host/plugin are the call's arguments
-// (plugin.CallRequest) and the snapshot (*plugin.Catalog, of which only
-// the JSON renderings ToolsJSON, PromptsJSON, ResourcesJSON,
-// TemplatesJSON and the Generation are read).
 type Catalog interface {
-	// Catalog returns the current snapshot; it never changes once
+	// Snapshot returns the current snapshot; it never changes once
 	// returned.
-	Catalog() *plugin.Catalog
+	Snapshot() *Snapshot
 	// OnSwap registers f to be called with every new snapshot.
-	OnSwap(f func(*plugin.Catalog))
+	OnSwap(f func(*Snapshot))
 	// CallTool runs a tool and returns its CallToolResult.
-	CallTool(ctx context.Context, req plugin.CallRequest) ([]byte, error)
+	CallTool(ctx context.Context, req CallRequest) ([]byte, error)
 	// GetPrompt renders a prompt (GetPromptResult).
-	GetPrompt(ctx context.Context, req plugin.CallRequest) ([]byte, error)
+	GetPrompt(ctx context.Context, req CallRequest) ([]byte, error)
 	// ReadResource reads a resource by URI (ReadResourceResult).
-	ReadResource(ctx context.Context, req plugin.CallRequest) ([]byte, error)
+	ReadResource(ctx context.Context, req CallRequest) ([]byte, error)
 	// Complete answers completion/complete; req.Args is the request's
 	// params (CompleteResult).
-	Complete(ctx context.Context, req plugin.CallRequest) ([]byte, error)
+	Complete(ctx context.Context, req CallRequest) ([]byte, error)
 }
 
 // ToolLister is implemented by a Catalog whose tools/list is more than its

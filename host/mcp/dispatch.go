@@ -6,8 +6,6 @@ import (
 	"errors"
 	"strings"
 	"sync/atomic"
-
-	"github.com/aiodhq/aiod/host/plugin"
 )
 
 // This file is the call path every request takes once its transport and
@@ -77,7 +75,8 @@ type method struct {
 }
 
 // methods is the method table: every request method served through
-// dispatch.
+// dispatch. It is each Server's (Server.methods) until an extension adds
+// its own to the Server's copy (the tasks extension, tasks.go).
 var methods map[string]method
 
 func init() {
@@ -90,23 +89,20 @@ func init() {
 			if l, ok := rc.s.cat.(ToolLister); ok {
 				return rc.list("tools", l.ListTools(ctx), "public")
 			}
-			return rc.list("tools", rc.s.cat.Catalog().ToolsJSON(), "public")
+			return rc.list("tools", rc.s.cat.Snapshot().ToolsJSON(), "public")
 		}},
 		"prompts/list": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) {
-			return rc.list("prompts", rc.s.cat.Catalog().PromptsJSON(), "public")
+			return rc.list("prompts", rc.s.cat.Snapshot().PromptsJSON(), "public")
 		}},
 		"resources/list": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) {
-			return rc.list("resources", rc.s.withSkillResources(rc.s.cat.Catalog().ResourcesJSON()), "public")
+			return rc.list("resources", rc.s.withSkillResources(rc.s.cat.Snapshot().ResourcesJSON()), "public")
 		}},
 		"skills/list":              {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.skillsList() }},
 		"skills/get":               {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.skillsGet() }},
 		"resources/directory/read": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.directoryRead() }},
 		"resources/templates/list": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) {
-			return rc.list("resourceTemplates", rc.s.cat.Catalog().TemplatesJSON(), "public")
+			return rc.list("resourceTemplates", rc.s.cat.Snapshot().TemplatesJSON(), "public")
 		}},
-		"tasks/get":        {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.tasksGet() }},
-		"tasks/update":     {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.tasksUpdate() }},
-		"tasks/cancel":     {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.tasksCancel() }},
 		"server/discover":  {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.discover() }},
 		"ping":             {serve: func(*rpcCall, context.Context) ([]byte, *Error) { return []byte("{}"), nil }},
 		"logging/setLevel": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.setLevel() }},
@@ -124,7 +120,7 @@ func pluginMethod(m string) bool { return methods[m].plugin }
 
 // route is the innermost Handler: the method table.
 func route(ctx context.Context, req *Request) (json.RawMessage, error) {
-	m, ok := methods[req.Method]
+	m, ok := req.rc.s.methods[req.Method]
 	if !ok {
 		return nil, errf(CodeMethodNotFound, "Method not found: "+req.Method)
 	}
@@ -244,9 +240,14 @@ type rpcCall struct {
 	progressToken json.RawMessage
 	q             *queue // nil: nothing can be sent before the response
 	cancelled     atomic.Bool
-	mrtr          *mrtr   // 2026-07-28 input rounds (input.go)
-	task          *task   // a task-capable tools/call (tasks.go)
-	r             Request // what the handlers see (dispatch)
+	mrtr          *mrtr // 2026-07-28 input rounds (input.go)
+	// onNotify and onInput, when set, take the call's notifications and
+	// its input requests instead of the request's own channel back: an
+	// extension that serves the call its own way sets them (the tasks
+	// extension, for a call that became a task).
+	onNotify func(kind string, params any)
+	onInput  func(ctx context.Context, keys []string, reqs map[string]inputRequest) ([]byte, error)
+	r        Request // what the handlers see (dispatch)
 }
 
 // reply renders the response to a request served synchronously.
@@ -314,11 +315,11 @@ func (rc *rpcCall) toolsCall(ctx context.Context) ([]byte, *Error) {
 	if e := rc.startMRTR(*p.Name, args); e != nil {
 		return nil, e
 	}
-	creq := plugin.CallRequest{Owner: rc.ex.Principal.Owner, Name: *p.Name, Args: args}
+	creq := CallRequest{Owner: rc.ex.Principal.Owner, Name: *p.Name, Args: args}
 	rc.hook(&creq)
 	res, err := rc.s.cat.CallTool(ctx, creq)
 	if err != nil {
-		if errors.Is(err, plugin.ErrUnknownTool) {
+		if errors.Is(err, ErrUnknownTool) {
 			return nil, UnknownTool(*p.Name)
 		}
 		return rc.callError(err)
@@ -329,21 +330,21 @@ func (rc *rpcCall) toolsCall(ctx context.Context) ([]byte, *Error) {
 // hook connects a plugin call to the client: notifications when anything
 // can be sent before the response, and the client for input, facts and
 // server notifications.
-func (rc *rpcCall) hook(creq *plugin.CallRequest) {
+func (rc *rpcCall) hook(creq *CallRequest) {
 	if rc.q != nil {
 		creq.Notify = rc.notify
 	}
-	if rc.task != nil {
-		creq.Notify = rc.task.notify
+	if rc.onNotify != nil {
+		creq.Notify = rc.onNotify
 	}
 	creq.Client = rc
 }
 
 // callError maps the non-result endings of a plugin call.
 func (rc *rpcCall) callError(err error) ([]byte, *Error) {
-	var pe *plugin.RPCError
+	var pe *RPCError
 	switch {
-	case errors.Is(err, plugin.ErrInputRequired):
+	case errors.Is(err, ErrInputRequired):
 		if rc.mrtr != nil {
 			return rc.inputRequired()
 		}

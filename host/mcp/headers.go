@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-
-	"github.com/aiodhq/aiod/host/plugin"
 )
 
 // Headers gives case-insensitive access to a request's HTTP headers; the
@@ -64,11 +62,11 @@ type headerCache struct{ p atomic.Pointer[headerIndex] }
 
 // forCatalog returns the index of cat, built from its tools/list
 // rendering once per generation.
-func (c *headerCache) forCatalog(cat *plugin.Catalog) *headerIndex {
-	if ix := c.p.Load(); ix != nil && ix.gen == cat.Generation {
+func (c *headerCache) forCatalog(cat *Snapshot) *headerIndex {
+	if ix := c.p.Load(); ix != nil && ix.gen == cat.Generation() {
 		return ix
 	}
-	ix := &headerIndex{gen: cat.Generation, tools: map[string][]paramHeader{}}
+	ix := &headerIndex{gen: cat.Generation(), tools: map[string][]paramHeader{}}
 	var tools []struct {
 		Name        string          `json:"name"`
 		InputSchema json.RawMessage `json:"inputSchema"`

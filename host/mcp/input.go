@@ -10,7 +10,7 @@ import (
 	"strconv"
 
 	"github.com/aiodhq/aiod/host/hostfn"
-	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/mcp/catalog"
 )
 
 // This file is the plugin's way to the client (hostfn.Client): request
@@ -19,7 +19,7 @@ import (
 // Owner returns the principal's owner id, the registry default when empty.
 func (p Principal) owner() string {
 	if p.Owner == "" {
-		return plugin.DefaultOwner
+		return catalog.DefaultOwner
 	}
 	return p.Owner
 }
@@ -111,8 +111,8 @@ func (rc *rpcCall) Input(ctx context.Context, raw []byte) ([]byte, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	if rc.task != nil {
-		return rc.task.input(ctx, rc, keys, reqs)
+	if rc.onInput != nil {
+		return rc.onInput(ctx, keys, reqs)
 	}
 	if rc.era == Modern {
 		return rc.mrtrInput(keys, reqs)

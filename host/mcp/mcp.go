@@ -23,7 +23,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/skills"
 )
 
@@ -68,6 +67,12 @@ type Server struct {
 	metaJSON  []byte // {"io.modelcontextprotocol/serverInfo":{...}}
 	tasks     taskStore
 	taskOpts  TaskOptions
+	// taskCalls is the tasks extension's tools/call (tasks.go): it serves
+	// a 2026-07-28 call of a tool that declares execution.taskSupport,
+	// or answers nil to leave it to the plain path. Installed by
+	// NewServer; nil: no tasks extension.
+	taskCalls func(ctx context.Context, ex *Exchange, rc *rpcCall, support string) *Response
+	methods   map[string]method // the method table, and the extensions' methods
 	base      context.Context
 	stop      context.CancelFunc
 	closed    atomic.Bool
@@ -120,7 +125,8 @@ func NewServer(cat Catalog, opts Options) *Server {
 	s := &Server{cat: cat, info: opts.Info, log: opts.Logger, opts: opts,
 		handler:  chain(route, opts.Middleware),
 		sessions: newSessions(opts.MaxSessions, opts.SessionIdleTimeout),
-		sealer:   newStateSealer(opts.RequestStateTTL), taskOpts: opts.Tasks.withDefaults()}
+		sealer:   newStateSealer(opts.RequestStateTTL), methods: methods}
+	s.installTasks(opts.Tasks)
 	s.sessions.perOwner = opts.SessionsPerOwner
 	if opts.ReplicaID != "" {
 		tag, err := ReplicaTag(opts.ReplicaID)
@@ -134,9 +140,9 @@ func NewServer(cat Catalog, opts Options) *Server {
 	if cat != nil {
 		// Tell listening clients about each list a swap changed, once;
 		// a swap that changed nothing they can see says nothing.
-		var last atomic.Pointer[plugin.Catalog]
-		last.Store(cat.Catalog())
-		cat.OnSwap(func(next *plugin.Catalog) {
+		var last atomic.Pointer[Snapshot]
+		last.Store(cat.Snapshot())
+		cat.OnSwap(func(next *Snapshot) {
 			tools, prompts, resources := next.Changed(last.Swap(next))
 			for _, k := range []struct {
 				kind    string

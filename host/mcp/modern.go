@@ -49,8 +49,11 @@ func (s *Server) modernPost(ctx context.Context, ex *Exchange, req *message, p *
 			Data:    map[string]any{"supported": []string{modernVersion}, "requested": *m.ProtocolVersion}})
 	}
 	var mirrored []paramHeader
+	var taskSupport string // the tool's declared execution.taskSupport
 	if req.Method == "tools/call" && p.Name != nil && s.cat != nil {
-		mirrored = s.headers.forCatalog(s.cat.Catalog()).tools[*p.Name]
+		snap := s.cat.Snapshot()
+		mirrored = s.headers.forCatalog(snap).tools[*p.Name]
+		taskSupport = snap.TaskSupport(*p.Name)
 	}
 	if e := checkStandardHeaders(ex.Header, req.Method, p, mirrored); e != nil {
 		return jsonError(400, id, e)
@@ -76,13 +79,11 @@ func (s *Server) modernPost(ctx context.Context, ex *Exchange, req *message, p *
 	if req.Method == "subscriptions/listen" {
 		return s.listen(rc)
 	}
-	if req.Method == "tools/call" {
-		switch ts := s.taskSupport(p.Name); {
-		case ts == "":
-		case declaresExtension(rc.caps.Raw, extTasks):
-			return s.taskCall(ctx, ex, rc)
-		case ts == "required":
-			return rc.reply(nil, missingTasksCapability("tool "+*p.Name))
+	if taskSupport != "" && s.taskCalls != nil {
+		// the tasks extension (tasks.go) serves the calls of the tools
+		// that declare it; a plain call never reaches it
+		if r := s.taskCalls(ctx, ex, rc, taskSupport); r != nil {
+			return r
 		}
 	}
 	if !streams(ex, req.Method) || (len(rc.progressToken) == 0 && rc.logLevel < 0) {

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
-
-	"github.com/aiodhq/aiod/host/plugin"
 )
 
 // prompts/get, resources/read, completion/complete, subscriptions/listen
@@ -26,11 +24,11 @@ func (rc *rpcCall) promptsGet(ctx context.Context) ([]byte, *Error) {
 	if e := rc.startMRTR(*p.Name, args); e != nil {
 		return nil, e
 	}
-	creq := plugin.CallRequest{Owner: rc.ex.Principal.Owner, Name: *p.Name, Args: args}
+	creq := CallRequest{Owner: rc.ex.Principal.Owner, Name: *p.Name, Args: args}
 	rc.hook(&creq)
 	res, err := rc.s.cat.GetPrompt(ctx, creq)
 	if err != nil {
-		if errors.Is(err, plugin.ErrUnknownPrompt) {
+		if errors.Is(err, ErrUnknownPrompt) {
 			return nil, errf(CodeInvalidParams, "Invalid params: unknown prompt: "+*p.Name)
 		}
 		return rc.callError(err)
@@ -50,11 +48,11 @@ func (rc *rpcCall) resourcesRead(ctx context.Context) ([]byte, *Error) {
 	if e := rc.startMRTR(uri, nil); e != nil {
 		return nil, e
 	}
-	creq := plugin.CallRequest{Owner: rc.ex.Principal.Owner, Name: uri}
+	creq := CallRequest{Owner: rc.ex.Principal.Owner, Name: uri}
 	rc.hook(&creq)
 	res, err := rc.s.cat.ReadResource(ctx, creq)
 	if err != nil {
-		if errors.Is(err, plugin.ErrUnknownResource) {
+		if errors.Is(err, ErrUnknownResource) {
 			code := CodeInvalidParams
 			if rc.era == Legacy {
 				code = CodeLegacyNotFound
@@ -73,11 +71,11 @@ func (rc *rpcCall) complete(ctx context.Context) ([]byte, *Error) {
 	if len(rc.p.Ref) == 0 || len(rc.p.Argument) == 0 {
 		return nil, errf(CodeInvalidParams, "Invalid params: completion/complete needs ref and argument")
 	}
-	creq := plugin.CallRequest{Owner: rc.ex.Principal.Owner, Args: rc.req.Params}
+	creq := CallRequest{Owner: rc.ex.Principal.Owner, Args: rc.req.Params}
 	rc.hook(&creq)
 	res, err := rc.s.cat.Complete(ctx, creq)
 	if err != nil {
-		if errors.Is(err, plugin.ErrUnknownPrompt) {
+		if errors.Is(err, ErrUnknownPrompt) {
 			return nil, errf(CodeInvalidParams, "Invalid params: completion reference names no known prompt or resource template")
 		}
 		return rc.callError(err)

@@ -9,21 +9,14 @@ import (
 
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/hostfn/core"
+	"github.com/aiodhq/aiod/host/mcp/catalog"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
-// CallRequest is one tools/call.
-type CallRequest struct {
-	Owner string
-	Name  string
-	Args  []byte // JSON object; empty means {}
-	// Notify receives log and progress notifications; may be nil.
-	Notify func(kind string, params any)
-	// Client is the MCP client behind the request (input, request
-	// facts, server notifications); may be nil.
-	Client hostfn.Client
-}
+// CallRequest is one call into the registry (the protocol layer's type,
+// host/mcp/catalog).
+type CallRequest = catalog.CallRequest
 
 // CallTool runs a tool and returns its CallToolResult as JSON. Failures of
 // the tool (limits, traps, bad output) come back as isError results; only

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aiodhq/aiod/host/runtime"
@@ -312,5 +313,133 @@ func (p *pool) close() {
 	p.mu.Unlock()
 	for _, e := range idle {
 		e.inst.Close(context.Background())
+	}
+}
+
+func (p *Plugin) pool(owner string) *pool {
+	if v, ok := p.pools.Load(owner); ok {
+		return v.(*pool)
+	}
+	max := p.Grant.MaxInstances
+	if p.ownerMax != nil {
+		if n := p.ownerMax(owner); n > 0 {
+			max = min(max, n)
+		}
+	}
+	np := newPool(max, func(ctx context.Context) (runtime.Instance, error) {
+		return p.instantiate(ctx, owner, true)
+	})
+	if p.slots != nil {
+		np.onIdle = p.slots.idled
+	}
+	v, loaded := p.pools.LoadOrStore(owner, np)
+	if !loaded && p.closed.Load() {
+		np.close()
+	}
+	return v.(*pool)
+}
+
+// get takes an instance of owner's pool: the pool it came from, to give it
+// back to. A pool the janitor retired meanwhile is left for a new one.
+func (p *Plugin) get(ctx context.Context, owner string) (*pool, runtime.Instance, error) {
+	for {
+		pl := p.pool(owner)
+		inst, err := pl.get(ctx)
+		if err == errRetired {
+			p.pools.CompareAndDelete(owner, pl)
+			continue
+		}
+		return pl, inst, err
+	}
+}
+
+// prewarmMax bounds the instances prewarm makes per owner.
+const prewarmMax = 16
+
+// prewarmBudget bounds how long prewarm delays a swap: past it (and once
+// it has made one instance) it stops, and the new version's pools grow on
+// demand. Without it a version replaced after a burst (16 instances in
+// calls at once) held its successor back ~300 ms under load.
+var prewarmBudget = 100 * time.Millisecond
+
+// prewarm gives p, a new version of prev, as many warm instances per owner
+// as prev had in calls at once (at most prewarmMax, within prewarmBudget),
+// before p is swapped in: otherwise every call that finds the new pool
+// empty right after a swap under load pays an instantiation. Not as many
+// as prev has live: its idle instances are the high-water mark of past
+// bursts (and of its own prewarm), which each swap would pay for again; a
+// pool short of instances grows on demand. Instances are made on loaders()
+// goroutines; a failure stops warming (calls instantiate as usual then).
+// It returns how many it made.
+func (p *Plugin) prewarm(ctx context.Context, prev *Plugin) int {
+	type job struct {
+		owner string
+		pool  *pool
+	}
+	var jobs []job
+	prev.pools.Range(func(k, v any) bool {
+		owner := k.(string)
+		n := min(v.(*pool).inUsePeak(), prewarmMax, p.Grant.MaxInstances)
+		np := p.pool(owner)
+		for i := np.size(); i < n; i++ {
+			jobs = append(jobs, job{owner, np})
+		}
+		return true
+	})
+	if len(jobs) == 0 {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.Grant.Timeout)
+	defer cancel()
+	work := make(chan job)
+	var wg sync.WaitGroup
+	var failed atomic.Bool
+	var made atomic.Int32
+	until := time.Now().Add(prewarmBudget)
+	for range min(len(jobs), loaders()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				if failed.Load() || (made.Load() > 0 && time.Now().After(until)) {
+					continue
+				}
+				inst, err := p.instantiate(ctx, j.owner, false)
+				if err == errNoSlot {
+					continue // the owner is at its instances quota
+				}
+				if err != nil {
+					failed.Store(true)
+					p.log.Warn("prewarm stopped", "owner", j.owner, "err", err)
+					continue
+				}
+				j.pool.add(inst)
+				made.Add(1)
+			}
+		}()
+	}
+	for _, j := range jobs {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	return int(made.Load())
+}
+
+// IdleInstances reports the idle instances of owner's pool (for tests and
+// metrics).
+func (p *Plugin) IdleInstances(owner string) int {
+	if v, ok := p.pools.Load(owner); ok {
+		return v.(*pool).size()
+	}
+	return 0
+}
+
+func (r *Registry) releasePlugin(p *Plugin) {
+	if p.refs.Add(-1) == 0 {
+		if p.ready != nil {
+			<-p.ready // a loader is still working on it
+		}
+		p.close()
 	}
 }

@@ -1,33 +1,26 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"regexp"
 	"strings"
 
+	"github.com/aiodhq/aiod/host/mcp/catalog"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
-// ErrUnknownPrompt and ErrUnknownResource are returned for names and URIs
-// not in the catalogue.
+// The errors a call ends with, and the JSON-RPC error a plugin may answer
+// with, are the protocol layer's (host/mcp/catalog).
 var (
-	ErrUnknownPrompt   = errors.New("unknown prompt")
-	ErrUnknownResource = errors.New("unknown resource")
+	ErrUnknownPrompt   = catalog.ErrUnknownPrompt
+	ErrUnknownResource = catalog.ErrUnknownResource
+	ErrInputRequired   = catalog.ErrInputRequired
 )
 
-// ErrInputRequired is returned when the plugin stopped to ask the client
-// for input it did not have yet (an MRTR round in the 2026-07-28 protocol).
-// What it asked for was handed to the request's hostfn.Client.
-var ErrInputRequired = errors.New("input required")
-
-// RPCError is a JSON-RPC error a plugin chose to answer with, as the JSON
-// error object ({"code":..,"message":..,"data":..}).
-type RPCError struct{ Body json.RawMessage }
-
-func (e *RPCError) Error() string { return "plugin answered with a JSON-RPC error: " + string(e.Body) }
+// RPCError is a JSON-RPC error a plugin chose to answer with.
+type RPCError = catalog.RPCError
 
 // Prompt, Resource and Template are catalogue entries of the server
 // surface beyond tools.
@@ -55,23 +48,13 @@ type surface struct {
 	Templates     []*Template
 	promptByName  map[string]*Prompt
 	resourceByURI map[string]*Resource
-	promptsJSON   []byte
-	resourcesJSON []byte
-	templatesJSON []byte
 }
 
 // PromptsJSON, ResourcesJSON and TemplatesJSON are the pre-rendered JSON
 // arrays of the declarations, in catalogue order.
-func (c *Catalog) PromptsJSON() []byte   { return orEmpty(c.promptsJSON) }
-func (c *Catalog) ResourcesJSON() []byte { return orEmpty(c.resourcesJSON) }
-func (c *Catalog) TemplatesJSON() []byte { return orEmpty(c.templatesJSON) }
-
-func orEmpty(b []byte) []byte {
-	if b == nil {
-		return []byte("[]")
-	}
-	return b
-}
+func (c *Catalog) PromptsJSON() []byte   { return c.snap.PromptsJSON() }
+func (c *Catalog) ResourcesJSON() []byte { return c.snap.ResourcesJSON() }
+func (c *Catalog) TemplatesJSON() []byte { return c.snap.TemplatesJSON() }
 
 // addSurface adds p's prompts, resources and templates to the catalogue
 // being built; on a name or URI clash the first plugin keeps it.
@@ -114,15 +97,14 @@ func (c *Catalog) addSurface(p *Plugin, warn func(msg string, args ...any)) {
 // differs in every list.
 func (c *Catalog) Changed(prev *Catalog) (tools, prompts, resources bool) {
 	if prev == nil {
-		return true, true, true
+		return c.snap.Changed(nil)
 	}
-	return !bytes.Equal(c.listJSON, prev.listJSON),
-		!bytes.Equal(c.promptsJSON, prev.promptsJSON),
-		!bytes.Equal(c.resourcesJSON, prev.resourcesJSON) || !bytes.Equal(c.templatesJSON, prev.templatesJSON)
+	return c.snap.Changed(prev.snap)
 }
 
-func (c *Catalog) renderSurface() error {
-	var err error
+// renderSurface renders the JSON arrays of c's prompts, resources and
+// resource templates.
+func (c *Catalog) renderSurface() (prompts, resources, templates []byte, err error) {
 	list := func(n int, at func(i int) any) []byte {
 		if err != nil {
 			return nil
@@ -135,10 +117,10 @@ func (c *Catalog) renderSurface() error {
 		b, err = json.Marshal(v)
 		return b
 	}
-	c.promptsJSON = list(len(c.Prompts), func(i int) any { return c.Prompts[i].Decl })
-	c.resourcesJSON = list(len(c.Resources), func(i int) any { return c.Resources[i].Decl })
-	c.templatesJSON = list(len(c.Templates), func(i int) any { return c.Templates[i].Decl })
-	return err
+	prompts = list(len(c.Prompts), func(i int) any { return c.Prompts[i].Decl })
+	resources = list(len(c.Resources), func(i int) any { return c.Resources[i].Decl })
+	templates = list(len(c.Templates), func(i int) any { return c.Templates[i].Decl })
+	return prompts, resources, templates, err
 }
 
 // compileTemplate turns an RFC 6570 template into a matcher: {var} and

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/aiodhq/aiod/host/mcp"
-	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/skills"
 )
 
@@ -143,8 +142,8 @@ type catalog struct {
 	s     *Set
 }
 
-func (c *catalog) Catalog() *plugin.Catalog       { return c.inner.Catalog() }
-func (c *catalog) OnSwap(f func(*plugin.Catalog)) { c.inner.OnSwap(f) }
+func (c *catalog) Snapshot() *mcp.Snapshot      { return c.inner.Snapshot() }
+func (c *catalog) OnSwap(f func(*mcp.Snapshot)) { c.inner.OnSwap(f) }
 
 type listingCatalog struct {
 	*catalog
@@ -160,30 +159,30 @@ func (c *listingCatalog) OnToolsChanged(f func()) {
 	}
 }
 
-func (c *catalog) CallTool(ctx context.Context, req plugin.CallRequest) ([]byte, error) {
+func (c *catalog) CallTool(ctx context.Context, req mcp.CallRequest) ([]byte, error) {
 	if !c.s.ForOwner(req.Owner).Allowed(req.Name) {
-		return nil, plugin.ErrUnknownTool
+		return nil, mcp.ErrUnknownTool
 	}
 	return c.inner.CallTool(ctx, req)
 }
 
-func (c *catalog) GetPrompt(ctx context.Context, req plugin.CallRequest) ([]byte, error) {
+func (c *catalog) GetPrompt(ctx context.Context, req mcp.CallRequest) ([]byte, error) {
 	if !c.s.ForOwner(req.Owner).Allowed(req.Name) {
-		return nil, plugin.ErrUnknownPrompt
+		return nil, mcp.ErrUnknownPrompt
 	}
 	return c.inner.GetPrompt(ctx, req)
 }
 
-func (c *catalog) ReadResource(ctx context.Context, req plugin.CallRequest) ([]byte, error) {
+func (c *catalog) ReadResource(ctx context.Context, req mcp.CallRequest) ([]byte, error) {
 	if !c.s.ForOwner(req.Owner).Allowed(req.Name) {
-		return nil, plugin.ErrUnknownResource
+		return nil, mcp.ErrUnknownResource
 	}
 	return c.inner.ReadResource(ctx, req)
 }
 
 // Complete refuses a reference to a prompt or resource template the
 // tenant may not use as a reference to nothing known.
-func (c *catalog) Complete(ctx context.Context, req plugin.CallRequest) ([]byte, error) {
+func (c *catalog) Complete(ctx context.Context, req mcp.CallRequest) ([]byte, error) {
 	var p struct {
 		Ref struct {
 			Type string `json:"type"`
@@ -192,14 +191,14 @@ func (c *catalog) Complete(ctx context.Context, req plugin.CallRequest) ([]byte,
 		} `json:"ref"`
 	}
 	if err := json.Unmarshal(req.Args, &p); err != nil {
-		return nil, errors.Join(plugin.ErrUnknownPrompt, err)
+		return nil, errors.Join(mcp.ErrUnknownPrompt, err)
 	}
 	name := p.Ref.Name
 	if p.Ref.Type == "ref/resource" {
 		name = p.Ref.URI
 	}
 	if !c.s.ForOwner(req.Owner).Allowed(name) {
-		return nil, plugin.ErrUnknownPrompt
+		return nil, mcp.ErrUnknownPrompt
 	}
 	return c.inner.Complete(ctx, req)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 )
 
@@ -205,8 +206,8 @@ func TestFilterList(t *testing.T) {
 // fakeCat records what reaches it.
 type fakeCat struct{ calls []string }
 
-func (f *fakeCat) Catalog() *plugin.Catalog     { return nil }
-func (f *fakeCat) OnSwap(func(*plugin.Catalog)) {}
+func (f *fakeCat) Snapshot() *mcp.Snapshot    { return nil }
+func (f *fakeCat) OnSwap(func(*mcp.Snapshot)) {}
 func (f *fakeCat) ok(n string) ([]byte, error) {
 	f.calls = append(f.calls, n)
 	return []byte(`{}`), nil
