@@ -92,7 +92,8 @@ func (c *catalog) ListTools(ctx context.Context) []byte {
 }
 
 // CallTool runs a plugin tool, or forwards the call to the upstream that
-// publishes the name. An upstream's answer comes back as it wrote it; a
+// publishes the name. An upstream's answer comes back as it wrote it,
+// without its hop's envelope (host/upstream's Set.Call); a
 // server that is down answers an isError result naming it; a JSON-RPC error
 // of the upstream is relayed as one. Progress and log notifications of the
 // upstream reach the client when the client asked for them (req.Notify is

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -26,15 +27,17 @@ func (u *upstream) answer(res json.RawMessage) json.RawMessage {
 	if !ok {
 		return res // not an object: the caller's problem, as before
 	}
-	drop := make([]bool, len(ms))
+	var drop []bool // allocated at the first member dropped
 	var meta []byte // the top-level _meta without serverInfo (nil: unchanged)
 	metaAt := -1
 	changed := false
 	for i, m := range ms {
-		switch m.key {
+		switch string(m.key) {
 		case "resultType":
 			var rt string
-			if json.Unmarshal(res[m.vstart:m.end], &rt) != nil {
+			if v := res[m.vstart:m.end]; string(v) == `"complete"` {
+				rt = resultComplete
+			} else if json.Unmarshal(v, &rt) != nil {
 				return errorResult(fmt.Sprintf("upstream MCP server %q answered a resultType that is not a string", u.srv.Name))
 			}
 			if rt != resultComplete {
@@ -43,7 +46,8 @@ func (u *upstream) answer(res json.RawMessage) json.RawMessage {
 				}
 				return errorResult(fmt.Sprintf("upstream MCP server %q answered a result of type %q, which aiod did not ask for", u.srv.Name, rt))
 			}
-			drop[i], changed = true, true
+			drop = dropAt(drop, len(ms), i)
+			changed = true
 		case "_meta":
 			v := res[m.vstart:m.end]
 			inner, ok := members(v)
@@ -52,7 +56,7 @@ func (u *upstream) answer(res json.RawMessage) json.RawMessage {
 			}
 			keep := make([]member, 0, len(inner))
 			for _, im := range inner {
-				if im.key != metaServerInfo {
+				if string(im.key) != metaServerInfo {
 					keep = append(keep, im)
 				}
 			}
@@ -61,7 +65,7 @@ func (u *upstream) answer(res json.RawMessage) json.RawMessage {
 			}
 			changed = true
 			if len(keep) == 0 {
-				drop[i] = true // only the envelope was there
+				drop = dropAt(drop, len(ms), i) // only the envelope was there
 				continue
 			}
 			meta, metaAt = join(v, keep), i
@@ -74,7 +78,7 @@ func (u *upstream) answer(res json.RawMessage) json.RawMessage {
 	out = append(out, '{')
 	first := true
 	for i, m := range ms {
-		if drop[i] {
+		if drop != nil && drop[i] {
 			continue
 		}
 		if !first {
@@ -91,10 +95,18 @@ func (u *upstream) answer(res json.RawMessage) json.RawMessage {
 	return append(out, '}')
 }
 
+func dropAt(drop []bool, n, i int) []bool {
+	if drop == nil {
+		drop = make([]bool, n)
+	}
+	drop[i] = true
+	return drop
+}
+
 // member is one member of a JSON object: b[start:end] is the member as
 // written (key, colon, value), b[vstart:end] its value.
 type member struct {
-	key                string
+	key                []byte // unescaped
 	start, vstart, end int
 }
 
@@ -119,6 +131,7 @@ func members(b []byte) (ms []member, ok bool) {
 	if i >= len(b) || b[i] != '{' {
 		return nil, false
 	}
+	ms = make([]member, 0, 8)
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return nil, skipSpace(b, i+1) == len(b)
@@ -132,14 +145,13 @@ func members(b []byte) (ms []member, ok bool) {
 		if kend < 0 {
 			return nil, false
 		}
-		key := string(b[i+1 : kend-1])
-		for _, c := range b[i+1 : kend-1] {
-			if c == '\\' { // an escaped key: decode it
-				if json.Unmarshal(b[i:kend], &key) != nil {
-					return nil, false
-				}
-				break
+		key := b[i+1 : kend-1]
+		if bytes.IndexByte(key, '\\') >= 0 { // an escaped key: decode it
+			var k string
+			if json.Unmarshal(b[i:kend], &k) != nil {
+				return nil, false
 			}
+			key = []byte(k)
 		}
 		i = skipSpace(b, kend)
 		if i >= len(b) || b[i] != ':' {

@@ -116,8 +116,8 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestRedirectsNotFollowed: an upstream that answers tools/list or
-// tools/call with a redirect (301, 302, 303, 307, 308) to a host that is not
+// TestRedirectsNotFollowed: an upstream that answers tools/list, its
+// handshake (server/discover, initialize) or tools/call with a redirect (301, 302, 303, 307, 308) to a host that is not
 // loopback, to another loopback address, or to another path of its own
 // origin: aiod sends nothing there, on the go-sdk client's path (both eras)
 // and on the fast path. A redirected call is an isError result naming the
@@ -163,27 +163,34 @@ func TestRedirectsNotFollowed(t *testing.T) {
 	for _, status := range []int{301, 302, 303, 307, 308} {
 		for _, tg := range targets {
 			for _, p := range listPaths {
-				t.Run(fmt.Sprintf("%d/%s/tools-list/%s", status, tg.name, p.name), func(t *testing.T) {
-					up := newRedirectingUpstream(t, p.stateless, status, tg.location(), func(_ *http.Request, m string) bool { return m == "tools/list" })
-					var logs syncBuffer
-					s := newSet(t, Options{Transport: transport, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, Server{Name: "r", URL: up.url, Prefix: "r"})
-					if got := names(s.Tools(context.Background())); len(got) != 0 {
-						t.Fatalf("tools %v, want none: the list was redirected", got)
-					}
-					if st := s.Status(context.Background()); st[0].Reachable {
-						t.Fatalf("status %+v, want unreachable", st[0])
-					}
-					if up.redirected.Load() == 0 {
-						t.Fatal("the upstream redirected nothing: the test did not test")
-					}
-					if n := tg.seen(up); n != 0 {
-						t.Fatalf("%d requests reached the redirect's target", n)
-					}
-					want := fmt.Sprintf(`upstream MCP server \"r\" answered HTTP %d`, status)
-					if !strings.Contains(logs.String(), want) {
-						t.Fatalf("log does not name the server and the status (%s):\n%s", want, logs.String())
-					}
-				})
+				for _, op := range []string{"tools-list", "handshake"} {
+					t.Run(fmt.Sprintf("%d/%s/%s/%s", status, tg.name, op, p.name), func(t *testing.T) {
+						up := newRedirectingUpstream(t, p.stateless, status, tg.location(), func(_ *http.Request, m string) bool {
+							if op == "handshake" {
+								return m == "server/discover" || m == "initialize"
+							}
+							return m == "tools/list"
+						})
+						var logs syncBuffer
+						s := newSet(t, Options{Transport: transport, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, Server{Name: "r", URL: up.url, Prefix: "r"})
+						if got := names(s.Tools(context.Background())); len(got) != 0 {
+							t.Fatalf("tools %v, want none: the list was redirected", got)
+						}
+						if st := s.Status(context.Background()); st[0].Reachable {
+							t.Fatalf("status %+v, want unreachable", st[0])
+						}
+						if up.redirected.Load() == 0 {
+							t.Fatal("the upstream redirected nothing: the test did not test")
+						}
+						if n := tg.seen(up); n != 0 {
+							t.Fatalf("%d requests reached the redirect's target", n)
+						}
+						want := fmt.Sprintf(`upstream MCP server \"r\" answered HTTP %d`, status)
+						if !strings.Contains(logs.String(), want) {
+							t.Fatalf("log does not name the server and the status (%s):\n%s", want, logs.String())
+						}
+					})
+				}
 			}
 			for _, p := range callPaths {
 				t.Run(fmt.Sprintf("%d/%s/tools-call/%s", status, tg.name, p.name), func(t *testing.T) {
