@@ -63,4 +63,12 @@ func TestPluginCommands(t *testing.T) {
 	if code, out, _ := runCmd(t, "plugin", "test", filepath.Join(plugins, "hello"), "--args", bad, "--engine", "wazero"); code != 1 || !strings.Contains(out, `text "Hello, Bob!", expected "Hello, Ada!"`) {
 		t.Errorf("test with a wrong expectation: exit %d, %s", code, out)
 	}
+	// --cache-dir: the hosts compile through the given cache.
+	cache := filepath.Join(dir, "cache")
+	if code, out, errOut := runCmd(t, "plugin", "test", proj, "--engine", "wazero", "--cache-dir", cache); code != 0 || !strings.Contains(out, "ok   wazero   hello") {
+		t.Errorf("test --cache-dir: exit %d, %s %s", code, out, errOut)
+	}
+	if entries, err := os.ReadDir(cache); err != nil || len(entries) == 0 {
+		t.Errorf("test --cache-dir left the cache empty: %v, %v", entries, err)
+	}
 }
