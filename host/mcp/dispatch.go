@@ -74,9 +74,9 @@ type method struct {
 	plugin bool
 }
 
-// methods is the method table: every request method served through
-// dispatch. It is each Server's (Server.methods) until an extension adds
-// its own to the Server's copy (the tasks extension, tasks.go).
+// methods is the base method table: every request method served through
+// dispatch. A Server serves it (Server.methods), or a copy of it with an
+// extension's methods added (the tasks extension, tasks.go).
 var methods map[string]method
 
 func init() {
