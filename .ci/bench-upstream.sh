@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Upstream forwarding overhead (issue 8 §4), part of make bench: the go-sdk
+# Upstream forwarding overhead, part of make bench: the go-sdk
 # peer's echo called directly and through an aiod that aggregates it
 # (EXTRA_MCP_SERVERS, prefix "g"), and aiod's own echo directly and through
 # the same forwarding aiod (prefix "a"), targets alternating round by round.
 # Prints median req/s and p99 per target and the through/direct ratios
-# (target: throughput >= 0.80, p99 <= 1.5x).
+# (target: throughput >= 0.80, p99 <= 1.5x), and leaves the medians in
+# build/bench/upstream-medians.txt (target req/s p99_ms), which bench.sh
+# puts in its table.
 #
 #   GOSDK_URL=http://127.0.0.1:18201/ AIOD_URL=http://127.0.0.1:18291/mcp \
 #     PEERS=../shared/peers .ci/bench-upstream.sh
@@ -62,12 +64,14 @@ done
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 printf '%-16s %12s %12s %10s\n' target req/s p99_ms errors
 declare -A rps p99
+: >"$WORK/upstream-medians.txt"
 for t in "${targets[@]}"; do
   name=${t%%|*}
   rps[$name]=$(awk -v n="$name" '$1==n {print $2}' "$res" | median)
   p99[$name]=$(awk -v n="$name" '$1==n {print $3}' "$res" | median)
   errs=$(awk -v n="$name" '$1==n {s+=$4} END {print s+0}' "$res")
   printf '%-16s %12.0f %12.2f %10d\n' "$name" "${rps[$name]}" "${p99[$name]}" "$errs"
+  printf '%s %s %s\n' "$name" "${rps[$name]}" "${p99[$name]}" >>"$WORK/upstream-medians.txt"
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
 echo "go-sdk peer through aiod / direct: throughput $(ratio "${rps[gosdk-via-aiod]}" "${rps[gosdk-direct]}") (target >= 0.80), p99 $(ratio "${p99[gosdk-via-aiod]}" "${p99[gosdk-direct]}")x (target <= 1.5x)"
