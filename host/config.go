@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"runtime/debug"
 
+	"github.com/aiodhq/aiod/host/browser"
+	"github.com/aiodhq/aiod/host/internal/unionfs"
 	"github.com/aiodhq/aiod/host/mcp"
 )
 
@@ -135,4 +137,27 @@ type PageToolsConfig struct {
 	// PageToolsFS holds the page tools' plugin package (plugins/browser.FS());
 	// nil: this binary has none.
 	PageToolsFS fs.FS
+}
+
+// served reports whether the page tools are served with the browser plane
+// in mode: the package is there, the plane is on, and it is launched or
+// they were asked for.
+func (c PageToolsConfig) served(mode browser.Mode) bool {
+	if c.PageToolsFS == nil || mode == browser.Off {
+		return false
+	}
+	return c.PageTools || mode == browser.Launch
+}
+
+// builtins is the built-in packages the registry loads: builtins, plus the
+// page tools' package when served. The page tools are not in the
+// built-ins' "order" file, so they come after the ten.
+func (c PageToolsConfig) builtins(builtins fs.FS, mode browser.Mode) fs.FS {
+	if !c.served(mode) {
+		return builtins
+	}
+	if builtins == nil {
+		return c.PageToolsFS
+	}
+	return unionfs.New(builtins, c.PageToolsFS)
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/internal/footprint"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/proc"
@@ -113,7 +114,7 @@ type Host struct {
 	fams    *families
 	mcp     *mcp.Server
 	srv     *server.Server
-	watch   *watcher
+	watch   *plugin.Watcher
 	closed  atomic.Bool
 	// reloadMu serializes reloads (SIGHUP, the watcher, the admin API);
 	// policyErr is why the policy file was last refused ("" if it was not).
@@ -251,11 +252,11 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		BuiltinPolicy: builtinPolicy(policy),
 		Env:           env,
 		Families:      fams.forGrant,
-		Builtins:      withPageTools(cfg),
+		Builtins:      cfg.PageToolsConfig.builtins(cfg.Builtins, cfg.Browser.Mode),
 		Dir:           cfg.PluginsDir,
 		IdleTimeout:   cfg.IdleTimeout,
 		KeepCompiled:  cfg.KeepCompiled,
-		Rested:        releaseRested, // footprint.go
+		Rested:        footprint.ReleaseRested,
 		Logger:        log,
 		// list at once from the manifests, compile in the background
 		Background:     true,
@@ -270,7 +271,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, err
 	}
 	h.reg = reg
-	go releaseAfterLoad(reg) // footprint.go
+	go footprint.AfterLoad(reg)
 	var served mcp.Catalog = reg
 	if h.ups != nil {
 		served = &catalog{Registry: reg, ups: h.ups}
@@ -298,7 +299,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	h.tenancy.serverOptions(&srvOpts)
 	h.srv = server.New(srvOpts)
 	if cfg.Watch && cfg.PluginsDir != "" {
-		w, err := startWatcher(cfg.PluginsDir, cfg.PolicyFile, cfg.WatchDebounce, h.reload, log)
+		w, err := plugin.Watch(plugin.WatchOptions{Dir: cfg.PluginsDir, Policy: cfg.PolicyFile, Debounce: cfg.WatchDebounce, Reload: h.watchReload, Logger: log})
 		if err != nil {
 			h.Close(ctx)
 			return nil, err
