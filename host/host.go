@@ -26,6 +26,7 @@ import (
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/internal/footprint"
+	"github.com/aiodhq/aiod/host/internal/netx"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/proc"
@@ -145,7 +146,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("port %d: not in 1-65535", cfg.Port)
 	}
 	if cfg.PprofAddr != "" {
-		if h, _, err := net.SplitHostPort(cfg.PprofAddr); err != nil || !isLoopback(h) {
+		if h, _, err := net.SplitHostPort(cfg.PprofAddr); err != nil || !netx.Loopback(h) {
 			return nil, fmt.Errorf("profiler address %q: must be a loopback host:port (127.0.0.1:6060)", cfg.PprofAddr)
 		}
 	}
@@ -165,7 +166,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		}
 		policy = p
 	}
-	if !isLoopback(cfg.Host) && !authConfigured(cfg, policy) && !cfg.AllowUnauthenticated {
+	if !netx.Loopback(cfg.Host) && !authConfigured(cfg, policy) && !cfg.AllowUnauthenticated {
 		return nil, fmt.Errorf("%w: %s is reachable from other machines; set --api-key (AIO_API_KEY), tenant keys in the policy or OAuth, or pass --allow-unauthenticated", ErrUnauthenticatedExposure, cfg.Host)
 	}
 	env, err := sandboxEnv(cfg.Workspace)
@@ -293,9 +294,9 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		h.Close(ctx)
 		return nil, err
 	}
-	srvOpts := server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: isLoopback(cfg.Host),
+	srvOpts := server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: netx.Loopback(cfg.Host),
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Capabilities: h.capabilities,
-		Admin: &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins}, Sandbox: h.sandbox(env, cacheDir)}
+		Admin: &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins}, Status: status(env, cacheDir, cfg.Browser, h.fams.procs, br)}
 	h.tenancy.serverOptions(&srvOpts)
 	h.srv = server.New(srvOpts)
 	if cfg.Watch && cfg.PluginsDir != "" {
@@ -351,14 +352,6 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	errs = append(errs, h.fams.Close(), h.browser.Close(), h.engine.Close(ctx))
 	return errors.Join(errs...)
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func sandboxEnv(workspace string) (caps.Env, error) {

@@ -11,14 +11,16 @@ import (
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/doctor"
+	"github.com/aiodhq/aiod/host/proc"
 	"github.com/aiodhq/aiod/host/server"
 )
 
-// sandbox is what GET /v2/sandbox and the per-domain part of GET
+// status is what GET /v2/sandbox and the per-domain part of GET
 // /v1/capabilities report: the doctor's probes (the same as `aiod
-// doctor`), with the host's own process containment and browser.
-func (h *Host) sandbox(env caps.Env, cacheDir string) *server.Sandbox {
-	bh, bp := h.cfg.Browser.Host, h.cfg.Browser.Port
+// doctor`) of the cache directory, the workspace and the browser plane bc
+// configures, with the host's own process containment and browser.
+func status(env caps.Env, cacheDir string, bc browser.Config, procs *proc.Manager, br *browser.Browser) *server.Status {
+	bh, bp := bc.Host, bc.Port
 	if bh == "" {
 		bh = browser.DefaultHost
 	}
@@ -29,8 +31,8 @@ func (h *Host) sandbox(env caps.Env, cacheDir string) *server.Sandbox {
 		CacheDir:  cacheDir,
 		Workspace: env.Workspace,
 		CDP:       net.JoinHostPort(bh, strconv.Itoa(bp)),
-		Chromium:  h.cfg.Browser.Path,
-		Cgroups:   func() doctor.Check { return doctor.ContainmentCheck(h.fams.procs.Containment()) },
+		Chromium:  bc.Path,
+		Cgroups:   func() doctor.Check { return doctor.ContainmentCheck(procs.Containment()) },
 	}, 0)
 	ws := env.Workspace
 	if ws == "" {
@@ -43,6 +45,6 @@ func (h *Host) sandbox(env caps.Env, cacheDir string) *server.Sandbox {
 	if u, err := user.Current(); err == nil {
 		id["user"] = u.Username
 	}
-	return &server.Sandbox{Doctor: d, Identity: id, Version: Version, WorkspaceDir: ws,
-		Browser: func(ctx context.Context) any { return h.browser.Status(ctx) }}
+	return &server.Status{Doctor: d, Identity: id, Version: Version, WorkspaceDir: ws,
+		Browser: func(ctx context.Context) any { return br.Status(ctx) }}
 }
