@@ -9,6 +9,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/fsroot"
+	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/proc"
 
 	"github.com/aiodhq/aiod/host/caps"
@@ -34,12 +35,12 @@ type families struct {
 // newFamilies makes the families' state; br is the host's browser, ups
 // its upstream set (nil without upstream servers) and lock its lockdown
 // (nil without).
-func newFamilies(log *slog.Logger, br *browser.Browser, ups *upstream.Set, lock *lockdown) *families {
+func newFamilies(log *slog.Logger, br *browser.Browser, ups *upstream.Set, lock *lockdown.Lockdown) *families {
 	pc := proc.Config{BaseEnv: baseEnv(os.Environ()), Logger: log}
 	files := hostfn.NewFiles(fsroot.Options{})
 	if lock != nil {
-		pc = lock.procConfig(pc)
-		files.SetOwnerDirs(lock.fileDirs)
+		pc = lock.ProcConfig(pc)
+		files.SetOwnerDirs(lock.FileDirs)
 	}
 	m := proc.New(pc)
 	return &families{

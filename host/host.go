@@ -13,11 +13,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,8 +26,10 @@ import (
 
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/doctor"
 	"github.com/aiodhq/aiod/host/internal/footprint"
 	"github.com/aiodhq/aiod/host/internal/netx"
+	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/proc"
@@ -38,221 +41,120 @@ import (
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
-// Config is everything `aiod start` can set. The zero value is usable: a
-// zero field means the owning package's default (DefaultHost, DefaultPort,
-// DefaultEngine, plugin.DefaultIdleTimeout, mcp.DefaultMaxSessions,
-// mcp.DefaultSessionIdleTimeout).
-type Config struct {
-	Host       string // default DefaultHost
-	Port       int    // default DefaultPort
-	PluginsDir string
-	CacheDir   string // default <user cache dir>/aiod/wazero; "-" disables the disk cache
-	Workspace  string // restricts file operations and process cwd to this directory
-	PolicyFile string
-	// APIKey, when not empty, is required on every route but /health.
-	APIKey               string
-	AllowUnauthenticated bool
-	// IdleTimeout evicts plugin instances idle this long.
-	IdleTimeout time.Duration
-	// KeepCompiled keeps every plugin's compiled code in memory
-	// (plugin.Options.KeepCompiled); by default a plugin without
-	// instances drops it.
-	KeepCompiled bool
-	// Engine names the WebAssembly engine (one of Engines()).
-	Engine string
-	// PprofAddr, when set, serves Go's profiler on this loopback address
-	// while Run runs (never on the MCP port).
-	PprofAddr string
-	// MaxSessions and SessionIdleTimeout bound legacy MCP sessions (zero:
-	// the mcp package defaults).
-	MaxSessions        int
-	SessionIdleTimeout time.Duration
-	// AllowedHosts and AllowedOrigins extend the DNS-rebinding checks.
-	AllowedHosts   []string
-	AllowedOrigins []string
-	// Watch reloads when the plugins directory, a package in it or the
-	// policy file changes (debounced by WatchDebounce, default
-	// DefaultWatchDebounce). cmd/aiod turns it on by default.
-	Watch         bool
-	WatchDebounce time.Duration
-	// AdminKey, when not empty, opens the admin API (POST /admin/reload,
-	// GET /admin/plugins) to requests that carry it; the API key does not.
-	AdminKey string
-	// Upstreams are other MCP servers whose tools are published after the
-	// plugins' (upstream.ParseServers parses the EXTRA_MCP_SERVERS value);
-	// UpstreamListTimeout bounds one upstream's tools/list (zero:
-	// upstream.DefaultListTimeout).
-	Upstreams           []upstream.Server
-	UpstreamListTimeout time.Duration
-	// PinUpstreams, when set, is the pin file of the upstream tools: a tool
-	// whose definition does not match its pin is withheld until accepted
-	// (aiod upstream review --accept; spec/upstream.md).
-	PinUpstreams string
-	// Browser configures the browser plane (host/browser: attach, launch
-	// or off; the zero value attaches to 127.0.0.1:9222). Its Logger
-	// defaults to Logger.
-	Browser browser.Config
-	// Builtins are the embedded built-in plugins; nil for none.
-	Builtins fs.FS
-	Logger   *slog.Logger
-	LockdownConfig
-	// TenancyConfig: OAuth, the audit log (config.go; wiring.go).
-	TenancyConfig
-	// ReplicaConfig: the shared state keys and the replica id (config.go).
-	ReplicaConfig
-	// PageToolsConfig: the page tools (config.go; pagetools.go).
-	PageToolsConfig
-}
-
 // Host is a running aiod.
 type Host struct {
-	cfg     Config
-	log     *slog.Logger
+	log *slog.Logger
+	// what Addr, Run and the reloads read of the configuration, taken
+	// from it once by New
+	addr, pprofAddr                  string
+	policyFile, apiKey, stateKeyFile string
+
 	engine  runtime.Engine
-	reg     *plugin.Registry
-	ups     *upstream.Set // nil without upstreams
 	browser *browser.Browser
+	ups     *upstream.Set // nil without upstreams
 	fams    *families
+	reg     *plugin.Registry
 	mcp     *mcp.Server
 	srv     *server.Server
 	watch   *plugin.Watcher
-	closed  atomic.Bool
+	tenancy tenancy // tenancy.go
+	// teardown closes the parts built so far, in the order they were
+	// built; Close runs it in reverse (built).
+	teardown []func(context.Context) error
+	closed   atomic.Bool
 	// reloadMu serializes reloads (SIGHUP, the watcher, the admin API);
 	// policyErr is why the policy file was last refused ("" if it was not).
 	reloadMu  sync.Mutex
 	policyErr atomic.Pointer[string]
-	tenancy   tenancy // wiring.go
 }
 
 // ErrUnauthenticatedExposure is returned when binding beyond loopback
 // without an API key.
 var ErrUnauthenticatedExposure = errors.New("refusing to listen on a non-loopback address without an API key")
 
-// New validates cfg and loads the plugins.
-func New(ctx context.Context, cfg Config) (*Host, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Host == "" {
-		cfg.Host = DefaultHost
-	}
-	if cfg.Port == 0 {
-		cfg.Port = DefaultPort
-	}
-	if cfg.UpstreamListTimeout < 0 {
-		return nil, fmt.Errorf("upstream list timeout %s: must not be negative", cfg.UpstreamListTimeout)
-	}
-	if cfg.Port < 0 || cfg.Port > 65535 {
-		return nil, fmt.Errorf("port %d: not in 1-65535", cfg.Port)
-	}
-	if cfg.PprofAddr != "" {
-		if h, _, err := net.SplitHostPort(cfg.PprofAddr); err != nil || !netx.Loopback(h) {
-			return nil, fmt.Errorf("profiler address %q: must be a loopback host:port (127.0.0.1:6060)", cfg.PprofAddr)
-		}
-	}
-	if cfg.AdminKey != "" && cfg.AdminKey == cfg.APIKey {
-		return nil, errors.New("the admin key must differ from the API key: every client holding the API key would be an operator")
-	}
-	stateKeys, err := cfg.stateKeys()
+// New validates cfg and loads the plugins. It reads the configuration
+// once, on the way down: it validates it (Config.validate), reads the
+// policy, then provisions each part from its own section, in order (the
+// engine, the browser, the upstreams, the families, the registry, the
+// tenancy, the protocol layer, the HTTP server, the watcher); a step that
+// fails tears down what was built, in reverse (Close).
+func New(ctx context.Context, cfg Config) (_ *Host, err error) {
+	cfg, stateKeys, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
 	log := cfg.Logger
 	policy := &caps.Policy{}
 	if cfg.PolicyFile != "" {
-		p, err := readPolicy(cfg.PolicyFile)
-		if err != nil {
+		if policy, err = readPolicy(cfg.PolicyFile); err != nil {
 			return nil, err
 		}
-		policy = p
 	}
-	if !netx.Loopback(cfg.Host) && !authConfigured(cfg, policy) && !cfg.AllowUnauthenticated {
+	authenticated := cfg.TenancyConfig.authConfigured(cfg.APIKey, policy)
+	if !netx.Loopback(cfg.Host) && !authenticated && !cfg.AllowUnauthenticated {
 		return nil, fmt.Errorf("%w: %s is reachable from other machines; set --api-key (AIO_API_KEY), tenant keys in the policy or OAuth, or pass --allow-unauthenticated", ErrUnauthenticatedExposure, cfg.Host)
 	}
 	env, err := sandboxEnv(cfg.Workspace)
 	if err != nil {
 		return nil, err
 	}
-	cacheDir := cfg.CacheDir
-	if cacheDir == "" {
-		if d, err := os.UserCacheDir(); err == nil {
-			cacheDir = filepath.Join(d, "aiod", "wazero")
-		}
-	}
-	if cacheDir == "-" {
-		cacheDir = ""
-	}
-	if cacheDir != "" {
-		if err := os.MkdirAll(cacheDir, 0o700); err != nil {
-			return nil, fmt.Errorf("cache dir: %w", err)
-		}
-	}
-	var lock *lockdown
-	if cfg.Lockdown {
-		if lock, err = startLockdown(&cfg, policy, cacheDir); err != nil {
-			return nil, err
-		}
-		env = lock.env()
-	}
-	eng, err := newEngine(cfg.Engine, EngineOptions{CacheDir: cacheDir})
+	cacheDir, err := makeCacheDir(cfg.CacheDir)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Browser.Logger == nil {
-		cfg.Browser.Logger = log
-	}
-	br, err := browser.New(cfg.Browser)
+	lock, err := lockdown.Start(cfg.LockdownConfig, lockdown.Inputs{Policy: policy, CacheDir: cacheDir,
+		PluginsDir: cfg.PluginsDir, PolicyFile: cfg.PolicyFile, PinFile: cfg.PinUpstreams, AuditLog: cfg.AuditLog,
+		Workspace: cfg.Workspace, Authenticated: authenticated, AllowUnauthenticated: cfg.AllowUnauthenticated})
 	if err != nil {
-		eng.Close(ctx)
 		return nil, err
 	}
-	h := &Host{cfg: cfg, log: log, engine: eng, browser: br}
+	pinFile, auditRequired := cfg.PinUpstreams, cfg.AuditRequired
+	if lock != nil {
+		env, pinFile, auditRequired = lock.Env(), lock.PinFile(), true
+	}
+
+	h := &Host{log: log, addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), pprofAddr: cfg.PprofAddr,
+		policyFile: cfg.PolicyFile, apiKey: cfg.APIKey, stateKeyFile: cfg.StateKeyFile}
+	defer func() {
+		if err != nil {
+			h.Close(ctx)
+		}
+	}()
+	if h.engine, err = newEngine(cfg.Engine, EngineOptions{CacheDir: cacheDir}); err != nil {
+		return nil, err
+	}
+	h.built(h.engine.Close)
+	bc := cfg.Browser
+	if bc.Logger == nil {
+		bc.Logger = log
+	}
+	if h.browser, err = browser.New(bc); err != nil {
+		return nil, err
+	}
+	h.built(func(context.Context) error { return h.browser.Close() })
 	// the tenants exist before the registry, whose loaders read their
 	// quotas (OwnerInstances) from the start
 	h.tenancy.set = tenant.New(policy.Tenants, cfg.APIKey)
-	var pins *upstream.Pins
-	if cfg.PinUpstreams != "" {
-		if pins, err = upstream.LoadPins(cfg.PinUpstreams); err != nil {
-			br.Close()
-			eng.Close(ctx)
-			return nil, err
-		}
+	if err = h.provisionUpstreams(cfg.Upstreams, pinFile, cfg.UpstreamListTimeout); err != nil {
+		return nil, err
 	}
-	if len(cfg.Upstreams) > 0 {
-		// Made before the registry (the upstream family needs it); the
-		// names it excludes are the registry's, looked up at each use.
-		h.ups = newUpstreamSet(cfg.Upstreams, h.pluginTool, pins, cfg)
-	}
-	fams := newFamilies(log, br, h.ups, lock)
-	h.fams = fams
+	h.fams = newFamilies(log, h.browser, h.ups, lock)
+	h.built(func(context.Context) error { return h.fams.Close() })
 	if lock != nil {
-		if err := lock.checkRuntime(ctx, fams.procs); err != nil {
-			eng.Close(ctx)
-			fams.Close()
-			h.closeUpstreams()
-			br.Close()
+		if err = lock.CheckRuntime(ctx, h.fams.procs); err != nil {
 			return nil, err
 		}
-		lock.log(log, fams.procs)
+		lock.Log(log, h.fams.procs)
 	}
 	if cfg.Builtins == nil {
 		log.Warn("this binary has no built-in plugins (build it with `make build`)")
 	}
-	if cfg.PluginsDir != "" {
-		if st, err := os.Stat(cfg.PluginsDir); err != nil || !st.IsDir() {
-			eng.Close(ctx)
-			fams.Close()
-			h.closeUpstreams()
-			br.Close()
-			return nil, fmt.Errorf("plugins dir %s: not a readable directory", cfg.PluginsDir)
-		}
-	}
-	reg, err := plugin.New(ctx, plugin.Options{
-		Engine:        eng,
+	if err = h.provisionRegistry(ctx, plugin.Options{
+		Engine:        h.engine,
 		Policy:        policy,
 		BuiltinPolicy: builtinPolicy(policy),
 		Env:           env,
-		Families:      fams.forGrant,
+		Families:      h.fams.forGrant,
 		Builtins:      cfg.PageToolsConfig.builtins(cfg.Builtins, cfg.Browser.Mode),
 		Dir:           cfg.PluginsDir,
 		IdleTimeout:   cfg.IdleTimeout,
@@ -263,51 +165,101 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		Background:     true,
 		RequirePins:    cfg.Lockdown,
 		OwnerInstances: h.tenancy.instances,
-	})
-	if err != nil && reg == nil {
-		eng.Close(ctx)
-		fams.Close()
-		h.closeUpstreams()
-		br.Close()
+	}); err != nil {
 		return nil, err
 	}
-	h.reg = reg
-	go footprint.AfterLoad(reg)
-	var served mcp.Catalog = reg
-	if h.ups != nil {
-		served = &catalog{Registry: reg, ups: h.ups}
-	}
-	if err := h.startTenancy(policy); err != nil {
-		h.Close(ctx)
+	h.built(func(context.Context) error { return h.tenancy.close() })
+	if err = h.wireTenancy(cfg.TenancyConfig, auditRequired, cfg.AdminKey, policy); err != nil {
 		return nil, err
 	}
 	if lock != nil {
 		set := h.tenancy.set
-		ws := func(owner string) string { return set.ForOwner(owner).Policy.Workspace }
-		lock.workspace.Store(&ws)
+		lock.SetWorkspaces(func(owner string) string { return set.ForOwner(owner).Policy.Workspace })
+	}
+	var served mcp.Catalog = h.reg
+	if h.ups != nil {
+		served = &catalog{Registry: h.reg, ups: h.ups}
 	}
 	h.mcp = mcp.NewServer(h.tenancy.set.Catalog(served), mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
 		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout, Middleware: h.tenancy.middleware(),
 		SessionsPerOwner: h.tenancy.sessions, Tasks: taskOptions(policy.Limits), Skills: skills.FromEnv(os.Getenv),
 		ReplicaID: cfg.ReplicaID})
-	if err := h.setStateKeys(stateKeys); err != nil {
-		h.Close(ctx)
+	h.built(func(context.Context) error { h.mcp.Close(); return nil })
+	if err = h.setStateKeys(stateKeys); err != nil {
 		return nil, err
 	}
 	srvOpts := server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: netx.Loopback(cfg.Host),
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Capabilities: h.capabilities,
-		Admin: &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins}, Status: status(env, cacheDir, cfg.Browser, h.fams.procs, br)}
+		Admin:  &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins},
+		Status: status(env, cacheDir, cfg.Browser, h.fams.procs, h.browser)}
 	h.tenancy.serverOptions(&srvOpts)
 	h.srv = server.New(srvOpts)
 	if cfg.Watch && cfg.PluginsDir != "" {
-		w, err := plugin.Watch(plugin.WatchOptions{Dir: cfg.PluginsDir, Policy: cfg.PolicyFile, Debounce: cfg.WatchDebounce, Reload: h.watchReload, Logger: log})
-		if err != nil {
-			h.Close(ctx)
+		if h.watch, err = plugin.Watch(plugin.WatchOptions{Dir: cfg.PluginsDir, Policy: cfg.PolicyFile,
+			Debounce: cfg.WatchDebounce, Reload: h.watchReload, Logger: log}); err != nil {
 			return nil, err
 		}
-		h.watch = w
+		h.built(func(context.Context) error { return h.watch.Close() })
 	}
 	return h, nil
+}
+
+// makeCacheDir is the compile cache directory: dir, or <user cache
+// dir>/aiod/wazero when empty, made if missing; "-" is none ("").
+func makeCacheDir(dir string) (string, error) {
+	if dir == "" {
+		if d, err := os.UserCacheDir(); err == nil {
+			dir = filepath.Join(d, "aiod", "wazero")
+		}
+	}
+	if dir == "-" {
+		dir = ""
+	}
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", fmt.Errorf("cache dir: %w", err)
+		}
+	}
+	return dir, nil
+}
+
+// provisionUpstreams makes the upstream set (none without servers), with
+// the pins of pinFile when set. It is made before the registry (the
+// upstream family needs it); the names it excludes are the registry's,
+// looked up at each use.
+func (h *Host) provisionUpstreams(servers []upstream.Server, pinFile string, listTimeout time.Duration) error {
+	var pins *upstream.Pins
+	if pinFile != "" {
+		var err error
+		if pins, err = upstream.LoadPins(pinFile); err != nil {
+			return err
+		}
+	}
+	if len(servers) > 0 {
+		h.ups = newUpstreamSet(servers, h.pluginTool, pins, listTimeout, h.log)
+		h.built(func(context.Context) error { return h.ups.Close() })
+	}
+	return nil
+}
+
+// provisionRegistry makes the plugin registry of o (o.Dir must be a
+// directory when set); once it has loaded, the footprint code makes the
+// idle process small.
+func (h *Host) provisionRegistry(ctx context.Context, o plugin.Options) error {
+	if o.Dir != "" {
+		if st, err := os.Stat(o.Dir); err != nil || !st.IsDir() {
+			return fmt.Errorf("plugins dir %s: not a readable directory", o.Dir)
+		}
+	}
+	reg, err := plugin.New(ctx, o)
+	if reg == nil {
+		return err
+	}
+	// (a registry with load errors serves the rest: they are its report)
+	h.reg = reg
+	h.built(reg.Close)
+	go footprint.AfterLoad(reg)
+	return nil
 }
 
 // Registry exposes the plugin registry (reload, catalogue).
@@ -317,7 +269,7 @@ func (h *Host) Registry() *plugin.Registry { return h.reg }
 func (h *Host) Server() *server.Server { return h.srv }
 
 // Addr is host:port from the config.
-func (h *Host) Addr() string { return net.JoinHostPort(h.cfg.Host, strconv.Itoa(h.cfg.Port)) }
+func (h *Host) Addr() string { return h.addr }
 
 // Serve serves on ln until ctx ends, then shuts down gracefully. It handles
 // no signals (Run does).
@@ -336,23 +288,21 @@ func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // Close ends the upstream sessions and releases plugins, processes and the
-// engine. Idempotent.
+// engine: the parts New built, in reverse (teardown). Idempotent.
 func (h *Host) Close(ctx context.Context) error {
 	if !h.closed.CompareAndSwap(false, true) {
 		return nil
 	}
 	var errs []error
-	if h.watch != nil {
-		errs = append(errs, h.watch.Close())
+	for i := len(h.teardown) - 1; i >= 0; i-- {
+		errs = append(errs, h.teardown[i](ctx))
 	}
-	h.mcp.Close()
-	errs = append(errs, h.closeUpstreams(), h.tenancy.close())
-	if h.reg != nil {
-		errs = append(errs, h.reg.Close(ctx))
-	}
-	errs = append(errs, h.fams.Close(), h.browser.Close(), h.engine.Close(ctx))
 	return errors.Join(errs...)
 }
+
+// built puts the teardown of a part just built on the list Close runs in
+// reverse.
+func (h *Host) built(close func(context.Context) error) { h.teardown = append(h.teardown, close) }
 
 func sandboxEnv(workspace string) (caps.Env, error) {
 	home, _ := os.UserHomeDir()
@@ -428,4 +378,38 @@ func (h *Host) capabilities() any {
 		"families": fams,
 		"plugins":  len(cat.Plugins),
 	}
+}
+
+// status is what GET /v2/sandbox and the per-domain part of GET
+// /v1/capabilities report: the doctor's probes (the same as `aiod
+// doctor`) of the cache directory, the workspace and the browser plane bc
+// configures, with the host's own process containment and browser.
+func status(env caps.Env, cacheDir string, bc browser.Config, procs *proc.Manager, br *browser.Browser) *server.Status {
+	bh, bp := bc.Host, bc.Port
+	if bh == "" {
+		bh = browser.DefaultHost
+	}
+	if bp == 0 {
+		bp = browser.DefaultPort
+	}
+	d := doctor.New(doctor.Options{
+		CacheDir:  cacheDir,
+		Workspace: env.Workspace,
+		CDP:       net.JoinHostPort(bh, strconv.Itoa(bp)),
+		Chromium:  bc.Path,
+		Cgroups:   func() doctor.Check { return doctor.ContainmentCheck(procs.Containment()) },
+	}, 0)
+	ws := env.Workspace
+	if ws == "" {
+		ws = env.Home
+	}
+	id := map[string]any{"name": "aiod", "os": goruntime.GOOS, "arch": goruntime.GOARCH, "home_dir": env.Home}
+	if hn, err := os.Hostname(); err == nil {
+		id["hostname"] = hn
+	}
+	if u, err := user.Current(); err == nil {
+		id["user"] = u.Username
+	}
+	return &server.Status{Doctor: d, Identity: id, Version: Version, WorkspaceDir: ws,
+		Browser: func(ctx context.Context) any { return br.Status(ctx) }}
 }

@@ -38,14 +38,14 @@ func (h *Host) reload(ctx context.Context) (*ReloadResult, error) {
 	h.reloadMu.Lock()
 	defer h.reloadMu.Unlock()
 	res := &ReloadResult{}
-	if h.cfg.PolicyFile != "" {
-		p, err := readPolicy(h.cfg.PolicyFile)
+	if h.policyFile != "" {
+		p, err := readPolicy(h.policyFile)
 		if err != nil {
 			h.log.Error("policy file refused; the previous policy keeps applying", "err", err)
 			res.PolicyError = err.Error()
 		} else {
 			h.reg.SetPolicy(p, builtinPolicy(p))
-			h.tenancy.update(p, h.cfg.APIKey)
+			h.tenancy.update(p, h.apiKey)
 		}
 		h.policyErr.Store(&res.PolicyError)
 	}
