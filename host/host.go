@@ -392,13 +392,13 @@ func status(env caps.Env, cacheDir string, bc browser.Config, procs *proc.Manage
 	if bp == 0 {
 		bp = browser.DefaultPort
 	}
-	d := doctor.New(doctor.Options{
-		CacheDir:  cacheDir,
-		Workspace: env.Workspace,
-		CDP:       net.JoinHostPort(bh, strconv.Itoa(bp)),
-		Chromium:  bc.Path,
-		Cgroups:   func() doctor.Check { return doctor.ContainmentCheck(procs.Containment()) },
-	}, 0)
+	o := doctor.FromEnv(os.Getenv)
+	o.CacheDir, o.Workspace, o.CDP = cacheDir, env.Workspace, net.JoinHostPort(bh, strconv.Itoa(bp))
+	if bc.Path != "" {
+		o.Chromium = bc.Path
+	}
+	o.Cgroups = func() doctor.Check { return doctor.ContainmentCheck(procs.Containment()) }
+	d := doctor.New(o, 0)
 	ws := env.Workspace
 	if ws == "" {
 		ws = env.Home

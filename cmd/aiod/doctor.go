@@ -44,7 +44,9 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 			*cacheDir = filepath.Join(d, "aiod", "wazero")
 		}
 	}
-	r := doctor.Probe(context.Background(), doctor.Options{CacheDir: *cacheDir, Workspace: *workspace, Cgroups: containment})
+	o := doctor.FromEnv(os.Getenv)
+	o.CacheDir, o.Workspace, o.Cgroups = *cacheDir, *workspace, containment
+	r := doctor.Probe(context.Background(), o)
 	if *asJSON {
 		out := map[string]any{"version": host.Version, "checks": r.Checks, "capabilities": r.DomainsMap(), "at": r.At}
 		enc := json.NewEncoder(stdout)

@@ -27,8 +27,7 @@ func TestStatusRoutes(t *testing.T) {
 			}
 			return "", errors.New("not found")
 		},
-		Getenv: func(string) string { return "" },
-		CDP:    "127.0.0.1:1",
+		CDP: "127.0.0.1:1",
 	}, 0)
 	addr := serve(t, New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Capabilities: func() any { return map[string]any{"families": map[string]any{}, "browser": "the host's own"} },
