@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/browser"
+	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/internal/netx"
 	"github.com/aiodhq/aiod/host/internal/unionfs"
 	"github.com/aiodhq/aiod/host/lockdown"
@@ -256,4 +257,56 @@ func (c Config) validate() (Config, [][]byte, error) {
 	}
 	keys, err := c.stateKeys()
 	return c, keys, err
+}
+
+// plan is what New reads of the configuration before it builds anything:
+// what several parts depend on.
+type plan struct {
+	policy    *caps.Policy
+	stateKeys [][]byte // the state key file's (nil: none)
+	env       caps.Env // what grants' path variables mean
+	cacheDir  string   // the compile cache ("": none)
+	lock      *lockdown.Lockdown
+	// pinFile is the upstream pin file (lockdown defaults it), and
+	// auditRequired whether a request must be audited (lockdown requires
+	// it).
+	pinFile       string
+	auditRequired bool
+}
+
+// plan validates c (with its defaults filled in), reads the policy file,
+// refuses an unauthenticated exposure, resolves the workspace and the
+// cache directory, and starts lockdown when it is on.
+func (c Config) plan() (Config, plan, error) {
+	c, keys, err := c.validate()
+	if err != nil {
+		return c, plan{}, err
+	}
+	p := plan{policy: &caps.Policy{}, stateKeys: keys}
+	if c.PolicyFile != "" {
+		if p.policy, err = readPolicy(c.PolicyFile); err != nil {
+			return c, plan{}, err
+		}
+	}
+	authenticated := c.TenancyConfig.authConfigured(c.APIKey, p.policy)
+	if !netx.Loopback(c.Host) && !authenticated && !c.AllowUnauthenticated {
+		return c, plan{}, fmt.Errorf("%w: %s is reachable from other machines; set --api-key (AIO_API_KEY), tenant keys in the policy or OAuth, or pass --allow-unauthenticated", ErrUnauthenticatedExposure, c.Host)
+	}
+	if p.env, err = sandboxEnv(c.Workspace); err != nil {
+		return c, plan{}, err
+	}
+	if p.cacheDir, err = makeCacheDir(c.CacheDir); err != nil {
+		return c, plan{}, err
+	}
+	p.lock, err = lockdown.Start(c.LockdownConfig, lockdown.Inputs{Policy: p.policy, CacheDir: p.cacheDir,
+		PluginsDir: c.PluginsDir, PolicyFile: c.PolicyFile, PinFile: c.PinUpstreams, AuditLog: c.AuditLog,
+		Workspace: c.Workspace, Authenticated: authenticated, AllowUnauthenticated: c.AllowUnauthenticated})
+	if err != nil {
+		return c, plan{}, err
+	}
+	p.pinFile, p.auditRequired = c.PinUpstreams, c.AuditRequired
+	if p.lock != nil {
+		p.env, p.pinFile, p.auditRequired = p.lock.Env(), p.lock.PinFile(), true
+	}
+	return c, p, nil
 }

@@ -73,135 +73,151 @@ type Host struct {
 var ErrUnauthenticatedExposure = errors.New("refusing to listen on a non-loopback address without an API key")
 
 // New validates cfg and loads the plugins. It reads the configuration
-// once, on the way down: it validates it (Config.validate), reads the
-// policy, then provisions each part from its own section, in order (the
-// engine, the browser, the upstreams, the families, the registry, the
-// tenancy, the protocol layer, the HTTP server, the watcher); a step that
-// fails tears down what was built, in reverse (Close).
+// once, on the way down: Config.plan validates it and reads what every
+// part depends on (the policy, the environment, the cache directory,
+// lockdown); then each part is provisioned from its own section, in order.
+// A step that fails tears down what was built, in reverse (Close).
 func New(ctx context.Context, cfg Config) (_ *Host, err error) {
-	cfg, stateKeys, err := cfg.validate()
+	cfg, p, err := cfg.plan()
 	if err != nil {
 		return nil, err
 	}
-	log := cfg.Logger
-	policy := &caps.Policy{}
-	if cfg.PolicyFile != "" {
-		if policy, err = readPolicy(cfg.PolicyFile); err != nil {
-			return nil, err
-		}
-	}
-	authenticated := cfg.TenancyConfig.authConfigured(cfg.APIKey, policy)
-	if !netx.Loopback(cfg.Host) && !authenticated && !cfg.AllowUnauthenticated {
-		return nil, fmt.Errorf("%w: %s is reachable from other machines; set --api-key (AIO_API_KEY), tenant keys in the policy or OAuth, or pass --allow-unauthenticated", ErrUnauthenticatedExposure, cfg.Host)
-	}
-	env, err := sandboxEnv(cfg.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	cacheDir, err := makeCacheDir(cfg.CacheDir)
-	if err != nil {
-		return nil, err
-	}
-	lock, err := lockdown.Start(cfg.LockdownConfig, lockdown.Inputs{Policy: policy, CacheDir: cacheDir,
-		PluginsDir: cfg.PluginsDir, PolicyFile: cfg.PolicyFile, PinFile: cfg.PinUpstreams, AuditLog: cfg.AuditLog,
-		Workspace: cfg.Workspace, Authenticated: authenticated, AllowUnauthenticated: cfg.AllowUnauthenticated})
-	if err != nil {
-		return nil, err
-	}
-	pinFile, auditRequired := cfg.PinUpstreams, cfg.AuditRequired
-	if lock != nil {
-		env, pinFile, auditRequired = lock.Env(), lock.PinFile(), true
-	}
-
-	h := &Host{log: log, addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), pprofAddr: cfg.PprofAddr,
+	h := &Host{log: cfg.Logger, addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), pprofAddr: cfg.PprofAddr,
 		policyFile: cfg.PolicyFile, apiKey: cfg.APIKey, stateKeyFile: cfg.StateKeyFile}
 	defer func() {
 		if err != nil {
 			h.Close(ctx)
 		}
 	}()
-	if h.engine, err = newEngine(cfg.Engine, EngineOptions{CacheDir: cacheDir}); err != nil {
-		return nil, err
-	}
-	h.built(h.engine.Close)
-	bc := cfg.Browser
-	if bc.Logger == nil {
-		bc.Logger = log
-	}
-	if h.browser, err = browser.New(bc); err != nil {
-		return nil, err
-	}
-	h.built(func(context.Context) error { return h.browser.Close() })
-	// the tenants exist before the registry, whose loaders read their
-	// quotas (OwnerInstances) from the start
-	h.tenancy.set = tenant.New(policy.Tenants, cfg.APIKey)
-	if err = h.provisionUpstreams(cfg.Upstreams, pinFile, cfg.UpstreamListTimeout); err != nil {
-		return nil, err
-	}
-	h.fams = newFamilies(log, h.browser, h.ups, lock)
-	h.built(func(context.Context) error { return h.fams.Close() })
-	if lock != nil {
-		if err = lock.CheckRuntime(ctx, h.fams.procs); err != nil {
+	for _, step := range []func() error{
+		func() error { return h.provisionEngine(cfg.Engine, p.cacheDir) },
+		func() error { return h.provisionBrowser(cfg.Browser) },
+		// the tenants exist before the registry, whose loaders read
+		// their quotas (OwnerInstances) from the start
+		func() error { h.tenancy.set = tenant.New(p.policy.Tenants, cfg.APIKey); return nil },
+		func() error { return h.provisionUpstreams(cfg.Upstreams, p.pinFile, cfg.UpstreamListTimeout) },
+		func() error { return h.provisionFamilies(ctx, p.lock) },
+		func() error { return h.provisionRegistry(ctx, h.registryOptions(cfg, p)) },
+		func() error { return h.wireTenancy(cfg.TenancyConfig, p.auditRequired, cfg.AdminKey, p.policy, p.lock) },
+		func() error {
+			return h.provisionProtocol(mcp.Options{MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout,
+				ReplicaID: cfg.ReplicaID, Tasks: taskOptions(p.policy.Limits)}, p.stateKeys)
+		},
+		func() error {
+			h.provisionServer(server.Options{APIKey: cfg.APIKey, Loopback: netx.Loopback(cfg.Host),
+				AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins,
+				Admin:  &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins},
+				Status: status(p.env, p.cacheDir, cfg.Browser, h.fams.procs, h.browser)})
+			return nil
+		},
+		func() error {
+			if !cfg.Watch || cfg.PluginsDir == "" {
+				return nil
+			}
+			return h.provisionWatcher(plugin.WatchOptions{Dir: cfg.PluginsDir, Policy: cfg.PolicyFile, Debounce: cfg.WatchDebounce})
+		},
+	} {
+		if err = step(); err != nil {
 			return nil, err
 		}
-		lock.Log(log, h.fams.procs)
 	}
+	return h, nil
+}
+
+// provisionEngine makes the named engine over the compile cache.
+func (h *Host) provisionEngine(name, cacheDir string) (err error) {
+	if h.engine, err = newEngine(name, EngineOptions{CacheDir: cacheDir}); err != nil {
+		return err
+	}
+	h.built(h.engine.Close)
+	return nil
+}
+
+// provisionBrowser makes the browser plane (its logger defaulting to the
+// host's).
+func (h *Host) provisionBrowser(c browser.Config) (err error) {
+	if c.Logger == nil {
+		c.Logger = h.log
+	}
+	if h.browser, err = browser.New(c); err != nil {
+		return err
+	}
+	h.built(func(context.Context) error { return h.browser.Close() })
+	return nil
+}
+
+// provisionFamilies makes the families' state (in lockdown's sandbox when
+// lock is set, whose runtime checks then run).
+func (h *Host) provisionFamilies(ctx context.Context, lock *lockdown.Lockdown) error {
+	h.fams = newFamilies(h.log, h.browser, h.ups, lock)
+	h.built(func(context.Context) error { return h.fams.Close() })
+	if lock == nil {
+		return nil
+	}
+	if err := lock.CheckRuntime(ctx, h.fams.procs); err != nil {
+		return err
+	}
+	lock.Log(h.log, h.fams.procs)
+	return nil
+}
+
+// registryOptions are the plugin registry's: the built-ins (with the
+// page tools when served) and the plugins directory, under the policy.
+func (h *Host) registryOptions(cfg Config, p plan) plugin.Options {
 	if cfg.Builtins == nil {
-		log.Warn("this binary has no built-in plugins (build it with `make build`)")
+		h.log.Warn("this binary has no built-in plugins (build it with `make build`)")
 	}
-	if err = h.provisionRegistry(ctx, plugin.Options{
+	return plugin.Options{
 		Engine:        h.engine,
-		Policy:        policy,
-		BuiltinPolicy: builtinPolicy(policy),
-		Env:           env,
+		Policy:        p.policy,
+		BuiltinPolicy: builtinPolicy(p.policy),
+		Env:           p.env,
 		Families:      h.fams.forGrant,
 		Builtins:      cfg.PageToolsConfig.builtins(cfg.Builtins, cfg.Browser.Mode),
 		Dir:           cfg.PluginsDir,
 		IdleTimeout:   cfg.IdleTimeout,
 		KeepCompiled:  cfg.KeepCompiled,
 		Rested:        footprint.ReleaseRested,
-		Logger:        log,
+		Logger:        h.log,
 		// list at once from the manifests, compile in the background
 		Background:     true,
 		RequirePins:    cfg.Lockdown,
 		OwnerInstances: h.tenancy.instances,
-	}); err != nil {
-		return nil, err
 	}
-	h.built(func(context.Context) error { return h.tenancy.close() })
-	if err = h.wireTenancy(cfg.TenancyConfig, auditRequired, cfg.AdminKey, policy); err != nil {
-		return nil, err
-	}
-	if lock != nil {
-		set := h.tenancy.set
-		lock.SetWorkspaces(func(owner string) string { return set.ForOwner(owner).Policy.Workspace })
-	}
+}
+
+// provisionProtocol makes the MCP protocol layer of o (its catalogue, its
+// middleware and its owners' quotas are the host's) and gives it the
+// replicas' state keys.
+func (h *Host) provisionProtocol(o mcp.Options, stateKeys [][]byte) error {
 	var served mcp.Catalog = h.reg
 	if h.ups != nil {
 		served = &catalog{Registry: h.reg, ups: h.ups}
 	}
-	h.mcp = mcp.NewServer(h.tenancy.set.Catalog(served), mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
-		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout, Middleware: h.tenancy.middleware(),
-		SessionsPerOwner: h.tenancy.sessions, Tasks: taskOptions(policy.Limits), Skills: skills.FromEnv(os.Getenv),
-		ReplicaID: cfg.ReplicaID})
+	o.Info, o.Logger = mcp.Implementation{Name: "aiod", Version: Version}, h.log
+	o.Middleware, o.SessionsPerOwner, o.Skills = h.tenancy.middleware(), h.tenancy.sessions, skills.FromEnv(os.Getenv)
+	h.mcp = mcp.NewServer(h.tenancy.set.Catalog(served), o)
 	h.built(func(context.Context) error { h.mcp.Close(); return nil })
-	if err = h.setStateKeys(stateKeys); err != nil {
-		return nil, err
+	return h.setStateKeys(stateKeys)
+}
+
+// provisionServer makes the HTTP server of o over the protocol layer and
+// the tenancy.
+func (h *Host) provisionServer(o server.Options) {
+	o.MCP, o.Logger, o.Capabilities = h.mcp, h.log, h.capabilities
+	h.tenancy.serverOptions(&o)
+	h.srv = server.New(o)
+}
+
+// provisionWatcher watches the plugins directory and the policy file,
+// reloading on a change.
+func (h *Host) provisionWatcher(o plugin.WatchOptions) (err error) {
+	o.Reload, o.Logger = h.watchReload, h.log
+	if h.watch, err = plugin.Watch(o); err != nil {
+		return err
 	}
-	srvOpts := server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: netx.Loopback(cfg.Host),
-		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Capabilities: h.capabilities,
-		Admin:  &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins},
-		Status: status(env, cacheDir, cfg.Browser, h.fams.procs, h.browser)}
-	h.tenancy.serverOptions(&srvOpts)
-	h.srv = server.New(srvOpts)
-	if cfg.Watch && cfg.PluginsDir != "" {
-		if h.watch, err = plugin.Watch(plugin.WatchOptions{Dir: cfg.PluginsDir, Policy: cfg.PolicyFile,
-			Debounce: cfg.WatchDebounce, Reload: h.watchReload, Logger: log}); err != nil {
-			return nil, err
-		}
-		h.built(func(context.Context) error { return h.watch.Close() })
-	}
-	return h, nil
+	h.built(func(context.Context) error { return h.watch.Close() })
+	return nil
 }
 
 // makeCacheDir is the compile cache directory: dir, or <user cache

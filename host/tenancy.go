@@ -9,6 +9,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/audit"
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/server"
@@ -77,13 +78,18 @@ func (t *tenancy) start(c TenancyConfig, auditRequired bool, adminKey string, p 
 }
 
 // wireTenancy starts the tenancy, gives the browser family the tenants'
-// browser allow-list and makes the metrics over the host's parts.
-func (h *Host) wireTenancy(c TenancyConfig, auditRequired bool, adminKey string, p *caps.Policy) error {
+// browser allow-list (and lockdown, when set, their workspaces) and makes
+// the metrics over the host's parts.
+func (h *Host) wireTenancy(c TenancyConfig, auditRequired bool, adminKey string, p *caps.Policy, lock *lockdown.Lockdown) error {
 	t := &h.tenancy
+	h.built(func(context.Context) error { return t.close() })
 	if err := t.start(c, auditRequired, adminKey, p); err != nil {
 		return err
 	}
 	set := t.set
+	if lock != nil {
+		lock.SetWorkspaces(func(owner string) string { return set.ForOwner(owner).Policy.Workspace })
+	}
 	h.fams.cdp.SetOwnerPolicy(func(owner string) bool { return set.ForOwner(owner).BrowserAllowed() })
 	t.metrics = server.NewMetrics(server.MetricsSources{
 		WarmInstances: h.warmInstances,
