@@ -97,7 +97,14 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		func() error { h.tenancy.set = tenant.New(p.policy.Tenants, cfg.APIKey); return nil },
 		func() error { return h.provisionUpstreams(cfg.Upstreams, p.pinFile, cfg.UpstreamListTimeout) },
 		func() error { return h.provisionFamilies(ctx, p.lock) },
-		func() error { return h.provisionRegistry(ctx, h.registryOptions(cfg, p)) },
+		func() error {
+			if cfg.Builtins == nil {
+				h.log.Warn("this binary has no built-in plugins (build it with `make build`)")
+			}
+			return h.provisionRegistry(ctx, plugin.Options{Policy: p.policy, BuiltinPolicy: builtinPolicy(p.policy), Env: p.env,
+				Builtins: cfg.PageToolsConfig.builtins(cfg.Builtins, cfg.Browser.Mode), Dir: cfg.PluginsDir,
+				IdleTimeout: cfg.IdleTimeout, KeepCompiled: cfg.KeepCompiled, RequirePins: cfg.Lockdown})
+		},
 		func() error { return h.wireTenancy(cfg.TenancyConfig, p.auditRequired, cfg.AdminKey, p.policy, p.lock) },
 		func() error {
 			return h.provisionProtocol(mcp.Options{MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout,
@@ -159,31 +166,6 @@ func (h *Host) provisionFamilies(ctx context.Context, lock *lockdown.Lockdown) e
 	}
 	lock.Log(h.log, h.fams.procs)
 	return nil
-}
-
-// registryOptions are the plugin registry's: the built-ins (with the
-// page tools when served) and the plugins directory, under the policy.
-func (h *Host) registryOptions(cfg Config, p plan) plugin.Options {
-	if cfg.Builtins == nil {
-		h.log.Warn("this binary has no built-in plugins (build it with `make build`)")
-	}
-	return plugin.Options{
-		Engine:        h.engine,
-		Policy:        p.policy,
-		BuiltinPolicy: builtinPolicy(p.policy),
-		Env:           p.env,
-		Families:      h.fams.forGrant,
-		Builtins:      cfg.PageToolsConfig.builtins(cfg.Builtins, cfg.Browser.Mode),
-		Dir:           cfg.PluginsDir,
-		IdleTimeout:   cfg.IdleTimeout,
-		KeepCompiled:  cfg.KeepCompiled,
-		Rested:        footprint.ReleaseRested,
-		Logger:        h.log,
-		// list at once from the manifests, compile in the background
-		Background:     true,
-		RequirePins:    cfg.Lockdown,
-		OwnerInstances: h.tenancy.instances,
-	}
 }
 
 // provisionProtocol makes the MCP protocol layer of o (its catalogue, its
@@ -258,10 +240,13 @@ func (h *Host) provisionUpstreams(servers []upstream.Server, pinFile string, lis
 	return nil
 }
 
-// provisionRegistry makes the plugin registry of o (o.Dir must be a
-// directory when set); once it has loaded, the footprint code makes the
-// idle process small.
+// provisionRegistry makes the plugin registry of o over the host's engine,
+// families and tenants' quotas (o.Dir must be a directory when set): it
+// lists at once from the manifests and compiles in the background; once
+// it has loaded, the footprint code makes the idle process small.
 func (h *Host) provisionRegistry(ctx context.Context, o plugin.Options) error {
+	o.Engine, o.Families, o.OwnerInstances, o.Logger = h.engine, h.fams.forGrant, h.tenancy.instances, h.log
+	o.Rested, o.Background = footprint.ReleaseRested, true
 	if o.Dir != "" {
 		if st, err := os.Stat(o.Dir); err != nil || !st.IsDir() {
 			return fmt.Errorf("plugins dir %s: not a readable directory", o.Dir)
