@@ -292,7 +292,7 @@ func (c Config) plan() (Config, plan, error) {
 	if !netx.Loopback(c.Host) && !authenticated && !c.AllowUnauthenticated {
 		return c, plan{}, fmt.Errorf("%w: %s is reachable from other machines; set --api-key (AIO_API_KEY), tenant keys in the policy or OAuth, or pass --allow-unauthenticated", ErrUnauthenticatedExposure, c.Host)
 	}
-	if p.env, err = sandboxEnv(c.Workspace); err != nil {
+	if p.env, err = grantEnv(c.Workspace); err != nil {
 		return c, plan{}, err
 	}
 	if p.cacheDir, err = makeCacheDir(c.CacheDir); err != nil {

@@ -305,7 +305,9 @@ func (h *Host) Close(ctx context.Context) error {
 // reverse.
 func (h *Host) built(close func(context.Context) error) { h.teardown = append(h.teardown, close) }
 
-func sandboxEnv(workspace string) (caps.Env, error) {
+// grantEnv is what grants' path variables mean ($HOME, $TMP, and the
+// workspace, resolved, when set).
+func grantEnv(workspace string) (caps.Env, error) {
 	home, _ := os.UserHomeDir()
 	env := caps.Env{Home: home, Tmp: os.TempDir()}
 	if workspace != "" {
