@@ -1,12 +1,89 @@
 package host
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
+	"net"
 	"runtime/debug"
+	"time"
 
+	"github.com/aiodhq/aiod/host/browser"
+	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/internal/netx"
+	"github.com/aiodhq/aiod/host/internal/unionfs"
+	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/mcp"
+	"github.com/aiodhq/aiod/host/upstream"
 )
+
+// Config is everything `aiod start` can set. The zero value is usable: a
+// zero field means the owning package's default (DefaultHost, DefaultPort,
+// DefaultEngine, plugin.DefaultIdleTimeout, mcp.DefaultMaxSessions,
+// mcp.DefaultSessionIdleTimeout).
+type Config struct {
+	Host       string // default DefaultHost
+	Port       int    // default DefaultPort
+	PluginsDir string
+	CacheDir   string // default <user cache dir>/aiod/wazero; "-" disables the disk cache
+	Workspace  string // restricts file operations and process cwd to this directory
+	PolicyFile string
+	// APIKey, when not empty, is required on every route but /health.
+	APIKey               string
+	AllowUnauthenticated bool
+	// IdleTimeout evicts plugin instances idle this long.
+	IdleTimeout time.Duration
+	// KeepCompiled keeps every plugin's compiled code in memory
+	// (plugin.Options.KeepCompiled); by default a plugin without
+	// instances drops it.
+	KeepCompiled bool
+	// Engine names the WebAssembly engine (one of Engines()).
+	Engine string
+	// PprofAddr, when set, serves Go's profiler on this loopback address
+	// while Run runs (never on the MCP port).
+	PprofAddr string
+	// MaxSessions and SessionIdleTimeout bound legacy MCP sessions (zero:
+	// the mcp package defaults).
+	MaxSessions        int
+	SessionIdleTimeout time.Duration
+	// AllowedHosts and AllowedOrigins extend the DNS-rebinding checks.
+	AllowedHosts   []string
+	AllowedOrigins []string
+	// Watch reloads when the plugins directory, a package in it or the
+	// policy file changes (debounced by WatchDebounce, default
+	// DefaultWatchDebounce). cmd/aiod turns it on by default.
+	Watch         bool
+	WatchDebounce time.Duration
+	// AdminKey, when not empty, opens the admin API (POST /admin/reload,
+	// GET /admin/plugins) to requests that carry it; the API key does not.
+	AdminKey string
+	// Upstreams are other MCP servers whose tools are published after the
+	// plugins' (upstream.ParseServers parses the EXTRA_MCP_SERVERS value);
+	// UpstreamListTimeout bounds one upstream's tools/list (zero:
+	// upstream.DefaultListTimeout).
+	Upstreams           []upstream.Server
+	UpstreamListTimeout time.Duration
+	// PinUpstreams, when set, is the pin file of the upstream tools: a tool
+	// whose definition does not match its pin is withheld until accepted
+	// (aiod upstream review --accept; spec/upstream.md).
+	PinUpstreams string
+	// Browser configures the browser plane (host/browser: attach, launch
+	// or off; the zero value attaches to 127.0.0.1:9222). Its Logger
+	// defaults to Logger.
+	Browser browser.Config
+	// Builtins are the embedded built-in plugins; nil for none.
+	Builtins fs.FS
+	Logger   *slog.Logger
+	// LockdownConfig: the locked-down mode (host/lockdown).
+	LockdownConfig
+	// TenancyConfig: OAuth, the audit log (tenancy.go).
+	TenancyConfig
+	// ReplicaConfig: the shared state keys and the replica id (config.go).
+	ReplicaConfig
+	// PageToolsConfig: the page tools (PageToolsConfig.builtins).
+	PageToolsConfig
+}
 
 // Listen defaults (Config.Host and Config.Port when zero; cmd/aiod shows
 // them in its flag help).
@@ -62,18 +139,9 @@ func BuildCommit() string {
 // VersionString is "<Version> (<commit>)", e.g. "0.2.0 (8851bea)".
 func VersionString() string { return fmt.Sprintf("%s (%s)", Version, BuildCommit()) }
 
-// LockdownConfig is the locked-down multi-tenant mode (spec/lockdown.md):
-// every process under bubblewrap, each tenant in its own /workspace and
-// /tmp, plugins pinned by sha256, upstream tools pinned; a start that
-// lacks any of it is refused.
-type LockdownConfig struct {
-	// Lockdown turns the mode on (--lockdown, AIO_LOCKDOWN).
-	Lockdown bool
-	// DataDir holds the tenants' directories,
-	// <DataDir>/tenants/<owner>/{workspace,tmp} (--data-dir, AIO_DATA_DIR);
-	// required in lockdown.
-	DataDir string
-}
+// LockdownConfig is the locked-down multi-tenant mode (host/lockdown;
+// spec/lockdown.md), embedded in Config.
+type LockdownConfig = lockdown.Config
 
 // TenancyConfig is the multi-tenant part of Config (embedded in it): the
 // tenants themselves are the policy file's "tenants" (spec/tenants.md);
@@ -91,7 +159,7 @@ type TenancyConfig struct {
 	// request (spec/tenants.md §5).
 	AuditLog string
 	// AuditRequired refuses a request whose audit line cannot be written
-	// (set by lockdown).
+	// (lockdown requires it too).
 	AuditRequired bool
 }
 
@@ -135,4 +203,110 @@ type PageToolsConfig struct {
 	// PageToolsFS holds the page tools' plugin package (plugins/browser.FS());
 	// nil: this binary has none.
 	PageToolsFS fs.FS
+}
+
+// served reports whether the page tools are served with the browser plane
+// in mode: the package is there, the plane is on, and it is launched or
+// they were asked for.
+func (c PageToolsConfig) served(mode browser.Mode) bool {
+	if c.PageToolsFS == nil || mode == browser.Off {
+		return false
+	}
+	return c.PageTools || mode == browser.Launch
+}
+
+// builtins is the built-in packages the registry loads: builtins, plus the
+// page tools' package when served. The page tools are not in the
+// built-ins' "order" file, so they come after the ten.
+func (c PageToolsConfig) builtins(builtins fs.FS, mode browser.Mode) fs.FS {
+	if !c.served(mode) {
+		return builtins
+	}
+	if builtins == nil {
+		return c.PageToolsFS
+	}
+	return unionfs.New(builtins, c.PageToolsFS)
+}
+
+// validate fills in the defaults of c and checks what can be checked
+// before anything is built; it returns the state keys of the state key
+// file (nil without one).
+func (c Config) validate() (Config, [][]byte, error) {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Host == "" {
+		c.Host = DefaultHost
+	}
+	if c.Port == 0 {
+		c.Port = DefaultPort
+	}
+	if c.UpstreamListTimeout < 0 {
+		return c, nil, fmt.Errorf("upstream list timeout %s: must not be negative", c.UpstreamListTimeout)
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return c, nil, fmt.Errorf("port %d: not in 1-65535", c.Port)
+	}
+	if c.PprofAddr != "" {
+		if h, _, err := net.SplitHostPort(c.PprofAddr); err != nil || !netx.Loopback(h) {
+			return c, nil, fmt.Errorf("profiler address %q: must be a loopback host:port (127.0.0.1:6060)", c.PprofAddr)
+		}
+	}
+	if c.AdminKey != "" && c.AdminKey == c.APIKey {
+		return c, nil, errors.New("the admin key must differ from the API key: every client holding the API key would be an operator")
+	}
+	keys, err := c.stateKeys()
+	return c, keys, err
+}
+
+// plan is what New reads of the configuration before it builds anything:
+// what several parts depend on.
+type plan struct {
+	policy    *caps.Policy
+	stateKeys [][]byte // the state key file's (nil: none)
+	env       caps.Env // what grants' path variables mean
+	cacheDir  string   // the compile cache ("": none)
+	lock      *lockdown.Lockdown
+	// pinFile is the upstream pin file (lockdown defaults it), and
+	// auditRequired whether a request must be audited (lockdown requires
+	// it).
+	pinFile       string
+	auditRequired bool
+}
+
+// plan validates c (with its defaults filled in), reads the policy file,
+// refuses an unauthenticated exposure, resolves the workspace and the
+// cache directory, and starts lockdown when it is on.
+func (c Config) plan() (Config, plan, error) {
+	c, keys, err := c.validate()
+	if err != nil {
+		return c, plan{}, err
+	}
+	p := plan{policy: &caps.Policy{}, stateKeys: keys}
+	if c.PolicyFile != "" {
+		if p.policy, err = readPolicy(c.PolicyFile); err != nil {
+			return c, plan{}, err
+		}
+	}
+	authenticated := c.TenancyConfig.authConfigured(c.APIKey, p.policy)
+	if !netx.Loopback(c.Host) && !authenticated && !c.AllowUnauthenticated {
+		return c, plan{}, fmt.Errorf("%w: %s is reachable from other machines; set --api-key (AIO_API_KEY), tenant keys in the policy or OAuth, or pass --allow-unauthenticated", ErrUnauthenticatedExposure, c.Host)
+	}
+	if p.env, err = grantEnv(c.Workspace); err != nil {
+		return c, plan{}, err
+	}
+	if p.cacheDir, err = makeCacheDir(c.CacheDir); err != nil {
+		return c, plan{}, err
+	}
+	p.lock, err = lockdown.Start(c.LockdownConfig, lockdown.Inputs{Policy: p.policy, CacheDir: p.cacheDir,
+		PluginsDir: c.PluginsDir, PolicyFile: c.PolicyFile, PinFile: c.PinUpstreams, AuditLog: c.AuditLog,
+		Workspace: c.Workspace, Authenticated: authenticated, AllowUnauthenticated: c.AllowUnauthenticated})
+	if err != nil {
+		return c, plan{}, err
+	}
+	p.pinFile, p.auditRequired = c.PinUpstreams, c.AuditRequired
+	if p.lock != nil {
+		p.env, p.pinFile, p.auditRequired = p.lock.Env(), p.lock.PinFile(), true
+	}
+	return c, p, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/aiodhq/aiod/host/hostfn/files"
 	"github.com/aiodhq/aiod/host/hostfn/process"
 	"github.com/aiodhq/aiod/host/hostfn/state"
+	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/proc"
 
 	"github.com/aiodhq/aiod/host/caps"
@@ -40,12 +41,12 @@ type families struct {
 // newFamilies makes the families' state; br is the host's browser, ups
 // its upstream set (nil without upstream servers) and lock its lockdown
 // (nil without).
-func newFamilies(log *slog.Logger, br *browser.Browser, ups *upstream.Set, lock *lockdown) *families {
+func newFamilies(log *slog.Logger, br *browser.Browser, ups *upstream.Set, lock *lockdown.Lockdown) *families {
 	pc := proc.Config{BaseEnv: baseEnv(os.Environ()), Logger: log}
 	fs := files.New(fsroot.Options{})
 	if lock != nil {
-		pc = lock.procConfig(pc)
-		fs.SetOwnerDirs(lock.fileDirs)
+		pc = lock.ProcConfig(pc)
+		fs.SetOwnerDirs(lock.FileDirs)
 	}
 	m := proc.New(pc)
 	return &families{

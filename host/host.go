@@ -13,11 +13,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,10 @@ import (
 
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/doctor"
+	"github.com/aiodhq/aiod/host/internal/footprint"
+	"github.com/aiodhq/aiod/host/internal/netx"
+	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/proc"
@@ -36,276 +41,226 @@ import (
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
-// Config is everything `aiod start` can set. The zero value is usable: a
-// zero field means the owning package's default (DefaultHost, DefaultPort,
-// DefaultEngine, plugin.DefaultIdleTimeout, mcp.DefaultMaxSessions,
-// mcp.DefaultSessionIdleTimeout).
-type Config struct {
-	Host       string // default DefaultHost
-	Port       int    // default DefaultPort
-	PluginsDir string
-	CacheDir   string // default <user cache dir>/aiod/wazero; "-" disables the disk cache
-	Workspace  string // restricts file operations and process cwd to this directory
-	PolicyFile string
-	// APIKey, when not empty, is required on every route but /health.
-	APIKey               string
-	AllowUnauthenticated bool
-	// IdleTimeout evicts plugin instances idle this long.
-	IdleTimeout time.Duration
-	// KeepCompiled keeps every plugin's compiled code in memory
-	// (plugin.Options.KeepCompiled); by default a plugin without
-	// instances drops it.
-	KeepCompiled bool
-	// Engine names the WebAssembly engine (one of Engines()).
-	Engine string
-	// PprofAddr, when set, serves Go's profiler on this loopback address
-	// while Run runs (never on the MCP port).
-	PprofAddr string
-	// MaxSessions and SessionIdleTimeout bound legacy MCP sessions (zero:
-	// the mcp package defaults).
-	MaxSessions        int
-	SessionIdleTimeout time.Duration
-	// AllowedHosts and AllowedOrigins extend the DNS-rebinding checks.
-	AllowedHosts   []string
-	AllowedOrigins []string
-	// Watch reloads when the plugins directory, a package in it or the
-	// policy file changes (debounced by WatchDebounce, default
-	// DefaultWatchDebounce). cmd/aiod turns it on by default.
-	Watch         bool
-	WatchDebounce time.Duration
-	// AdminKey, when not empty, opens the admin API (POST /admin/reload,
-	// GET /admin/plugins) to requests that carry it; the API key does not.
-	AdminKey string
-	// Upstreams are other MCP servers whose tools are published after the
-	// plugins' (upstream.ParseServers parses the EXTRA_MCP_SERVERS value);
-	// UpstreamListTimeout bounds one upstream's tools/list (zero:
-	// upstream.DefaultListTimeout).
-	Upstreams           []upstream.Server
-	UpstreamListTimeout time.Duration
-	// PinUpstreams, when set, is the pin file of the upstream tools: a tool
-	// whose definition does not match its pin is withheld until accepted
-	// (aiod upstream review --accept; spec/upstream.md).
-	PinUpstreams string
-	// Browser configures the browser plane (host/browser: attach, launch
-	// or off; the zero value attaches to 127.0.0.1:9222). Its Logger
-	// defaults to Logger.
-	Browser browser.Config
-	// Builtins are the embedded built-in plugins; nil for none.
-	Builtins fs.FS
-	Logger   *slog.Logger
-	LockdownConfig
-	// TenancyConfig: OAuth, the audit log (config.go; wiring.go).
-	TenancyConfig
-	// ReplicaConfig: the shared state keys and the replica id (config.go).
-	ReplicaConfig
-	// PageToolsConfig: the page tools (config.go; pagetools.go).
-	PageToolsConfig
-}
-
 // Host is a running aiod.
 type Host struct {
-	cfg     Config
-	log     *slog.Logger
+	log *slog.Logger
+	// what Addr, Run and the reloads read of the configuration, taken
+	// from it once by New
+	addr, pprofAddr                  string
+	policyFile, apiKey, stateKeyFile string
+
 	engine  runtime.Engine
-	reg     *plugin.Registry
-	ups     *upstream.Set // nil without upstreams
 	browser *browser.Browser
+	ups     *upstream.Set // nil without upstreams
 	fams    *families
+	reg     *plugin.Registry
 	mcp     *mcp.Server
 	srv     *server.Server
-	watch   *watcher
-	closed  atomic.Bool
+	watch   *plugin.Watcher
+	tenancy tenancy // tenancy.go
+	// teardown closes the parts built so far, in the order they were
+	// built; Close runs it in reverse (built).
+	teardown []func(context.Context) error
+	closed   atomic.Bool
 	// reloadMu serializes reloads (SIGHUP, the watcher, the admin API);
 	// policyErr is why the policy file was last refused ("" if it was not).
 	reloadMu  sync.Mutex
 	policyErr atomic.Pointer[string]
-	tenancy   tenancy // wiring.go
 }
 
 // ErrUnauthenticatedExposure is returned when binding beyond loopback
 // without an API key.
 var ErrUnauthenticatedExposure = errors.New("refusing to listen on a non-loopback address without an API key")
 
-// New validates cfg and loads the plugins.
-func New(ctx context.Context, cfg Config) (*Host, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Host == "" {
-		cfg.Host = DefaultHost
-	}
-	if cfg.Port == 0 {
-		cfg.Port = DefaultPort
-	}
-	if cfg.UpstreamListTimeout < 0 {
-		return nil, fmt.Errorf("upstream list timeout %s: must not be negative", cfg.UpstreamListTimeout)
-	}
-	if cfg.Port < 0 || cfg.Port > 65535 {
-		return nil, fmt.Errorf("port %d: not in 1-65535", cfg.Port)
-	}
-	if cfg.PprofAddr != "" {
-		if h, _, err := net.SplitHostPort(cfg.PprofAddr); err != nil || !isLoopback(h) {
-			return nil, fmt.Errorf("profiler address %q: must be a loopback host:port (127.0.0.1:6060)", cfg.PprofAddr)
-		}
-	}
-	if cfg.AdminKey != "" && cfg.AdminKey == cfg.APIKey {
-		return nil, errors.New("the admin key must differ from the API key: every client holding the API key would be an operator")
-	}
-	stateKeys, err := cfg.stateKeys()
+// New validates cfg and loads the plugins. It reads the configuration
+// once, on the way down: Config.plan validates it and reads what every
+// part depends on (the policy, the environment, the cache directory,
+// lockdown); then each part is provisioned from its own section, in order.
+// A step that fails tears down what was built, in reverse (Close).
+func New(ctx context.Context, cfg Config) (_ *Host, err error) {
+	cfg, p, err := cfg.plan()
 	if err != nil {
 		return nil, err
 	}
-	log := cfg.Logger
-	policy := &caps.Policy{}
-	if cfg.PolicyFile != "" {
-		p, err := readPolicy(cfg.PolicyFile)
-		if err != nil {
-			return nil, err
-		}
-		policy = p
-	}
-	if !isLoopback(cfg.Host) && !authConfigured(cfg, policy) && !cfg.AllowUnauthenticated {
-		return nil, fmt.Errorf("%w: %s is reachable from other machines; set --api-key (AIO_API_KEY), tenant keys in the policy or OAuth, or pass --allow-unauthenticated", ErrUnauthenticatedExposure, cfg.Host)
-	}
-	env, err := sandboxEnv(cfg.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	cacheDir := cfg.CacheDir
-	if cacheDir == "" {
-		if d, err := os.UserCacheDir(); err == nil {
-			cacheDir = filepath.Join(d, "aiod", "wazero")
-		}
-	}
-	if cacheDir == "-" {
-		cacheDir = ""
-	}
-	if cacheDir != "" {
-		if err := os.MkdirAll(cacheDir, 0o700); err != nil {
-			return nil, fmt.Errorf("cache dir: %w", err)
-		}
-	}
-	var lock *lockdown
-	if cfg.Lockdown {
-		if lock, err = startLockdown(&cfg, policy, cacheDir); err != nil {
-			return nil, err
-		}
-		env = lock.env()
-	}
-	eng, err := newEngine(cfg.Engine, EngineOptions{CacheDir: cacheDir})
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Browser.Logger == nil {
-		cfg.Browser.Logger = log
-	}
-	br, err := browser.New(cfg.Browser)
-	if err != nil {
-		eng.Close(ctx)
-		return nil, err
-	}
-	h := &Host{cfg: cfg, log: log, engine: eng, browser: br}
-	// the tenants exist before the registry, whose loaders read their
-	// quotas (OwnerInstances) from the start
-	h.tenancy.set = tenant.New(policy.Tenants, cfg.APIKey)
-	var pins *upstream.Pins
-	if cfg.PinUpstreams != "" {
-		if pins, err = upstream.LoadPins(cfg.PinUpstreams); err != nil {
-			br.Close()
-			eng.Close(ctx)
-			return nil, err
-		}
-	}
-	if len(cfg.Upstreams) > 0 {
-		// Made before the registry (the upstream family needs it); the
-		// names it excludes are the registry's, looked up at each use.
-		h.ups = newUpstreamSet(cfg.Upstreams, h.pluginTool, pins, cfg)
-	}
-	fams := newFamilies(log, br, h.ups, lock)
-	h.fams = fams
-	if lock != nil {
-		if err := lock.checkRuntime(ctx, fams.procs); err != nil {
-			eng.Close(ctx)
-			fams.Close()
-			h.closeUpstreams()
-			br.Close()
-			return nil, err
-		}
-		lock.log(log, fams.procs)
-	}
-	if cfg.Builtins == nil {
-		log.Warn("this binary has no built-in plugins (build it with `make build`)")
-	}
-	if cfg.PluginsDir != "" {
-		if st, err := os.Stat(cfg.PluginsDir); err != nil || !st.IsDir() {
-			eng.Close(ctx)
-			fams.Close()
-			h.closeUpstreams()
-			br.Close()
-			return nil, fmt.Errorf("plugins dir %s: not a readable directory", cfg.PluginsDir)
-		}
-	}
-	reg, err := plugin.New(ctx, plugin.Options{
-		Engine:        eng,
-		Policy:        policy,
-		BuiltinPolicy: builtinPolicy(policy),
-		Env:           env,
-		Families:      fams.forGrant,
-		Builtins:      withPageTools(cfg),
-		Dir:           cfg.PluginsDir,
-		IdleTimeout:   cfg.IdleTimeout,
-		KeepCompiled:  cfg.KeepCompiled,
-		Rested:        releaseRested, // footprint.go
-		Logger:        log,
-		// list at once from the manifests, compile in the background
-		Background:     true,
-		RequirePins:    cfg.Lockdown,
-		OwnerInstances: h.tenancy.instances,
-	})
-	if err != nil && reg == nil {
-		eng.Close(ctx)
-		fams.Close()
-		h.closeUpstreams()
-		br.Close()
-		return nil, err
-	}
-	h.reg = reg
-	go releaseAfterLoad(reg) // footprint.go
-	var served mcp.Catalog = reg
-	if h.ups != nil {
-		served = &catalog{Registry: reg, ups: h.ups}
-	}
-	if err := h.startTenancy(policy); err != nil {
-		h.Close(ctx)
-		return nil, err
-	}
-	if lock != nil {
-		set := h.tenancy.set
-		ws := func(owner string) string { return set.ForOwner(owner).Policy.Workspace }
-		lock.workspace.Store(&ws)
-	}
-	h.mcp = mcp.NewServer(h.tenancy.set.Catalog(served), mcp.Options{Info: mcp.Implementation{Name: "aiod", Version: Version}, Logger: log,
-		MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout, Middleware: h.tenancy.middleware(),
-		SessionsPerOwner: h.tenancy.sessions, Tasks: taskOptions(policy.Limits), Skills: skills.FromEnv(os.Getenv),
-		ReplicaID: cfg.ReplicaID})
-	if err := h.setStateKeys(stateKeys); err != nil {
-		h.Close(ctx)
-		return nil, err
-	}
-	srvOpts := server.Options{MCP: h.mcp, Logger: log, APIKey: cfg.APIKey, Loopback: isLoopback(cfg.Host),
-		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, Capabilities: h.capabilities,
-		Admin: &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins}, Sandbox: h.sandbox(env, cacheDir)}
-	h.tenancy.serverOptions(&srvOpts)
-	h.srv = server.New(srvOpts)
-	if cfg.Watch && cfg.PluginsDir != "" {
-		w, err := startWatcher(cfg.PluginsDir, cfg.PolicyFile, cfg.WatchDebounce, h.reload, log)
+	h := &Host{log: cfg.Logger, addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), pprofAddr: cfg.PprofAddr,
+		policyFile: cfg.PolicyFile, apiKey: cfg.APIKey, stateKeyFile: cfg.StateKeyFile}
+	defer func() {
 		if err != nil {
 			h.Close(ctx)
+		}
+	}()
+	for _, step := range []func() error{
+		func() error { return h.provisionEngine(cfg.Engine, p.cacheDir) },
+		func() error { return h.provisionBrowser(cfg.Browser) },
+		// the tenants exist before the registry, whose loaders read
+		// their quotas (OwnerInstances) from the start
+		func() error { h.tenancy.set = tenant.New(p.policy.Tenants, cfg.APIKey); return nil },
+		func() error { return h.provisionUpstreams(cfg.Upstreams, p.pinFile, cfg.UpstreamListTimeout) },
+		func() error { return h.provisionFamilies(ctx, p.lock) },
+		func() error {
+			if cfg.Builtins == nil {
+				h.log.Warn("this binary has no built-in plugins (build it with `make build`)")
+			}
+			return h.provisionRegistry(ctx, plugin.Options{Policy: p.policy, BuiltinPolicy: builtinPolicy(p.policy), Env: p.env,
+				Builtins: cfg.PageToolsConfig.builtins(cfg.Builtins, cfg.Browser.Mode), Dir: cfg.PluginsDir,
+				IdleTimeout: cfg.IdleTimeout, KeepCompiled: cfg.KeepCompiled, RequirePins: cfg.Lockdown})
+		},
+		func() error { return h.wireTenancy(cfg.TenancyConfig, p.auditRequired, cfg.AdminKey, p.policy, p.lock) },
+		func() error {
+			return h.provisionProtocol(mcp.Options{MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout,
+				ReplicaID: cfg.ReplicaID, Tasks: taskOptions(p.policy.Limits)}, p.stateKeys)
+		},
+		func() error {
+			h.provisionServer(server.Options{APIKey: cfg.APIKey, Loopback: netx.Loopback(cfg.Host),
+				AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins,
+				Admin:  &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins},
+				Status: status(p.env, p.cacheDir, cfg.Browser, h.fams.procs, h.browser)})
+			return nil
+		},
+		func() error {
+			if !cfg.Watch || cfg.PluginsDir == "" {
+				return nil
+			}
+			return h.provisionWatcher(plugin.WatchOptions{Dir: cfg.PluginsDir, Policy: cfg.PolicyFile, Debounce: cfg.WatchDebounce})
+		},
+	} {
+		if err = step(); err != nil {
 			return nil, err
 		}
-		h.watch = w
 	}
 	return h, nil
+}
+
+// provisionEngine makes the named engine over the compile cache.
+func (h *Host) provisionEngine(name, cacheDir string) (err error) {
+	if h.engine, err = newEngine(name, EngineOptions{CacheDir: cacheDir}); err != nil {
+		return err
+	}
+	h.built(h.engine.Close)
+	return nil
+}
+
+// provisionBrowser makes the browser plane (its logger defaulting to the
+// host's).
+func (h *Host) provisionBrowser(c browser.Config) (err error) {
+	if c.Logger == nil {
+		c.Logger = h.log
+	}
+	if h.browser, err = browser.New(c); err != nil {
+		return err
+	}
+	h.built(func(context.Context) error { return h.browser.Close() })
+	return nil
+}
+
+// provisionFamilies makes the families' state (in lockdown's sandbox when
+// lock is set, whose runtime checks then run).
+func (h *Host) provisionFamilies(ctx context.Context, lock *lockdown.Lockdown) error {
+	h.fams = newFamilies(h.log, h.browser, h.ups, lock)
+	h.built(func(context.Context) error { return h.fams.Close() })
+	if lock == nil {
+		return nil
+	}
+	if err := lock.CheckRuntime(ctx, h.fams.procs); err != nil {
+		return err
+	}
+	lock.Log(h.log, h.fams.procs)
+	return nil
+}
+
+// provisionProtocol makes the MCP protocol layer of o (its catalogue, its
+// middleware and its owners' quotas are the host's) and gives it the
+// replicas' state keys.
+func (h *Host) provisionProtocol(o mcp.Options, stateKeys [][]byte) error {
+	var served mcp.Catalog = h.reg
+	if h.ups != nil {
+		served = &catalog{Registry: h.reg, ups: h.ups}
+	}
+	o.Info, o.Logger = mcp.Implementation{Name: "aiod", Version: Version}, h.log
+	o.Middleware, o.SessionsPerOwner, o.Skills = h.tenancy.middleware(), h.tenancy.sessions, skills.FromEnv(os.Getenv)
+	h.mcp = mcp.NewServer(h.tenancy.set.Catalog(served), o)
+	h.built(func(context.Context) error { h.mcp.Close(); return nil })
+	return h.setStateKeys(stateKeys)
+}
+
+// provisionServer makes the HTTP server of o over the protocol layer and
+// the tenancy.
+func (h *Host) provisionServer(o server.Options) {
+	o.MCP, o.Logger, o.Capabilities = h.mcp, h.log, h.capabilities
+	h.tenancy.serverOptions(&o)
+	h.srv = server.New(o)
+}
+
+// provisionWatcher watches the plugins directory and the policy file,
+// reloading on a change.
+func (h *Host) provisionWatcher(o plugin.WatchOptions) (err error) {
+	o.Reload, o.Logger = h.watchReload, h.log
+	if h.watch, err = plugin.Watch(o); err != nil {
+		return err
+	}
+	h.built(func(context.Context) error { return h.watch.Close() })
+	return nil
+}
+
+// makeCacheDir is the compile cache directory: dir, or <user cache
+// dir>/aiod/wazero when empty, made if missing; "-" is none ("").
+func makeCacheDir(dir string) (string, error) {
+	if dir == "" {
+		if d, err := os.UserCacheDir(); err == nil {
+			dir = filepath.Join(d, "aiod", "wazero")
+		}
+	}
+	if dir == "-" {
+		dir = ""
+	}
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", fmt.Errorf("cache dir: %w", err)
+		}
+	}
+	return dir, nil
+}
+
+// provisionUpstreams makes the upstream set (none without servers), with
+// the pins of pinFile when set. It is made before the registry (the
+// upstream family needs it); the names it excludes are the registry's,
+// looked up at each use.
+func (h *Host) provisionUpstreams(servers []upstream.Server, pinFile string, listTimeout time.Duration) error {
+	var pins *upstream.Pins
+	if pinFile != "" {
+		var err error
+		if pins, err = upstream.LoadPins(pinFile); err != nil {
+			return err
+		}
+	}
+	if len(servers) > 0 {
+		h.ups = newUpstreamSet(servers, h.pluginTool, pins, listTimeout, h.log)
+		h.built(func(context.Context) error { return h.ups.Close() })
+	}
+	return nil
+}
+
+// provisionRegistry makes the plugin registry of o over the host's engine,
+// families and tenants' quotas (o.Dir must be a directory when set): it
+// lists at once from the manifests and compiles in the background; once
+// it has loaded, the footprint code makes the idle process small.
+func (h *Host) provisionRegistry(ctx context.Context, o plugin.Options) error {
+	o.Engine, o.Families, o.OwnerInstances, o.Logger = h.engine, h.fams.forGrant, h.tenancy.instances, h.log
+	o.Rested, o.Background = footprint.ReleaseRested, true
+	if o.Dir != "" {
+		if st, err := os.Stat(o.Dir); err != nil || !st.IsDir() {
+			return fmt.Errorf("plugins dir %s: not a readable directory", o.Dir)
+		}
+	}
+	reg, err := plugin.New(ctx, o)
+	if reg == nil {
+		return err
+	}
+	// (a registry with load errors serves the rest: they are its report)
+	h.reg = reg
+	h.built(reg.Close)
+	go footprint.AfterLoad(reg)
+	return nil
 }
 
 // Registry exposes the plugin registry (reload, catalogue).
@@ -315,7 +270,7 @@ func (h *Host) Registry() *plugin.Registry { return h.reg }
 func (h *Host) Server() *server.Server { return h.srv }
 
 // Addr is host:port from the config.
-func (h *Host) Addr() string { return net.JoinHostPort(h.cfg.Host, strconv.Itoa(h.cfg.Port)) }
+func (h *Host) Addr() string { return h.addr }
 
 // Serve serves on ln until ctx ends, then shuts down gracefully. It handles
 // no signals (Run does).
@@ -334,33 +289,25 @@ func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // Close ends the upstream sessions and releases plugins, processes and the
-// engine. Idempotent.
+// engine: the parts New built, in reverse (teardown). Idempotent.
 func (h *Host) Close(ctx context.Context) error {
 	if !h.closed.CompareAndSwap(false, true) {
 		return nil
 	}
 	var errs []error
-	if h.watch != nil {
-		errs = append(errs, h.watch.Close())
+	for i := len(h.teardown) - 1; i >= 0; i-- {
+		errs = append(errs, h.teardown[i](ctx))
 	}
-	h.mcp.Close()
-	errs = append(errs, h.closeUpstreams(), h.tenancy.close())
-	if h.reg != nil {
-		errs = append(errs, h.reg.Close(ctx))
-	}
-	errs = append(errs, h.fams.Close(), h.browser.Close(), h.engine.Close(ctx))
 	return errors.Join(errs...)
 }
 
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// built puts the teardown of a part just built on the list Close runs in
+// reverse.
+func (h *Host) built(close func(context.Context) error) { h.teardown = append(h.teardown, close) }
 
-func sandboxEnv(workspace string) (caps.Env, error) {
+// grantEnv is what grants' path variables mean ($HOME, $TMP, and the
+// workspace, resolved, when set).
+func grantEnv(workspace string) (caps.Env, error) {
 	home, _ := os.UserHomeDir()
 	env := caps.Env{Home: home, Tmp: os.TempDir()}
 	if workspace != "" {
@@ -434,4 +381,38 @@ func (h *Host) capabilities() any {
 		"families": fams,
 		"plugins":  len(cat.Plugins),
 	}
+}
+
+// status is what GET /v2/sandbox and the per-domain part of GET
+// /v1/capabilities report: the doctor's probes (the same as `aiod
+// doctor`) of the cache directory, the workspace and the browser plane bc
+// configures, with the host's own process containment and browser.
+func status(env caps.Env, cacheDir string, bc browser.Config, procs *proc.Manager, br *browser.Browser) *server.Status {
+	bh, bp := bc.Host, bc.Port
+	if bh == "" {
+		bh = browser.DefaultHost
+	}
+	if bp == 0 {
+		bp = browser.DefaultPort
+	}
+	o := doctor.FromEnv(os.Getenv)
+	o.CacheDir, o.Workspace, o.CDP = cacheDir, env.Workspace, net.JoinHostPort(bh, strconv.Itoa(bp))
+	if bc.Path != "" {
+		o.Chromium = bc.Path
+	}
+	o.Cgroups = func() doctor.Check { return doctor.ContainmentCheck(procs.Containment()) }
+	d := doctor.New(o, 0)
+	ws := env.Workspace
+	if ws == "" {
+		ws = env.Home
+	}
+	id := map[string]any{"name": "aiod", "os": goruntime.GOOS, "arch": goruntime.GOARCH, "home_dir": env.Home}
+	if hn, err := os.Hostname(); err == nil {
+		id["hostname"] = hn
+	}
+	if u, err := user.Current(); err == nil {
+		id["user"] = u.Username
+	}
+	return &server.Status{Doctor: d, Identity: id, Version: Version, WorkspaceDir: ws,
+		Browser: func(ctx context.Context) any { return br.Status(ctx) }}
 }

@@ -50,8 +50,8 @@ func (h *Host) Run(ctx context.Context) error {
 		<-reloads
 	}()
 
-	if h.cfg.PprofAddr != "" {
-		shutdown, err := h.servePprof(h.cfg.PprofAddr)
+	if h.pprofAddr != "" {
+		shutdown, err := h.servePprof(h.pprofAddr)
 		if err != nil {
 			return err
 		}

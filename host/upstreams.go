@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"time"
 
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
@@ -42,12 +44,12 @@ func (c *catalog) OnToolsChanged(f func()) {
 // newUpstreamSet returns the set over servers, excluding the names the
 // plugins publish at the time of each tools/list or call (so a reload that
 // adds a plugin tool takes the name from an upstream).
-func newUpstreamSet(servers []upstream.Server, exclude func(string) bool, pins *upstream.Pins, cfg Config) *upstream.Set {
+func newUpstreamSet(servers []upstream.Server, exclude func(string) bool, pins *upstream.Pins, listTimeout time.Duration, log *slog.Logger) *upstream.Set {
 	return upstream.New(servers, upstream.Options{
 		Exclude:       exclude,
 		Pins:          pins,
-		ListTimeout:   cfg.UpstreamListTimeout,
-		Logger:        cfg.Logger,
+		ListTimeout:   listTimeout,
+		Logger:        log,
 		ClientName:    "aiod",
 		ClientVersion: Version,
 	})
@@ -152,12 +154,4 @@ func relayNotify(notify func(kind string, params any)) func(string, json.RawMess
 func (h *Host) pluginTool(name string) bool {
 	reg := h.reg
 	return reg != nil && reg.Catalog().Lookup(name) != nil
-}
-
-// closeUpstreams ends the upstream sessions (nil set: nothing).
-func (h *Host) closeUpstreams() error {
-	if h.ups == nil {
-		return nil
-	}
-	return h.ups.Close()
 }

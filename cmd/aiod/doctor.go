@@ -55,7 +55,8 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 			*cacheDir = filepath.Join(d, "aiod", "wazero")
 		}
 	}
-	o := doctor.Options{CacheDir: *cacheDir, Workspace: *workspace, Cgroups: containment}
+	o := doctor.FromEnv(os.Getenv)
+	o.CacheDir, o.Workspace, o.Cgroups = *cacheDir, *workspace, containment
 	if *lockdown {
 		o.Lockdown = &doctor.Lockdown{DataDir: *dataDir, AuditLog: *auditLog}
 	}

@@ -35,18 +35,22 @@ var Domains = []string{"files", "exec", "code_interpreter", "browser", "computer
 type Options struct {
 	// LookPath finds a program (exec.LookPath).
 	LookPath func(string) (string, error)
-	// Getenv reads the environment (os.Getenv).
-	Getenv func(string) string
 	// CacheDir is the compiled-module cache directory ("" none, "-" off).
 	CacheDir string
 	// Workspace, when set, must be a directory.
 	Workspace string
 	// CDP is the DevTools host:port probed with GET /json/version
-	// (default BROWSER_REMOTE_DEBUGGING_HOST:PORT, else 127.0.0.1:9222).
+	// (default 127.0.0.1:9222).
 	CDP string
-	// Chromium is the browser binary looked up (default AIO_BROWSER_PATH,
-	// else chromium, chromium-browser, google-chrome).
+	// Chromium is the browser binary looked up first (then chromium,
+	// chromium-browser, google-chrome).
 	Chromium string
+	// JupyterEndpoint, when set, is a Jupyter server that serves Python
+	// when no python3 is installed.
+	JupyterEndpoint string
+	// ComputerUseURL, when set, is the computer-use worker probed (aiod
+	// has no desktop plane of its own).
+	ComputerUseURL string
 	// CgroupRoot is the cgroup v2 mount (default /sys/fs/cgroup).
 	CgroupRoot string
 	// Cgroups, when set, replaces the cgroup probe: the host passes how
@@ -69,7 +73,7 @@ type Lockdown struct {
 }
 
 // What the lockdown check finds missing: the data directory and the
-// audit log in aiod start's words (host/lockdown.go; cmd/aiod's
+// audit log in aiod start's words (host/lockdown; cmd/aiod's
 // TestDoctorLockdown compares them), the sandbox and the cgroups with the
 // start's prefixes and the probe's finding.
 const (
@@ -79,25 +83,29 @@ const (
 	LockdownNoCgroups  = "cgroups for process limits: "
 )
 
+// FromEnv is the options the environment names, as aiod reads it: the
+// DevTools address (BROWSER_REMOTE_DEBUGGING_HOST and _PORT), the browser
+// binary (AIO_BROWSER_PATH), a Jupyter server (AIO_JUPYTER_ENDPOINT) and a
+// computer-use worker (AIO_COMPUTER_USE_URL). getenv is os.Getenv or a
+// stand-in.
+func FromEnv(getenv func(string) string) Options {
+	h, p := getenv("BROWSER_REMOTE_DEBUGGING_HOST"), getenv("BROWSER_REMOTE_DEBUGGING_PORT")
+	if h == "" {
+		h = "127.0.0.1"
+	}
+	if p == "" {
+		p = "9222"
+	}
+	return Options{CDP: net.JoinHostPort(h, p), Chromium: getenv("AIO_BROWSER_PATH"),
+		JupyterEndpoint: getenv("AIO_JUPYTER_ENDPOINT"), ComputerUseURL: getenv("AIO_COMPUTER_USE_URL")}
+}
+
 func (o *Options) defaults() {
 	if o.LookPath == nil {
 		o.LookPath = exec.LookPath
 	}
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
-	}
 	if o.CDP == "" {
-		h, p := o.Getenv("BROWSER_REMOTE_DEBUGGING_HOST"), o.Getenv("BROWSER_REMOTE_DEBUGGING_PORT")
-		if h == "" {
-			h = "127.0.0.1"
-		}
-		if p == "" {
-			p = "9222"
-		}
-		o.CDP = net.JoinHostPort(h, p)
-	}
-	if o.Chromium == "" {
-		o.Chromium = o.Getenv("AIO_BROWSER_PATH")
+		o.CDP = "127.0.0.1:9222"
 	}
 	if o.CgroupRoot == "" {
 		o.CgroupRoot = "/sys/fs/cgroup"
@@ -192,7 +200,7 @@ func Probe(ctx context.Context, o Options) Report {
 	bash := find("bash", "bash")
 	py := withVersion(find("python3", "python3"))
 	if !py.OK {
-		if ep := o.Getenv("AIO_JUPYTER_ENDPOINT"); ep != "" {
+		if ep := o.JupyterEndpoint; ep != "" {
 			py = Check{Name: "python3", OK: true, Detail: "AIO_JUPYTER_ENDPOINT " + ep}
 		}
 	}
@@ -449,7 +457,7 @@ func probeComputer(ctx context.Context, o Options) Domain {
 		"provider": nil, "display": nil, "screenshot": false, "actions": false, "clipboard": false,
 		"recording": false, "accessibility": false, "accessibility_backend": nil,
 		"resolution": map[string]any{"width": nil, "height": nil}}}
-	u := o.Getenv("AIO_COMPUTER_USE_URL")
+	u := o.ComputerUseURL
 	if u == "" {
 		d.Warnings = append(d.Warnings, "no computer-use worker: AIO_COMPUTER_USE_URL is not set (aiod has no desktop plane)")
 		return d

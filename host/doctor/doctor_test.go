@@ -62,16 +62,6 @@ func TestProbe(t *testing.T) {
 			return "", errors.New("not found")
 		}
 	}
-	env := func(kv ...string) func(string) string {
-		return func(k string) string {
-			for i := 0; i < len(kv); i += 2 {
-				if kv[i] == k {
-					return kv[i+1]
-				}
-			}
-			return ""
-		}
-	}
 	type want struct{ status, missing string }
 	for _, tc := range []struct {
 		name string
@@ -80,13 +70,13 @@ func TestProbe(t *testing.T) {
 		warn map[string]string // a warning the domain must carry
 	}{
 		{"everything", doctor.Options{LookPath: have("bash", "python3", "node", "chromium", "bwrap"),
-			Getenv: env("AIO_COMPUTER_USE_URL", worker.URL), CDP: cdpAddr, CgroupRoot: cgroupRoot(t, "cpu memory pids"), CacheDir: t.TempDir()},
+			ComputerUseURL: worker.URL, CDP: cdpAddr, CgroupRoot: cgroupRoot(t, "cpu memory pids"), CacheDir: t.TempDir()},
 			map[string]want{"files": {"ready", ""}, "exec": {"ready", ""}, "code_interpreter": {"ready", ""}, "browser": {"ready", ""}, "computer": {"ready", ""}}, nil},
-		{"nothing", doctor.Options{LookPath: have(), Getenv: env(), CDP: closedAddr(t), CgroupRoot: t.TempDir(), Workspace: "/nonexistent/ws"},
+		{"nothing", doctor.Options{LookPath: have(), CDP: closedAddr(t), CgroupRoot: t.TempDir(), Workspace: "/nonexistent/ws"},
 			map[string]want{"files": {"absent", "workspace"}, "exec": {"absent", "bash"}, "code_interpreter": {"absent", "python3,node"},
 				"browser": {"absent", "chromium,cdp"}, "computer": {"absent", "computer-use"}},
 			map[string]string{"exec": "bubblewrap (bwrap) not found", "computer": "AIO_COMPUTER_USE_URL is not set", "browser": "no browser answers at http://"}},
-		{"partial", doctor.Options{LookPath: have("bash", "chromium"), Getenv: env("AIO_JUPYTER_ENDPOINT", "http://127.0.0.1:8888", "AIO_COMPUTER_USE_URL", "http://"+closedAddr(t)),
+		{"partial", doctor.Options{LookPath: have("bash", "chromium"), JupyterEndpoint: "http://127.0.0.1:8888", ComputerUseURL: "http://" + closedAddr(t),
 			CDP: closedAddr(t), CgroupRoot: cgroupRoot(t, "cpu")},
 			map[string]want{"files": {"ready", ""}, "exec": {"degraded", ""}, "code_interpreter": {"degraded", "node"}, "browser": {"degraded", "cdp"}, "computer": {"absent", "computer-use"}},
 			map[string]string{"exec": "without the pids and memory controllers", "computer": "computer-use worker probe failed", "browser": "can be launched"}},
@@ -112,7 +102,7 @@ func TestProbe(t *testing.T) {
 			}
 		})
 	}
-	r := doctor.Probe(context.Background(), doctor.Options{LookPath: have("python3", "node"), Getenv: env(), CDP: closedAddr(t)})
+	r := doctor.Probe(context.Background(), doctor.Options{LookPath: have("python3", "node"), CDP: closedAddr(t)})
 	if got := r.Domains["code_interpreter"].Map()["kinds"]; !reflect.DeepEqual(got, []string{"python", "javascript"}) {
 		t.Errorf("kinds %v", got)
 	}
@@ -129,7 +119,7 @@ func TestDoctorCache(t *testing.T) {
 			probes.Add(1)
 		}
 		return "", errors.New("no")
-	}, Getenv: func(string) string { return "" }, CDP: closedAddr(t)}, time.Hour)
+	}, CDP: closedAddr(t)}, time.Hour)
 	ctx := context.Background()
 	a := d.Report(ctx, false)
 	b := d.Report(ctx, false)
@@ -146,12 +136,11 @@ func TestDoctorCache(t *testing.T) {
 // names each piece a locked-down start would miss of what doctor sees.
 func TestLockdownCheck(t *testing.T) {
 	none := func(string) (string, error) { return "", errors.New("not found") }
-	noEnv := func(string) string { return "" }
-	r := doctor.Probe(context.Background(), doctor.Options{LookPath: none, Getenv: noEnv, CDP: closedAddr(t), CgroupRoot: t.TempDir()})
+	r := doctor.Probe(context.Background(), doctor.Options{LookPath: none, CDP: closedAddr(t), CgroupRoot: t.TempDir()})
 	if c := r.Check("lockdown"); c.Detail != "" || c.OK || len(r.Checks) != 8 {
 		t.Errorf("without Lockdown: %d checks, lockdown %+v", len(r.Checks), c)
 	}
-	r = doctor.Probe(context.Background(), doctor.Options{LookPath: none, Getenv: noEnv, CDP: closedAddr(t), CgroupRoot: t.TempDir(), Lockdown: &doctor.Lockdown{}})
+	r = doctor.Probe(context.Background(), doctor.Options{LookPath: none, CDP: closedAddr(t), CgroupRoot: t.TempDir(), Lockdown: &doctor.Lockdown{}})
 	c := r.Check("lockdown")
 	want := []string{doctor.LockdownNoBwrap, doctor.LockdownNoCgroups + "no cgroup v2 hierarchy at ", doctor.LockdownNoDataDir, doctor.LockdownNoAuditLog}
 	if c.OK || len(c.Missing) != len(want) {
@@ -169,9 +158,23 @@ func TestLockdownCheck(t *testing.T) {
 		return "", errors.New("not found")
 	}
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
-	c = doctor.Probe(context.Background(), doctor.Options{LookPath: bwrap, Getenv: noEnv, CDP: closedAddr(t), CgroupRoot: cgroupRoot(t, "cpu memory pids"),
+	c = doctor.Probe(context.Background(), doctor.Options{LookPath: bwrap, CDP: closedAddr(t), CgroupRoot: cgroupRoot(t, "cpu memory pids"),
 		Lockdown: &doctor.Lockdown{DataDir: t.TempDir(), AuditLog: audit}}).Check("lockdown")
 	if !c.OK || len(c.Missing) != 0 || !strings.Contains(c.Detail, audit) {
 		t.Errorf("everything: %+v", c)
+	}
+}
+
+// TestFromEnv: the environment's names become the options, and the
+// DevTools address keeps its defaults for a part not set.
+func TestFromEnv(t *testing.T) {
+	env := map[string]string{"BROWSER_REMOTE_DEBUGGING_PORT": "9333", "AIO_BROWSER_PATH": "/opt/chrome",
+		"AIO_JUPYTER_ENDPOINT": "http://127.0.0.1:8888", "AIO_COMPUTER_USE_URL": "http://127.0.0.1:7000"}
+	o := doctor.FromEnv(func(k string) string { return env[k] })
+	if o.CDP != "127.0.0.1:9333" || o.Chromium != "/opt/chrome" || o.JupyterEndpoint != env["AIO_JUPYTER_ENDPOINT"] || o.ComputerUseURL != env["AIO_COMPUTER_USE_URL"] {
+		t.Errorf("FromEnv: %+v", o)
+	}
+	if o := doctor.FromEnv(func(string) string { return "" }); o.CDP != "127.0.0.1:9222" || o.Chromium != "" || o.JupyterEndpoint != "" || o.ComputerUseURL != "" {
+		t.Errorf("FromEnv of an empty environment: %+v", o)
 	}
 }

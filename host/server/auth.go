@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/aiodhq/aiod/host/internal/netx"
 	"github.com/aiodhq/aiod/host/tenant"
 )
 
@@ -197,10 +198,9 @@ func hostOnly(hostport string) string {
 	return strings.Trim(hostport, "[]")
 }
 
+// isLoopbackName is netx.Loopback, plus the names below "localhost"
+// (RFC 6761: they resolve to loopback), which a Host or Origin header may
+// carry.
 func isLoopbackName(h string) bool {
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
+	return netx.Loopback(h) || strings.HasSuffix(h, ".localhost")
 }

@@ -41,9 +41,9 @@ type Options struct {
 	// Admin is the operator's API under /admin/ (admin.go); nil or an
 	// empty key leaves it off.
 	Admin *Admin
-	// Sandbox serves GET /v2/sandbox and the per-domain part of GET
-	// /v1/capabilities (sandbox.go); nil leaves both out.
-	Sandbox *Sandbox
+	// Status serves GET /v2/sandbox and the per-domain part of GET
+	// /v1/capabilities (status.go); nil leaves both out.
+	Status *Status
 	// Tenancy: the tenants keys resolve to (nil: APIKey alone, tenant
 	// "default"), OAuth bearer tokens (nil: off), the audit log of the
 	// requests refused before dispatch, and the metrics served at
@@ -82,7 +82,7 @@ func New(opts Options) *Server {
 		return c.SendString(`{"status":"ok"}`)
 	})
 	s.app.Get("/v1/capabilities", s.capabilities)
-	s.routeSandbox()
+	s.routeStatus()
 	s.app.All("/mcp", s.handleMCP)
 	if opts.Admin != nil && opts.Admin.Key != "" {
 		s.routeAdmin(opts.Admin)

@@ -2,8 +2,11 @@ package skills
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // errNoFrontmatter is returned for a SKILL.md that does not begin with a
@@ -14,14 +17,15 @@ var errNoFrontmatter = errors.New("no --- delimited frontmatter at the top of SK
 const maxFrontmatter = 64 << 10
 
 // Frontmatter parses the YAML frontmatter at the top of a SKILL.md: the
-// block between a first line "---" and the next line "---". It reads the
-// subset of YAML skills use: "key: value" lines whose values are plain,
-// single- or double-quoted scalars or folded (>) and literal (|) block
-// scalars, and one level of nested "key:" maps (metadata). Plain scalars
-// that YAML types (true, false, null, integers, decimals) keep that type.
-// Anything else (lists, flow collections, anchors) is an error: a skill
-// using them is not served rather than served with a frontmatter a YAML
-// reader would see differently.
+// block between a first line "---" and the next line "---", decoded by the
+// YAML library (go.yaml.in/yaml/v3). It takes what skills use: a mapping
+// whose values are scalars (plain, quoted, folded > or literal |) and
+// nested mappings (metadata). Plain scalars YAML types keep their type:
+// booleans, null, integers (int64, within ±2^53, else the text) and finite
+// floats (float64, else the text). Anything else (lists, flow
+// collections, anchors, aliases, explicit tags, duplicate keys) is an
+// error: a skill using them is not served rather than served with a
+// frontmatter that JSON would carry differently.
 func Frontmatter(src []byte) (map[string]any, error) {
 	s := string(src)
 	s = strings.TrimPrefix(s, "\ufeff")
@@ -47,287 +51,102 @@ func Frontmatter(src []byte) (map[string]any, error) {
 	if !closed {
 		return nil, errors.New("frontmatter is not closed by a --- line")
 	}
-	p := &fmParser{lines: block}
-	out, err := p.mapping(0)
-	if err != nil {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(strings.Join(block, "\n")), &doc); err != nil {
+		return nil, errors.New("frontmatter: " + err.Error())
+	}
+	if doc.Kind == 0 { // an empty block
+		return map[string]any{}, nil
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, errors.New("frontmatter is not a mapping of keys to values")
+	}
+	return mapping(doc.Content[0])
+}
+
+// errAt is msg about the frontmatter line of n.
+func errAt(n *yaml.Node, msg string) error {
+	return errors.New("frontmatter line " + strconv.Itoa(n.Line) + ": " + msg)
+}
+
+// mapping decodes a block mapping of scalar keys.
+func mapping(n *yaml.Node) (map[string]any, error) {
+	if err := plain(n); err != nil {
 		return nil, err
 	}
-	if p.i < len(p.lines) {
-		return nil, errors.New("frontmatter line " + strconv.Itoa(p.i+1) + ": unexpected indentation")
+	out := make(map[string]any, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
+			return nil, errAt(k, "unsupported key")
+		}
+		if err := plain(k); err != nil {
+			return nil, err
+		}
+		if _, dup := out[k.Value]; dup {
+			return nil, errAt(k, "duplicate key "+strconv.Quote(k.Value))
+		}
+		val, err := value(v)
+		if err != nil {
+			return nil, err
+		}
+		out[k.Value] = val
 	}
 	return out, nil
 }
 
-type fmParser struct {
-	lines []string
-	i     int
-}
-
-func indentOf(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
-
-func blank(l string) bool {
-	t := strings.TrimSpace(l)
-	return t == "" || strings.HasPrefix(t, "#")
-}
-
-// mapping reads "key: value" lines at exactly indent.
-func (p *fmParser) mapping(indent int) (map[string]any, error) {
-	out := map[string]any{}
-	for p.i < len(p.lines) {
-		l := p.lines[p.i]
-		if blank(l) {
-			p.i++
-			continue
-		}
-		if strings.Contains(l[:indentOf(l)], "\t") || strings.HasPrefix(strings.TrimLeft(l, " "), "\t") {
-			return nil, p.errf("tab indentation")
-		}
-		ind := indentOf(l)
-		if ind < indent {
-			return out, nil
-		}
-		if ind > indent {
-			return nil, p.errf("unexpected indentation")
-		}
-		key, val, ok := strings.Cut(l[ind:], ":")
-		if !ok || (val != "" && val[0] != ' ' && val[0] != '\t') {
-			return nil, p.errf("not a key: value line")
-		}
-		key = strings.TrimSpace(key)
-		if k, err := unquoteKey(key); err != nil {
-			return nil, p.errf(err.Error())
-		} else {
-			key = k
-		}
-		if _, dup := out[key]; dup {
-			return nil, p.errf("duplicate key " + strconv.Quote(key))
-		}
-		val = strings.TrimSpace(val)
-		p.i++
-		switch {
-		case val == "" || strings.HasPrefix(val, "#"):
-			// a nested map, or an empty (null) value
-			if p.i < len(p.lines) && p.nextIndent() > indent {
-				m, err := p.mapping(p.nextIndent())
-				if err != nil {
-					return nil, err
-				}
-				out[key] = m
-			} else {
-				out[key] = nil
-			}
-		case val[0] == '>' || val[0] == '|':
-			v, err := p.block(val, indent)
-			if err != nil {
-				return nil, err
-			}
-			out[key] = v
-		default:
-			v, err := scalar(val)
-			if err != nil {
-				return nil, p.errf(err.Error())
-			}
-			out[key] = v
-		}
+// plain refuses what the frontmatter does not read on any node: anchors,
+// explicit tags and flow collections.
+func plain(n *yaml.Node) error {
+	switch {
+	case n.Anchor != "":
+		return errAt(n, "anchors are not read")
+	case n.Style&yaml.TaggedStyle != 0:
+		return errAt(n, "tags are not read")
+	case n.Style&yaml.FlowStyle != 0:
+		return errAt(n, "flow collections are not read")
 	}
-	return out, nil
+	return nil
 }
 
-// nextIndent is the indentation of the next non-blank line (-1: none).
-func (p *fmParser) nextIndent() int {
-	for j := p.i; j < len(p.lines); j++ {
-		if !blank(p.lines[j]) {
-			return indentOf(p.lines[j])
-		}
-	}
-	return -1
-}
-
-func (p *fmParser) errf(msg string) error {
-	return errors.New("frontmatter line " + strconv.Itoa(p.i+1) + ": " + msg)
-}
-
-// block reads a folded (>) or literal (|) block scalar whose lines are
-// indented more than parent; header is the indicator with its optional
-// chomping (- or +).
-func (p *fmParser) block(header string, parent int) (string, error) {
-	chomp := ""
-	switch strings.TrimSpace(header[1:]) {
-	case "":
-	case "-":
-		chomp = "-"
-	case "+":
-		chomp = "+"
+// value decodes a value: a scalar or a nested mapping.
+func value(n *yaml.Node) (any, error) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return mapping(n)
+	case yaml.SequenceNode:
+		return nil, errAt(n, "lists are not read")
+	case yaml.AliasNode:
+		return nil, errAt(n, "aliases are not read")
+	case yaml.ScalarNode:
 	default:
-		return "", p.errf("unsupported block scalar header " + strconv.Quote(header))
+		return nil, errAt(n, "unsupported value")
 	}
-	var lines []string
-	ind := -1
-	for p.i < len(p.lines) {
-		l := p.lines[p.i]
-		if strings.TrimSpace(l) == "" {
-			lines = append(lines, "")
-			p.i++
-			continue
-		}
-		li := indentOf(l)
-		if li <= parent {
-			break
-		}
-		if ind < 0 {
-			ind = li
-		}
-		if li < ind {
-			return "", p.errf("block scalar line less indented than its first")
-		}
-		lines = append(lines, l[ind:])
-		p.i++
+	if err := plain(n); err != nil {
+		return nil, err
 	}
-	// trailing blank lines belong to chomping
-	trail := 0
-	for len(lines) > 0 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-		trail++
+	if n.Style != 0 { // quoted, literal or folded: a string
+		return n.Value, nil
 	}
-	var b strings.Builder
-	if header[0] == '|' {
-		b.WriteString(strings.Join(lines, "\n"))
-	} else {
-		// folding: a line break between two text lines becomes a space;
-		// each empty line is a newline
-		for i, l := range lines {
-			if l == "" {
-				b.WriteByte('\n')
-				continue
-			}
-			if i > 0 && lines[i-1] != "" {
-				b.WriteByte(' ')
-			}
-			b.WriteString(l)
-		}
-	}
-	out := b.String()
-	if len(lines) == 0 {
-		return "", nil
-	}
-	switch chomp {
-	case "":
-		out += "\n"
-	case "+":
-		out += strings.Repeat("\n", trail+1)
-	}
-	return out, nil
-}
-
-func unquoteKey(k string) (string, error) {
-	if k == "" {
-		return "", errors.New("empty key")
-	}
-	if k[0] == '"' || k[0] == '\'' {
-		v, err := scalar(k)
-		if err != nil {
-			return "", err
-		}
-		s, ok := v.(string)
-		if !ok {
-			return "", errors.New("bad key")
-		}
-		return s, nil
-	}
-	if strings.ContainsAny(k[:1], "[]{}&*!|>%@`-?,") {
-		return "", errors.New("unsupported key " + strconv.Quote(k))
-	}
-	return k, nil
-}
-
-// scalar decodes a one-line value.
-func scalar(v string) (any, error) {
-	switch v[0] {
-	case '\'':
-		end := strings.LastIndexByte(v, '\'')
-		if end == 0 || strings.TrimSpace(stripComment(v[end+1:])) != "" {
-			return nil, errors.New("unterminated single-quoted value")
-		}
-		inner := v[1:end]
-		if strings.Contains(strings.ReplaceAll(inner, "''", ""), "'") {
-			return nil, errors.New("bad single-quoted value")
-		}
-		return strings.ReplaceAll(inner, "''", "'"), nil
-	case '"':
-		end := closingQuote(v)
-		if end < 0 || strings.TrimSpace(stripComment(v[end+1:])) != "" {
-			return nil, errors.New("unterminated double-quoted value")
-		}
-		s, err := strconv.Unquote(v[:end+1])
-		if err != nil {
-			return nil, errors.New("unsupported escape in a double-quoted value")
-		}
-		return s, nil
-	case '[', '{', '&', '*', '!', '%', '@', '`':
-		return nil, errors.New("unsupported value " + strconv.Quote(v) + " (lists, maps, anchors and tags are not read)")
-	}
-	if v[0] == '-' && (len(v) == 1 || v[1] == ' ') {
-		return nil, errors.New("lists are not read")
-	}
-	v = strings.TrimSpace(stripComment(v))
-	switch v {
-	case "true", "True", "TRUE":
-		return true, nil
-	case "false", "False", "FALSE":
-		return false, nil
-	case "null", "Null", "NULL", "~":
+	switch n.Tag {
+	case "!!null":
 		return nil, nil
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil && !strings.HasPrefix(v, "+") && (len(v) == 1 || v[0] != '0') && (v[0] != '-' || len(v) < 2 || v[1] != '0') {
-		if n > -(1<<53) && n < 1<<53 {
-			return n, nil
+	case "!!bool":
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return nil, errAt(n, err.Error())
 		}
-	}
-	if isDecimal(v) {
-		if f, err := strconv.ParseFloat(v, 64); err == nil {
+		return b, nil
+	case "!!int":
+		var i int64
+		if n.Decode(&i) == nil && i > -(1<<53) && i < 1<<53 {
+			return i, nil
+		}
+	case "!!float":
+		var f float64
+		if n.Decode(&f) == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
 			return f, nil
 		}
 	}
-	if strings.Contains(v, ": ") {
-		return nil, errors.New("a plain value may not contain ': '")
-	}
-	return v, nil
-}
-
-// isDecimal reports YAML 1.2 core floats of the plain [-]digits.digits
-// form (exponents and special values are kept as strings: they are not
-// what skills write).
-func isDecimal(v string) bool {
-	v = strings.TrimPrefix(v, "-")
-	a, b, ok := strings.Cut(v, ".")
-	if !ok || a == "" && b == "" {
-		return false
-	}
-	for _, c := range a + b {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// stripComment cuts a " #" comment off a plain value.
-func stripComment(v string) string {
-	if i := strings.Index(v, " #"); i >= 0 {
-		return v[:i]
-	}
-	return v
-}
-
-// closingQuote is the index of the quote closing a double-quoted value.
-func closingQuote(v string) int {
-	for i := 1; i < len(v); i++ {
-		switch v[i] {
-		case '\\':
-			i++
-		case '"':
-			return i
-		}
-	}
-	return -1
+	return n.Value, nil
 }

@@ -8,27 +8,15 @@ package builtin
 import (
 	"embed"
 	"io/fs"
+
+	"github.com/aiodhq/aiod/plugins/internal/dist"
 )
 
 //go:embed all:dist
-var dist embed.FS
+var embedded embed.FS
 
 // FS returns the built-in plugin packages.
-func FS() fs.FS {
-	sub, err := fs.Sub(dist, "dist")
-	if err != nil {
-		panic(err)
-	}
-	return sub
-}
+func FS() fs.FS { return dist.Sub(embedded) }
 
 // Present reports whether any built-in module was embedded.
-func Present() bool {
-	ents, _ := fs.ReadDir(FS(), ".")
-	for _, e := range ents {
-		if e.IsDir() {
-			return true
-		}
-	}
-	return false
-}
+func Present() bool { return dist.Present(FS()) }

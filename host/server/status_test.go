@@ -13,11 +13,11 @@ import (
 	"github.com/aiodhq/aiod/host/doctor"
 )
 
-// TestSandboxRoutes: GET /v2/sandbox and the per-domain part of GET
+// TestStatusRoutes: GET /v2/sandbox and the per-domain part of GET
 // /v1/capabilities come from the doctor's probes (cached; ?refresh=true
 // probes again), beside what the host reports itself, which wins a
 // clash.
-func TestSandboxRoutes(t *testing.T) {
+func TestStatusRoutes(t *testing.T) {
 	var probes atomic.Int32
 	d := doctor.New(doctor.Options{
 		LookPath: func(n string) (string, error) {
@@ -27,12 +27,11 @@ func TestSandboxRoutes(t *testing.T) {
 			}
 			return "", errors.New("not found")
 		},
-		Getenv: func(string) string { return "" },
-		CDP:    "127.0.0.1:1",
+		CDP: "127.0.0.1:1",
 	}, 0)
 	addr := serve(t, New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Capabilities: func() any { return map[string]any{"families": map[string]any{}, "browser": "the host's own"} },
-		Sandbox: &Sandbox{Doctor: d, Identity: map[string]any{"name": "aiod"}, Version: "9.9.9", WorkspaceDir: "/ws",
+		Status: &Status{Doctor: d, Identity: map[string]any{"name": "aiod"}, Version: "9.9.9", WorkspaceDir: "/ws",
 			Browser: func(context.Context) any {
 				return map[string]any{"status": "ready", "missing": []string{}, "warnings": []string{}}
 			}},
@@ -88,8 +87,8 @@ func TestSandboxRoutes(t *testing.T) {
 	}
 }
 
-// TestNoSandbox: without a Sandbox neither route part exists.
-func TestNoSandbox(t *testing.T) {
+// TestNoStatus: without a Status neither route part exists.
+func TestNoStatus(t *testing.T) {
 	addr := serve(t, New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	resp, err := http.Get("http://" + addr + "/v2/sandbox")
 	if err != nil {
@@ -97,6 +96,6 @@ func TestNoSandbox(t *testing.T) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("/v2/sandbox without a Sandbox: %d", resp.StatusCode)
+		t.Fatalf("/v2/sandbox without a Status: %d", resp.StatusCode)
 	}
 }

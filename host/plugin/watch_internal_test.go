@@ -1,4 +1,4 @@
-package host
+package plugin
 
 import (
 	"crypto/sha256"
@@ -45,7 +45,7 @@ func TestWatcherComplete(t *testing.T) {
 			if tc.module != nil {
 				os.WriteFile(filepath.Join(pkg, "plugin.wasm"), tc.module, 0o644)
 			}
-			w := &watcher{dir: dir}
+			w := &Watcher{dir: dir}
 			w.touch(filepath.Join(pkg, "plugin.wasm"))
 			w.touch(filepath.Join(dir, "gone.next")) // a temporary name renamed away
 			if tc.policy != "" {

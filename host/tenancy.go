@@ -9,6 +9,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/audit"
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/server"
@@ -30,8 +31,8 @@ type tenancy struct {
 
 // authConfigured reports whether requests must authenticate: an API key,
 // a tenant key in the policy, or OAuth.
-func authConfigured(cfg Config, p *caps.Policy) bool {
-	if cfg.APIKey != "" || cfg.OAuthJWKS != "" {
+func (c TenancyConfig) authConfigured(apiKey string, p *caps.Policy) bool {
+	if apiKey != "" || c.OAuthJWKS != "" {
 		return true
 	}
 	for _, t := range p.Tenants {
@@ -42,41 +43,53 @@ func authConfigured(cfg Config, p *caps.Policy) bool {
 	return false
 }
 
-// startTenancy makes the tenant set, the OAuth verifier, the audit log and
-// the metrics from cfg and the policy.
-func (h *Host) startTenancy(p *caps.Policy) error {
-	cfg := h.cfg
-	t := &h.tenancy
-	if t.set == nil {
-		t.set = tenant.New(p.Tenants, cfg.APIKey)
-	}
-	if cfg.OAuthIssuer != "" || cfg.OAuthAudience != "" || cfg.OAuthJWKS != "" {
-		v, err := server.LoadOAuth(server.OAuth{Issuer: cfg.OAuthIssuer, Audience: cfg.OAuthAudience, JWKS: cfg.OAuthJWKS, TenantClaim: cfg.OAuthTenantClaim})
+// start makes the OAuth verifier and the audit log from c (the audit log
+// required when auditRequired), after checking that the admin key is no
+// tenant's key; the tenant set is made before (the registry reads its
+// quotas).
+func (t *tenancy) start(c TenancyConfig, auditRequired bool, adminKey string, p *caps.Policy) error {
+	if c.OAuthIssuer != "" || c.OAuthAudience != "" || c.OAuthJWKS != "" {
+		v, err := server.LoadOAuth(server.OAuth{Issuer: c.OAuthIssuer, Audience: c.OAuthAudience, JWKS: c.OAuthJWKS, TenantClaim: c.OAuthTenantClaim})
 		if err != nil {
 			return err
 		}
 		t.oauth = v
 	}
-	if cfg.AuditRequired && cfg.AuditLog == "" {
+	if auditRequired && c.AuditLog == "" {
 		return errors.New("an audit log is required (--audit-log FILE)")
 	}
-	if cfg.AuditLog != "" {
-		l, err := audit.Open(cfg.AuditLog, audit.Options{Required: cfg.AuditRequired})
+	if c.AuditLog != "" {
+		l, err := audit.Open(c.AuditLog, audit.Options{Required: auditRequired})
 		if err != nil {
 			return err
 		}
 		t.audit = l
 	}
-	if cfg.AdminKey != "" {
+	if adminKey != "" {
 		for _, tn := range p.Tenants {
 			for _, sum := range tn.KeyHashes() {
-				if sum == sha256.Sum256([]byte(cfg.AdminKey)) {
+				if sum == sha256.Sum256([]byte(adminKey)) {
 					return fmt.Errorf("the admin key is also a tenant's key: every client holding it would be an operator")
 				}
 			}
 		}
 	}
+	return nil
+}
+
+// wireTenancy starts the tenancy, gives the browser family the tenants'
+// browser allow-list (and lockdown, when set, their workspaces) and makes
+// the metrics over the host's parts.
+func (h *Host) wireTenancy(c TenancyConfig, auditRequired bool, adminKey string, p *caps.Policy, lock *lockdown.Lockdown) error {
+	t := &h.tenancy
+	h.built(func(context.Context) error { return t.close() })
+	if err := t.start(c, auditRequired, adminKey, p); err != nil {
+		return err
+	}
 	set := t.set
+	if lock != nil {
+		lock.SetWorkspaces(func(owner string) string { return set.ForOwner(owner).Policy.Workspace })
+	}
 	h.fams.cdp.SetOwnerPolicy(func(owner string) bool { return set.ForOwner(owner).BrowserAllowed() })
 	t.metrics = server.NewMetrics(server.MetricsSources{
 		WarmInstances: h.warmInstances,
@@ -128,6 +141,7 @@ func (t *tenancy) sessions(owner string) int {
 	return t.set.ForOwner(owner).Quotas().Sessions
 }
 
+// close closes the audit log (none: nothing).
 func (t *tenancy) close() error { return t.audit.Close() }
 
 // warmInstances counts the idle warm instances of each tenant.
@@ -169,7 +183,7 @@ func (h *Host) setStateKeys(keys [][]byte) error {
 		return nil
 	}
 	if err := h.mcp.SetStateKeys(keys); err != nil {
-		return fmt.Errorf("state key file %s: %w", h.cfg.StateKeyFile, err)
+		return fmt.Errorf("state key file %s: %w", h.stateKeyFile, err)
 	}
 	return nil
 }
@@ -177,10 +191,10 @@ func (h *Host) setStateKeys(keys [][]byte) error {
 // reloadStateKeys reads the state key file again (a rotation, on SIGHUP or
 // any reload); a file that no longer reads keeps the previous keys.
 func (h *Host) reloadStateKeys() {
-	if h.cfg.StateKeyFile == "" {
+	if h.stateKeyFile == "" {
 		return
 	}
-	keys, err := mcp.ReadStateKeyFile(h.cfg.StateKeyFile)
+	keys, err := mcp.ReadStateKeyFile(h.stateKeyFile)
 	if err == nil {
 		err = h.setStateKeys(keys)
 	}

@@ -1,4 +1,4 @@
-package host
+package footprint
 
 import (
 	"bufio"
@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dropExecutablePages returns to the page cache the pages of aiod's own
+// DropExecutablePages returns to the page cache the pages of aiod's own
 // read-only, file-backed mappings (the binary's rodata: chiefly the
 // embedded built-in modules, ~50 MB, which the start-up compiles read
 // once). They are clean copies of the file: dropping them from the
@@ -18,7 +18,7 @@ import (
 // (written) page is left alone: a relocated read-only segment of a
 // dynamically linked binary has such pages, and dropping them would undo
 // the relocations. It returns the bytes dropped.
-func dropExecutablePages() int64 {
+func DropExecutablePages() int64 {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0

@@ -1,4 +1,4 @@
-package host
+package unionfs_test
 
 import (
 	"io/fs"
@@ -6,33 +6,10 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/aiodhq/aiod/host/browser"
+	"github.com/aiodhq/aiod/host/internal/unionfs"
 )
 
-func TestPageToolsServed(t *testing.T) {
-	pkg := fstest.MapFS{"browser_page_tools/manifest.json": {Data: []byte("{}")}}
-	for _, tc := range []struct {
-		name string
-		mode browser.Mode
-		on   bool
-		fsys fs.FS
-		want bool
-	}{
-		{"plain start (attach)", browser.Attach, false, pkg, false},
-		{"attach with --page-tools", browser.Attach, true, pkg, true},
-		{"the default mode with --page-tools", "", true, pkg, true},
-		{"launch", browser.Launch, false, pkg, true},
-		{"off, even when asked", browser.Off, true, pkg, false},
-		{"a binary without the package", browser.Launch, true, nil, false},
-	} {
-		cfg := Config{Browser: browser.Config{Mode: tc.mode}, PageToolsConfig: PageToolsConfig{PageTools: tc.on, PageToolsFS: tc.fsys}}
-		if got := pageToolsServed(cfg); got != tc.want {
-			t.Errorf("%s: served %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
-func TestWithPageToolsUnion(t *testing.T) {
+func TestUnion(t *testing.T) {
 	builtins := fstest.MapFS{
 		"order":               {Data: []byte("b_one\nb_two\n")},
 		"b_one/manifest.json": {Data: []byte(`{"name":"b_one"}`)},
@@ -45,8 +22,7 @@ func TestWithPageToolsUnion(t *testing.T) {
 		"README.md":                        {Data: []byte("page tools")},
 		"b_one/manifest.json":              {Data: []byte(`{"name":"shadowed"}`)},
 	}
-	cfg := Config{Builtins: builtins, Browser: browser.Config{Mode: browser.Launch}, PageToolsConfig: PageToolsConfig{PageToolsFS: pkg}}
-	u := withPageTools(cfg)
+	u := unionfs.New(builtins, pkg)
 	ents, err := fs.ReadDir(u, ".")
 	if err != nil {
 		t.Fatal(err)
@@ -72,10 +48,5 @@ func TestWithPageToolsUnion(t *testing.T) {
 	}
 	if _, err := u.Open("../x"); err == nil {
 		t.Error("an invalid path opened")
-	}
-	// not served: the built-ins alone
-	cfg.Browser.Mode = browser.Attach
-	if got := withPageTools(cfg); got == nil || func() bool { _, err := fs.Stat(got, "browser_page_tools"); return err == nil }() {
-		t.Error("attach without --page-tools: the page tools are there")
 	}
 }

@@ -1,40 +1,19 @@
-package host
+// Package unionfs sees two directories of plugin packages as one fs.FS:
+// its root lists a's entries and b's directories (a name in a wins), and
+// a path below it is a's when its first element is a's, else b's. The
+// host serves the built-ins and the page tools' package through it.
+package unionfs
 
 import (
 	"io/fs"
 	"path"
 	"sort"
 	"strings"
-
-	"github.com/aiodhq/aiod/host/browser"
 )
 
-// pageToolsServed reports whether cfg serves the page tools: the
-// package is there, the browser plane is on, and it is launched or they
-// were asked for.
-func pageToolsServed(cfg Config) bool {
-	if cfg.PageToolsFS == nil || cfg.Browser.Mode == browser.Off {
-		return false
-	}
-	return cfg.PageTools || cfg.Browser.Mode == browser.Launch
-}
+// New returns a and b seen as one.
+func New(a, b fs.FS) fs.FS { return &unionFS{a, b} }
 
-// withPageTools is the built-in packages the registry loads: cfg.Builtins,
-// plus the page tools' package when served. The page tools are not in the
-// built-ins' "order" file, so they come after the ten.
-func withPageTools(cfg Config) fs.FS {
-	if !pageToolsServed(cfg) {
-		return cfg.Builtins
-	}
-	if cfg.Builtins == nil {
-		return cfg.PageToolsFS
-	}
-	return &unionFS{cfg.Builtins, cfg.PageToolsFS}
-}
-
-// unionFS is two directories of plugin packages seen as one: its root
-// lists both (a name in a wins), and a path below it is a's when its
-// first element is a's, else b's.
 type unionFS struct{ a, b fs.FS }
 
 func (u *unionFS) pick(name string) fs.FS {
@@ -74,7 +53,7 @@ func (u *unionFS) ReadDir(name string) ([]fs.DirEntry, error) {
 		seen[e.Name()] = true
 	}
 	for _, e := range eb {
-		// the page tools' own README and .gitignore stay out of the root
+		// b's own files (a README, a .gitignore) stay out of the root
 		if !seen[e.Name()] && e.IsDir() {
 			ea = append(ea, e)
 		}

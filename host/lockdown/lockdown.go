@@ -1,4 +1,9 @@
-package host
+// Package lockdown is aiod's locked-down multi-tenant mode
+// (spec/lockdown.md): every process under bubblewrap, each tenant in its
+// own /workspace and /tmp, plugins pinned by sha256, upstream tools
+// pinned; a start that lacks any of it is refused. It is built from its
+// own Config and the few paths and facts of the host it checks (Inputs).
+package lockdown
 
 import (
 	"context"
@@ -24,15 +29,46 @@ import (
 	"github.com/aiodhq/aiod/host/proc"
 )
 
+// Config is the lockdown section of the host's configuration.
+type Config struct {
+	// Lockdown turns the mode on (--lockdown, AIO_LOCKDOWN).
+	Lockdown bool
+	// DataDir holds the tenants' directories,
+	// <DataDir>/tenants/<owner>/{workspace,tmp} (--data-dir, AIO_DATA_DIR);
+	// required in lockdown.
+	DataDir string
+}
+
+// Inputs are what a locked-down start is checked against: the policy,
+// aiod's own paths (which no tenant directory may overlap) and the
+// settings lockdown refuses.
+type Inputs struct {
+	Policy *caps.Policy
+	// CacheDir is the compile cache in use ("" none).
+	CacheDir   string
+	PluginsDir string
+	PolicyFile string
+	// PinFile is the upstream pin file; "" is <data dir>/upstream-pins.json
+	// (Lockdown.PinFile).
+	PinFile  string
+	AuditLog string
+	// Workspace is --workspace, which lockdown refuses.
+	Workspace string
+	// Authenticated: requests must authenticate (an API key, a tenant key
+	// in the policy, or OAuth).
+	Authenticated        bool
+	AllowUnauthenticated bool
+}
+
 // Lockdown limits (seed 003's sandbox): per process 120 s of wall clock
 // (the process family's longest timeout), and per unit 256 processes and
 // 4 GiB of memory; output is capped at 64 KiB. The per-process CPU, address
 // space and file size limits are proc.Sandbox's defaults.
 const (
-	LockdownMaxTimeout = 120 * time.Second
-	LockdownMaxProcs   = 256
-	LockdownMaxMemory  = 4 << 30
-	LockdownMaxOutput  = 64 << 10
+	MaxTimeout = 120 * time.Second
+	MaxProcs   = 256
+	MaxMemory  = 4 << 30
+	MaxOutput  = 64 << 10
 )
 
 // The directories a tenant's programs and file tools see.
@@ -41,18 +77,19 @@ const (
 	sandboxTmp       = "/tmp"
 )
 
-// lockdown is what a locked-down host adds: each owner's directories
+// Lockdown is what a locked-down host adds: each owner's directories
 // under <data dir>/tenants, and the checks that refuse a start.
-type lockdown struct {
+type Lockdown struct {
 	dataDir string // absolute
 	tenants string // <dataDir>/tenants
+	pinFile string // the upstream pin file
 	// workspace is the directory a tenant's policy names for its
 	// /workspace ("" when it names none: <tenants>/<owner>/workspace);
 	// set once the tenants are known, read at each use (reloads).
 	workspace atomic.Pointer[func(owner string) string]
 }
 
-func newLockdown(dataDir string) (*lockdown, error) {
+func newLockdown(dataDir string) (*Lockdown, error) {
 	if dataDir == "" {
 		return nil, errors.New("give --data-dir (AIO_DATA_DIR): the tenants' directories live there")
 	}
@@ -66,23 +103,27 @@ func newLockdown(dataDir string) (*lockdown, error) {
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
 	}
-	return &lockdown{dataDir: abs, tenants: filepath.Join(abs, "tenants")}, nil
+	return &Lockdown{dataDir: abs, tenants: filepath.Join(abs, "tenants")}, nil
 }
 
-// startLockdown checks a locked-down configuration and makes its
-// directories; upstream tools are always pinned (the pin file defaults to
-// <data dir>/upstream-pins.json).
-func startLockdown(cfg *Config, policy *caps.Policy, cacheDir string) (*lockdown, error) {
-	l, err := newLockdown(cfg.DataDir)
+// Start checks a locked-down configuration and makes its directories
+// (nil, nil when c leaves lockdown off); upstream tools are always pinned
+// (the pin file defaults to <data dir>/upstream-pins.json: PinFile), and a
+// call whose audit line cannot be written is refused (the host requires
+// its audit log).
+func Start(c Config, in Inputs) (*Lockdown, error) {
+	if !c.Lockdown {
+		return nil, nil
+	}
+	l, err := newLockdown(c.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("lockdown: %w", err)
 	}
-	if cfg.PinUpstreams == "" {
-		cfg.PinUpstreams = filepath.Join(l.dataDir, "upstream-pins.json")
+	if in.PinFile == "" {
+		in.PinFile = filepath.Join(l.dataDir, "upstream-pins.json")
 	}
-	// a call whose audit line cannot be written is refused
-	cfg.AuditRequired = true
-	if err := l.check(cfg, policy, cacheDir); err != nil {
+	l.pinFile = in.PinFile
+	if err := l.check(in); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(l.dataDir, "run"), 0o700); err != nil {
@@ -101,7 +142,7 @@ var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // plain file name, else "x-" and a digest of it (an OAuth subject may hold
 // any character), so no owner name can climb out of the tenants directory
 // or name another's.
-func (l *lockdown) ownerDir(owner string) string {
+func (l *Lockdown) ownerDir(owner string) string {
 	switch {
 	case owner == checkOwner:
 		return filepath.Join(l.dataDir, "check")
@@ -116,7 +157,7 @@ func (l *lockdown) ownerDir(owner string) string {
 }
 
 // mounts are owner's /workspace and /tmp, created on first use.
-func (l *lockdown) mounts(owner string) ([]proc.Mount, error) {
+func (l *Lockdown) mounts(owner string) ([]proc.Mount, error) {
 	d := l.ownerDir(owner)
 	ws := filepath.Join(d, "workspace")
 	if f := l.workspace.Load(); f != nil && owner != checkOwner {
@@ -136,8 +177,8 @@ func (l *lockdown) mounts(owner string) ([]proc.Mount, error) {
 	return ms, nil
 }
 
-// fileDirs is mounts for the files family.
-func (l *lockdown) fileDirs(owner string) (map[string]string, error) {
+// FileDirs is mounts for the files family.
+func (l *Lockdown) FileDirs(owner string) (map[string]string, error) {
 	ms, err := l.mounts(owner)
 	if err != nil {
 		return nil, err
@@ -149,29 +190,38 @@ func (l *lockdown) fileDirs(owner string) (map[string]string, error) {
 	return out, nil
 }
 
-// env is what grants' path variables mean in lockdown: $HOME is
+// PinFile is the upstream pin file: Inputs.PinFile, or the data
+// directory's.
+func (l *Lockdown) PinFile() string { return l.pinFile }
+
+// SetWorkspaces names, for each owner, the directory its policy names for
+// its /workspace ("" when it names none: its own under the data
+// directory); read at each use, so a reload's policy applies.
+func (l *Lockdown) SetWorkspaces(ws func(owner string) string) { l.workspace.Store(&ws) }
+
+// Env is what grants' path variables mean in lockdown: $HOME is
 // /workspace and $TMP /tmp, so $SANDBOX is both, as every tenant sees
 // them; no host directory is named.
-func (l *lockdown) env() caps.Env { return caps.Env{Home: sandboxWorkspace, Tmp: sandboxTmp} }
+func (l *Lockdown) Env() caps.Env { return caps.Env{Home: sandboxWorkspace, Tmp: sandboxTmp} }
 
-// procConfig turns the process manager's configuration into lockdown's:
+// ProcConfig turns the process manager's configuration into lockdown's:
 // every unit in the bubblewrap sandbox, with seed 003's limits.
-func (l *lockdown) procConfig(c proc.Config) proc.Config {
+func (l *Lockdown) ProcConfig(c proc.Config) proc.Config {
 	c.Sandbox = &proc.Sandbox{Dirs: l.mounts}
 	c.BaseEnv = proc.SandboxEnv(c.BaseEnv, sandboxWorkspace)
-	c.MaxTimeout = LockdownMaxTimeout
-	c.DefaultTimeout = min(c.DefaultTimeout, LockdownMaxTimeout)
-	c.MaxProcs = LockdownMaxProcs
-	c.MaxMemory = LockdownMaxMemory
-	c.DefaultMaxOutput = LockdownMaxOutput
-	c.MaxOutputLimit = LockdownMaxOutput
+	c.MaxTimeout = MaxTimeout
+	c.DefaultTimeout = min(c.DefaultTimeout, MaxTimeout)
+	c.MaxProcs = MaxProcs
+	c.MaxMemory = MaxMemory
+	c.DefaultMaxOutput = MaxOutput
+	c.MaxOutputLimit = MaxOutput
 	c.TempDir = filepath.Join(l.dataDir, "run")
 	return c
 }
 
-// lockdownProtected are the paths of aiod's own that no tenant directory
+// protectedPaths are the paths of aiod's own that no tenant directory
 // may overlap, by what they are. The audit log joins them where it exists.
-func lockdownProtected(cfg *Config, cacheDir string) map[string]string {
+func protectedPaths(in Inputs) map[string]string {
 	out := map[string]string{}
 	add := func(what, p string) {
 		if p == "" || p == "-" {
@@ -181,23 +231,24 @@ func lockdownProtected(cfg *Config, cacheDir string) map[string]string {
 			out[what] = abs
 		}
 	}
-	add("plugins directory", cfg.PluginsDir)
-	add("cache directory", cacheDir)
-	add("policy file", cfg.PolicyFile)
-	add("upstream pin file", cfg.PinUpstreams)
-	add("audit log", cfg.AuditLog)
+	add("plugins directory", in.PluginsDir)
+	add("cache directory", in.CacheDir)
+	add("policy file", in.PolicyFile)
+	add("upstream pin file", in.PinFile)
+	add("audit log", in.AuditLog)
 	return out
 }
 
 // tenantWorkspaceOverlaps are the problems of the workspaces tenants name
 // in the policy: each must keep apart from aiod's own paths, from the data
 // directory and from every other tenant's.
-func tenantWorkspaceOverlaps(l *lockdown, cfg *Config, policy *caps.Policy, cacheDir string) []string {
+func tenantWorkspaceOverlaps(l *Lockdown, in Inputs) []string {
+	policy := in.Policy
 	if policy == nil {
 		return nil
 	}
 	names := slices.Sorted(maps.Keys(policy.Tenants))
-	protected := lockdownProtected(cfg, cacheDir)
+	protected := protectedPaths(in)
 	protected["data directory"] = l.dataDir
 	var out []string
 	for i, name := range names {
@@ -244,30 +295,30 @@ func realish(p string) string {
 
 // check refuses a locked-down start, naming every missing piece, from the
 // configuration alone (check runtime does the sandbox and the cgroups).
-func (l *lockdown) check(cfg *Config, policy *caps.Policy, cacheDir string) error {
+func (l *Lockdown) check(in Inputs) error {
 	var missing []string
-	if !authConfigured(*cfg, policy) {
+	if !in.Authenticated {
 		missing = append(missing, "authentication: set --api-key (AIO_API_KEY), tenants with keys in the policy, or OAuth (--oauth-issuer, --oauth-audience, --oauth-jwks)")
 	}
-	if cfg.AllowUnauthenticated {
+	if in.AllowUnauthenticated {
 		missing = append(missing, "--allow-unauthenticated is not allowed")
 	}
-	if cfg.Workspace != "" {
+	if in.Workspace != "" {
 		missing = append(missing, "--workspace is not used: each tenant has its own /workspace under --data-dir")
 	}
-	if cfg.AuditLog == "" {
+	if in.AuditLog == "" {
 		missing = append(missing, "an audit log: set --audit-log FILE (AIO_AUDIT_LOG); lockdown refuses a call it cannot audit")
 	}
 	tenants := realish(l.tenants)
-	for what, p := range lockdownProtected(cfg, cacheDir) {
+	for what, p := range protectedPaths(in) {
 		rp := realish(p)
 		if pathx.Within(rp, tenants) || pathx.Within(tenants, rp) {
 			missing = append(missing, fmt.Sprintf("the tenants' directories (%s) and the %s (%s) overlap: keep them apart", l.tenants, what, p))
 		}
 	}
-	missing = append(missing, tenantWorkspaceOverlaps(l, cfg, policy, cacheDir)...)
-	if cfg.PluginsDir != "" {
-		for _, e := range unpinnedPlugins(cfg.PluginsDir, policy) {
+	missing = append(missing, tenantWorkspaceOverlaps(l, in)...)
+	if in.PluginsDir != "" {
+		for _, e := range unpinnedPlugins(in.PluginsDir, in.Policy) {
 			missing = append(missing, e.Error())
 		}
 	}
@@ -278,10 +329,10 @@ func (l *lockdown) check(cfg *Config, policy *caps.Policy, cacheDir string) erro
 	return fmt.Errorf("lockdown: refusing to start:\n  - %s", strings.Join(missing, "\n  - "))
 }
 
-// checkRuntime is the part of the check that runs something: the units
+// CheckRuntime is the part of the check that runs something: the units
 // get kernel process limits (cgroups, the memory limit included), and a
 // trivial command runs in the sandbox.
-func (l *lockdown) checkRuntime(ctx context.Context, m *proc.Manager) error {
+func (l *Lockdown) CheckRuntime(ctx context.Context, m *proc.Manager) error {
 	var missing []string
 	c := m.Containment()
 	if c.Mode == proc.ModeWatchdog {
@@ -338,9 +389,9 @@ func unpinnedPlugins(dir string, policy *caps.Policy) []error {
 	return errs
 }
 
-// logLockdown says once what lockdown set up.
-func (l *lockdown) log(log *slog.Logger, m *proc.Manager) {
+// Log says once what lockdown set up.
+func (l *Lockdown) Log(log *slog.Logger, m *proc.Manager) {
 	log.Info("lockdown: processes run under bubblewrap, each tenant in its own /workspace and /tmp",
 		"tenants", l.tenants, "containment", m.Containment().Mode,
-		"max_procs", LockdownMaxProcs, "max_memory", LockdownMaxMemory, "max_output", LockdownMaxOutput)
+		"max_procs", MaxProcs, "max_memory", MaxMemory, "max_output", MaxOutput)
 }

@@ -8,11 +8,11 @@ import (
 	"github.com/aiodhq/aiod/host"
 )
 
-// TestSandboxWired: a started host serves GET /v2/sandbox with its
+// TestStatusWired: a started host serves GET /v2/sandbox with its
 // version, workspace and the five planes, and /v1/capabilities carries
 // the same planes beside its families; the browser plane is the host's
 // own (its mode is reported).
-func TestSandboxWired(t *testing.T) {
+func TestStatusWired(t *testing.T) {
 	ws := t.TempDir()
 	url := startHost(t, host.Config{Workspace: ws})
 	resp, err := http.Get(url + "/v2/sandbox")

@@ -9,9 +9,10 @@ import (
 	"github.com/aiodhq/aiod/host/doctor"
 )
 
-// Sandbox is what GET /v2/sandbox and the per-domain part of GET
-// /v1/capabilities report (spec/capabilities.md).
-type Sandbox struct {
+// Status is the host's status report: what GET /v2/sandbox (the route's
+// name is the protocol's) and the per-domain part of GET /v1/capabilities
+// serve (spec/capabilities.md).
+type Status struct {
 	// Doctor probes the planes (cached briefly; ?refresh=true probes
 	// again).
 	Doctor *doctor.Doctor
@@ -30,15 +31,15 @@ type Sandbox struct {
 // domains is the per-domain report: files, exec, code_interpreter,
 // browser, computer.
 func (s *Server) domains(c *fiber.Ctx) map[string]any {
-	sb := s.opts.Sandbox
-	if sb == nil || sb.Doctor == nil {
+	st := s.opts.Status
+	if st == nil || st.Doctor == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 5*time.Second)
 	defer cancel()
-	out := sb.Doctor.Report(ctx, c.Query("refresh") == "true").DomainsMap()
-	if sb.Browser != nil {
-		out["browser"] = sb.Browser(ctx)
+	out := st.Doctor.Report(ctx, c.Query("refresh") == "true").DomainsMap()
+	if st.Browser != nil {
+		out["browser"] = st.Browser(ctx)
 	}
 	return out
 }
@@ -57,11 +58,11 @@ func (s *Server) addDomains(c *fiber.Ctx, data any) {
 	}
 }
 
-// routeSandbox serves GET /v2/sandbox: identity, version, workspace and
+// routeStatus serves GET /v2/sandbox: identity, version, workspace and
 // capabilities as one JSON object.
-func (s *Server) routeSandbox() {
-	sb := s.opts.Sandbox
-	if sb == nil {
+func (s *Server) routeStatus() {
+	st := s.opts.Status
+	if st == nil {
 		return
 	}
 	s.app.Get("/v2/sandbox", func(c *fiber.Ctx) error {
@@ -69,7 +70,7 @@ func (s *Server) routeSandbox() {
 		if caps == nil {
 			caps = map[string]any{}
 		}
-		return c.JSON(map[string]any{"identity": sb.Identity, "version": sb.Version,
-			"workspace_dir": sb.WorkspaceDir, "capabilities": caps})
+		return c.JSON(map[string]any{"identity": st.Identity, "version": st.Version,
+			"workspace_dir": st.WorkspaceDir, "capabilities": caps})
 	})
 }

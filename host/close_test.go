@@ -11,6 +11,7 @@ import (
 
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
+	"github.com/aiodhq/aiod/plugins/builtin"
 )
 
 // janitors counts the goroutines running the MCP session janitor (the
@@ -51,5 +52,28 @@ func TestCloseStopsProtocolLayer(t *testing.T) {
 	}
 	if err := h.Close(context.Background()); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// TestNewFailureTearsDown: a New that fails after the engine, the
+// browser, the families and the registry (loading the built-ins in the
+// background) were built tears every one of them down: no goroutine of
+// the host outlives the error.
+func TestNewFailureTearsDown(t *testing.T) {
+	base := runtime.NumGoroutine()
+	cfg := host.Config{PluginsDir: t.TempDir(), CacheDir: testplugins.CacheDir(), Builtins: builtin.FS(),
+		PolicyFile: tenancyPolicy(t), AdminKey: aliceKey, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	h, err := host.New(context.Background(), cfg)
+	if err == nil || h != nil || !strings.Contains(err.Error(), "the admin key is also a tenant's key") {
+		t.Fatalf("New = %v, %v; want the admin key refused", h, err)
+	}
+	n := runtime.NumGoroutine()
+	for i := 0; n > base && i < 200; i++ {
+		time.Sleep(25 * time.Millisecond)
+		n = runtime.NumGoroutine()
+	}
+	if n > base {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines after the failed New, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
 	}
 }
