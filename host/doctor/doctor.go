@@ -426,6 +426,11 @@ func probeCache(dir string) Check {
 	return c
 }
 
+// probes is the HTTP client of the probes: it never follows a redirect
+// (a probe answered 3xx reports that status), so a probed address cannot
+// send the doctor to another host.
+var probes = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
 // probeCDP asks the DevTools endpoint for its version.
 func probeCDP(ctx context.Context, addr string, timeout time.Duration) Check {
 	c := Check{Name: "cdp"}
@@ -436,7 +441,7 @@ func probeCDP(ctx context.Context, addr string, timeout time.Duration) Check {
 		c.Detail = err.Error()
 		return c
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := probes.Do(req)
 	if err != nil {
 		c.Detail = "no browser answers at http://" + addr + "/json/version"
 		return c
@@ -468,7 +473,7 @@ func probeComputer(ctx context.Context, o Options) Domain {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err == nil {
 		var resp *http.Response
-		if resp, err = http.DefaultClient.Do(req); err == nil {
+		if resp, err = probes.Do(req); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				d.Status, d.Missing, d.Extra["provider"] = Ready, []string{}, u

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -176,5 +177,34 @@ func TestFromEnv(t *testing.T) {
 	}
 	if o := doctor.FromEnv(func(string) string { return "" }); o.CDP != "127.0.0.1:9222" || o.Chromium != "" || o.JupyterEndpoint != "" || o.ComputerUseURL != "" {
 		t.Errorf("FromEnv of an empty environment: %+v", o)
+	}
+}
+
+// TestProbesFollowNoRedirect: a DevTools endpoint or a computer-use worker
+// that answers with a redirect is reported by its status; the target is
+// never asked.
+func TestProbesFollowNoRedirect(t *testing.T) {
+	var reached atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		w.Write([]byte(`{"Browser":"x"}`))
+	}))
+	defer target.Close()
+	for _, code := range []int{301, 302, 303, 307, 308} {
+		redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, target.URL+r.URL.Path, code)
+		}))
+		r := doctor.Probe(context.Background(), doctor.Options{LookPath: func(string) (string, error) { return "", errors.New("not found") },
+			CDP: strings.TrimPrefix(redirect.URL, "http://"), ComputerUseURL: redirect.URL, CgroupRoot: t.TempDir()})
+		redirect.Close()
+		if c := r.Check("cdp"); c.OK || !strings.Contains(c.Detail, "answered "+strconv.Itoa(code)) {
+			t.Errorf("%d: cdp check %+v", code, c)
+		}
+		if d := r.Domains["computer"]; d.Status == "ready" || !strings.Contains(strings.Join(d.Warnings, "|"), "answered "+strconv.Itoa(code)) {
+			t.Errorf("%d: computer %+v", code, d)
+		}
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("the redirect's target was asked %d times", n)
 	}
 }
