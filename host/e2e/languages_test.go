@@ -91,6 +91,7 @@ func str(s string) *string { return &s }
 // host on every engine built in, give the same answers in Go, C, Rust and
 // AssemblyScript (echo, and count, which keeps its counter in aiod:state).
 func TestTallyLanguages(t *testing.T) {
+	defaultEngine(t, "aiod plugin test runs each language's module on every engine itself")
 	dir := buildTallies(t)
 	weird := "naïve \"quoted\" \\ back\nslash\ttab ☃ 𝄞 \u0001"
 	table := []author.Example{
@@ -144,6 +145,7 @@ func TestTallyLanguages(t *testing.T) {
 // so a host whose policy grants nothing refuses it with the ABI's message,
 // and verify says so before any host runs it.
 func TestTallyWithoutStateGrant(t *testing.T) {
+	defaultEngine(t, "aiod plugin test runs each language's module on every engine itself")
 	dir := buildTallies(t)
 	for _, l := range tallyLangs {
 		pkg := filepath.Join(dir, l.suffix, "tally-"+l.suffix)

@@ -209,6 +209,7 @@ func mustAct(t *testing.T, s *server, action map[string]any) string {
 }
 
 func TestBrowserNoBrowser(t *testing.T) {
+	defaultEngine(t, "the browser tools' answer without a browser: host-side CDP, no engine in it")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
@@ -243,6 +244,7 @@ func TestBrowserNoBrowser(t *testing.T) {
 }
 
 func TestBrowserTools(t *testing.T) {
+	defaultEngine(t, "the browser tools against Chromium: the CDP client is host-side")
 	s := browserServer(t)
 	d := drive(t, s)
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
