@@ -35,9 +35,7 @@ func repoRoot() string {
 // were not built.
 func binaries(t *testing.T) (bin, plugins string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("drives bin/aiod from outside (real MCP clients, Node, Chromium, nginx, bubblewrap): make test runs it, make test-short does not")
-	}
+	skipShort(t)
 	root := repoRoot()
 	bin = filepath.Join(root, "bin", "aiod")
 	plugins = filepath.Join(root, "build", "plugins")
@@ -69,6 +67,15 @@ func (a *aiod) Logs() string {
 	return a.logs.String()
 }
 
+// skipShort skips every test of the package in -short (each starts with
+// onEngines or defaultEngine, and binaries checks again).
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("drives bin/aiod from outside (real MCP clients, Node, Chromium, nginx, bubblewrap): make test runs it, make test-short does not")
+	}
+}
+
 // startWait bounds a start on the engine of AIO_ENGINE in the test's
 // environment (make conformance ENGINE=...), the default when unset.
 func startWait() time.Duration { return startWaitOn(os.Getenv("AIO_ENGINE")) }
@@ -87,6 +94,7 @@ func startWaitOn(engine string) time.Duration {
 // (runtimetest.Engines): the tests whose subject is the engine pass
 // "--engine", engine to start.
 func onEngines(t *testing.T, f func(t *testing.T, engine string)) {
+	skipShort(t)
 	runtimetest.OnEngines(t, func(t *testing.T, e *runtimetest.Engine) { f(t, e.Name) })
 }
 
@@ -94,6 +102,7 @@ func onEngines(t *testing.T, f func(t *testing.T, engine string)) {
 // runs on the default engine (or AIO_ENGINE's) only, for the reason given.
 func defaultEngine(t testing.TB, reason string) {
 	t.Helper()
+	skipShort(t)
 	runtimetest.DefaultOnly(t, reason)
 }
 

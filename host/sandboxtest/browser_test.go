@@ -57,6 +57,9 @@ var (
 // plugin, and a browser it launched (--browser launch).
 func browserServer(t testing.TB) *server {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("launches Chromium: make test runs it, make test-short does not")
+	}
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Fatalf("chromium is not installed (.ci/run installs it): %v", err)
 	}

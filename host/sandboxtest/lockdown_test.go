@@ -37,6 +37,9 @@ func startLockdown(t testing.TB) *lockHost {
 // startLockdownOn is startLockdown on the named engine.
 func startLockdownOn(t testing.TB, engine string) *lockHost {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the built-ins under bubblewrap: make test runs it, make test-short does not")
+	}
 	// Outside /tmp: a host path under /tmp is, to a tenant, a path in its
 	// own /tmp.
 	data, err := os.MkdirTemp("/var/tmp", "aiod-lockdown-")
