@@ -20,6 +20,7 @@ import (
 	"github.com/aiodhq/aiod/host/author"
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/runtime/runtimetest"
 	_ "github.com/aiodhq/aiod/host/runtime/wasmtime/register" // both engines in cgo builds
 )
 
@@ -258,7 +259,8 @@ func BenchmarkTallyEcho(b *testing.B) {
 		if err := os.CopyFS(filepath.Join(plugins, "tally-"+l.suffix), os.DirFS(pkg)); err != nil {
 			b.Fatal(err)
 		}
-		for _, engine := range host.Engines() {
+		for _, e := range runtimetest.Engines() {
+			engine := e.Name
 			b.Run(string(l.lang)+"/"+engine, func(b *testing.B) {
 				h, err := host.New(ctx, host.Config{PluginsDir: plugins, PolicyFile: policy, CacheDir: "-", Engine: engine,
 					Browser: browser.Config{Mode: browser.Off}, Logger: quietLog()})
