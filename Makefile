@@ -28,7 +28,7 @@ NODE_TOOLS ?= $(or $(AIOD_NODE_TOOLS),$(CURDIR)/.tools/node)
 
 GOFILES  := $(shell find . -name '*.go' -not -path './.tools/*' -not -path './build/*')
 
-.PHONY: all build builtins plugins examples run test test-go test-wasmtime conformance bench check fmt vet clean
+.PHONY: all build builtins plugins examples run test test-go test-short test-cache conformance bench check fmt vet clean
 
 all: build plugins
 
@@ -70,7 +70,7 @@ examples: build
 run: build plugins
 	bin/aiod start --host $(HOST) --port $(PORT) --plugins-dir build/plugins --cache-dir build/cache/wazero --engine $(ENGINE)
 
-test: build plugins examples test-go test-wasmtime conformance
+test: build plugins examples test-go conformance
 	$(MAKE) conformance ENGINE=wasmtime
 
 # The official MCP conformance suites (0.1.16; 0.2.0-alpha.12 with
@@ -79,33 +79,41 @@ test: build plugins examples test-go test-wasmtime conformance
 conformance: build plugins
 	AIO_ENGINE=$(ENGINE) AIOD_E2E_CONFORMANCE=1 $(GO) test -count=1 -timeout 15m -run '^TestConformance$$' -v ./host/e2e
 
-# Test binaries key wazero's compile cache "dev" (no module versions in
-# their build info; host/internal/testplugins/warm), so the cache `make
-# build` warmed is not theirs: the built modules are compiled into it first
-# by a non-race test binary, or the first -race test to load the built-ins
-# compiles them all under the race detector (minutes on two cores).
-test-go:
-	@mods=$$(ls $(CURDIR)/plugins/builtin/dist/*/plugin.wasm $(CURDIR)/plugins/browser/dist/*/plugin.wasm $(CURDIR)/build/plugins/*/plugin.wasm 2>/dev/null | paste -sd: -); \
-	if [ -n "$$mods" ]; then echo "warming the tests' compile cache ($$(echo $$mods | tr : ' ' | wc -w) modules)"; \
-	AIOD_WARM_MODULES=$$mods AIOD_WARM_CACHE=$(CURDIR)/build/cache/wazero $(GO) test -count=1 ./host/internal/testplugins/warm; fi
-	$(GO) test -race -timeout 15m ./...
+# The tests' compile cache. Test binaries key wazero's compile cache "dev"
+# (no module versions in their build info), so the cache `make build`
+# warmed is not theirs: cmd/aiodtestcache compiles the built modules into
+# it as a test binary would, without the race detector, or the first -race
+# test to load the built-ins compiles them all under it (minutes on two
+# cores).
+TESTMODS = $(wildcard plugins/builtin/dist/*/plugin.wasm plugins/browser/dist/*/plugin.wasm build/plugins/*/plugin.wasm)
+test-cache:
+	$(GO) run ./cmd/aiodtestcache -cache-dir build/cache/wazero $(TESTMODS)
 
-# test-go already runs the engine table and the hostile plugins on both
-# engines; this reruns the end-to-end suites (the built-ins' tools and the
-# seed workflow in-process, bin/aiod from outside) on wasmtime. Not rerun:
-# the tests that already cover every engine themselves (the tally languages
-# and the tutorial, through `aiod plugin test`) and the 60 s task run, whose
-# subject is the MCP task layer (the bash tool itself runs on wasmtime in
-# host/sandboxtest, and the other task tests run here), the replicas behind
-# nginx (their subject is routing and the shared state key), the foreign
-# upstreams (Chromium, the TypeScript client; forwarding is host-side, no
-# engine in it), and the page tools' checks (TestPageTools, -Scope,
-# -NoBrowser, TestLaunchServesPageTools): their subject is the page script and the answers, not the
-# engine (the page tools' plugin is loaded and listed on wasmtime by
-# TestPageToolsListed).
-WASMTIME_SKIP := ^(TestTenMinutes|TestTallyLanguages|TestTallyWithoutStateGrant|TestBashTask|TestReplicas|TestForeignUpstreams|TestPageTools|TestPageToolsScope|TestPageToolsNoBrowser|TestLaunchServesPageTools)$$
-test-wasmtime: build plugins
-	AIO_ENGINE=wasmtime $(GO) test -race -count=1 -timeout 15m -skip '$(WASMTIME_SKIP)' ./host/sandboxtest/ ./host/e2e/
+# Packages whose code under test has no concurrency of its own run without
+# -race: the race detector has nothing to find there and slows them several
+# times. host/runtime/wazero/interrupt is a pure byte rewriter; host/caps
+# (and its generators), host/author, host/deploy and host/internal/pathx
+# parse and check; sdk/ and plugins/ are guest code (wasip1 runs one
+# thread), tested here on the host. Everything else runs with -race,
+# host/e2e included: it drives bin/aiod from outside, but runs hosts and
+# upstreams in-process too.
+NORACE := ./host/runtime/wazero/interrupt ./host/caps/... ./host/author ./host/deploy ./host/internal/pathx ./sdk/... ./plugins/...
+# The longest packages first, so that none of them starts last.
+FIRST  := ./host/e2e ./host/runtime/wazero ./host/sandboxtest ./host/plugin
+RACEPKGS = $(FIRST) $(filter-out $(shell $(GO) list $(FIRST) $(NORACE)),$(shell $(GO) list ./...))
+
+# Every engine-sensitive test iterates the engine table
+# (host/runtime/runtimetest: wazero, and wasmtime in cgo builds) itself;
+# the others say why they run on the default engine only.
+test-go: test-cache
+	$(GO) test -race -timeout 15m $(RACEPKGS)
+	$(GO) test -timeout 15m $(NORACE)
+
+# The edit-compile loop: every package's unit tests, no race detector, no
+# bin/aiod, Chromium, nginx, Node or bubblewrap (the tests that need them,
+# or take long, skip in -short and say why). Not a substitute for make test.
+test-short:
+	$(GO) test -short -count=1 ./...
 
 bench: build plugins
 	.ci/bench.sh

@@ -111,6 +111,9 @@ func TestLockdownRefusesToStart(t *testing.T) {
 // TestLockdownStarts: with everything in place a locked-down host starts,
 // serves a pinned plugin, and refuses an unpinned one added later.
 func TestLockdownStarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the plugin under bubblewrap: make test runs it, make test-short does not")
+	}
 	plugins, digest := echoPackage(t)
 	data := t.TempDir()
 	policy := writePolicy(t, `{"plugins": {"echo": {"sha256": "`+digest+`"}}}`)

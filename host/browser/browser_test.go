@@ -97,6 +97,9 @@ func TestAbsent(t *testing.T) {
 
 func needChromium(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("launches Chromium: make test runs it, make test-short does not")
+	}
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Fatalf("chromium is not installed (.ci/run installs it): %v", err)
 	}

@@ -42,8 +42,10 @@ func nextData(sc *bufio.Scanner) string {
 // TestCancellation: legacy notifications/cancelled ends a call in a
 // session without a response; in 2026-07-28 closing the stream cancels
 // the call, and progress tokens come back with their JSON type.
-func TestCancellation(t *testing.T) {
-	a := start(t, nil)
+func TestCancellation(t *testing.T) { onEngines(t, testCancellation) }
+
+func testCancellation(t *testing.T, engine string) {
+	a := start(t, nil, "--engine", engine)
 	initBody := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 	resp, _ := post(t, a.URL, initBody, nil)
 	sid := resp.Header.Get("Mcp-Session-Id")

@@ -19,6 +19,7 @@ import (
 // TestClients runs every real client against one aiod: each lists the
 // tools and calls echo {"text":"hi"}, in the era it speaks.
 func TestClients(t *testing.T) {
+	defaultEngine(t, "the real MCP clients' protocol: the host's MCP layer (the tools they call run on every engine in host/sandboxtest)")
 	a := start(t, nil)
 	t.Run("ts-sdk-v1", func(t *testing.T) {
 		r := runNode(t, nil, clientScript("ts-v1.mjs"), a.URL)
@@ -108,6 +109,7 @@ func goSDKEcho(t *testing.T, url, v string, headers map[string]string) {
 // (AIOD_E2E_CONFORMANCE=1; `make conformance` sets it). Any failure of a
 // scored check fails the test.
 func TestConformance(t *testing.T) {
+	defaultEngine(t, "make conformance runs the suites on each engine (AIO_ENGINE, ENGINE=wasmtime)")
 	if os.Getenv("AIOD_E2E_CONFORMANCE") != "1" {
 		t.Skip("set AIOD_E2E_CONFORMANCE=1 (make conformance) to run the official conformance suites")
 	}

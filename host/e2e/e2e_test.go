@@ -21,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aiodhq/aiod/host/runtime/runtimetest"
 )
 
 // repoRoot is the repository's top directory.
@@ -33,6 +35,7 @@ func repoRoot() string {
 // were not built.
 func binaries(t *testing.T) (bin, plugins string) {
 	t.Helper()
+	skipShort(t)
 	root := repoRoot()
 	bin = filepath.Join(root, "bin", "aiod")
 	plugins = filepath.Join(root, "build", "plugins")
@@ -54,6 +57,7 @@ type aiod struct {
 	cmd  *exec.Cmd
 	mu   sync.Mutex
 	logs strings.Builder
+	wait time.Duration // startWaitOn its engine
 }
 
 // Logs returns everything the process wrote to stderr so far.
@@ -63,15 +67,56 @@ func (a *aiod) Logs() string {
 	return a.logs.String()
 }
 
-// startWait bounds a start. AIO_ENGINE in the test's environment selects
-// bin/aiod's engine; wasmtime compiles the nine modules on a cold cache in
-// about 80 s on two cores (wazero: about 20 s), later starts load them from
-// the cache.
-func startWait() time.Duration {
-	if os.Getenv("AIO_ENGINE") == "wasmtime" {
+// skipShort skips every test of the package in -short (each starts with
+// onEngines or defaultEngine, and binaries checks again).
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("drives bin/aiod from outside (real MCP clients, Node, Chromium, nginx, bubblewrap): make test runs it, make test-short does not")
+	}
+}
+
+// startWait bounds a start on the engine of AIO_ENGINE in the test's
+// environment (make conformance ENGINE=...), the default when unset.
+func startWait() time.Duration { return startWaitOn(os.Getenv("AIO_ENGINE")) }
+
+// startWaitOn bounds a start on engine: wasmtime compiles the nine modules
+// on a cold cache in about 80 s on two cores (wazero: about 20 s), later
+// starts load them from the cache.
+func startWaitOn(engine string) time.Duration {
+	if engine == "wasmtime" {
 		return 240 * time.Second
 	}
 	return 60 * time.Second
+}
+
+// onEngines runs f as a subtest per engine of the engine table
+// (runtimetest.Engines): the tests whose subject is the engine pass
+// "--engine", engine to start.
+func onEngines(t *testing.T, f func(t *testing.T, engine string)) {
+	skipShort(t)
+	runtimetest.OnEngines(t, func(t *testing.T, e *runtimetest.Engine) { f(t, e.Name) })
+}
+
+// defaultEngine marks a test whose subject is not the engine: bin/aiod
+// runs on the default engine (or AIO_ENGINE's) only, for the reason given.
+func defaultEngine(t testing.TB, reason string) {
+	t.Helper()
+	skipShort(t)
+	runtimetest.DefaultOnly(t, reason)
+}
+
+// argEngine is the engine args (or AIO_ENGINE) select.
+func argEngine(args []string) string {
+	engine := os.Getenv("AIO_ENGINE")
+	for i, arg := range args {
+		if arg == "--engine" && i+1 < len(args) {
+			engine = args[i+1]
+		} else if v, ok := strings.CutPrefix(arg, "--engine="); ok {
+			engine = v
+		}
+	}
+	return engine
 }
 
 // start runs bin/aiod on a free loopback port with the echo and
@@ -99,7 +144,7 @@ func startArgv(t *testing.T, env []string, argv []string) *aiod {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	a := &aiod{cmd: cmd}
+	a := &aiod{cmd: cmd, wait: startWaitOn(argEngine(argv))}
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -137,8 +182,8 @@ func startArgv(t *testing.T, env []string, argv []string) *aiod {
 		}
 		a.Base = "http://" + ad
 		a.URL = a.Base + "/mcp"
-	case <-time.After(startWait()):
-		t.Fatalf("aiod did not start listening within %s:\n%s", startWait(), a.Logs())
+	case <-time.After(a.wait):
+		t.Fatalf("aiod did not start listening within %s:\n%s", a.wait, a.Logs())
 	}
 	key := ""
 	for i, arg := range argv {
@@ -166,7 +211,7 @@ func startArgv(t *testing.T, env []string, argv []string) *aiod {
 // timings in the tests do not include compiling.
 func (a *aiod) waitLoaded(t *testing.T, apiKey string) {
 	t.Helper()
-	deadline := time.Now().Add(startWait())
+	deadline := time.Now().Add(a.wait)
 	for time.Now().Before(deadline) {
 		req, _ := http.NewRequest("GET", a.Base+"/v1/capabilities", nil)
 		if apiKey != "" {
@@ -189,7 +234,7 @@ func (a *aiod) waitLoaded(t *testing.T, apiKey string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("aiod did not finish loading its plugins within %s:\n%s", startWait(), a.Logs())
+	t.Fatalf("aiod did not finish loading its plugins within %s:\n%s", a.wait, a.Logs())
 }
 
 // freePort finds a loopback port nobody listens on.

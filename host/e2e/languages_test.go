@@ -19,6 +19,7 @@ import (
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/runtime/runtimetest"
 	_ "github.com/aiodhq/aiod/host/runtime/wasmtime/register" // both engines in cgo builds
 )
 
@@ -144,6 +145,7 @@ func str(s string) *string { return &s }
 // host on every engine built in, give the same answers in Go, C, Rust and
 // AssemblyScript (echo, and count, which keeps its counter in aiod:state).
 func TestTallyLanguages(t *testing.T) {
+	defaultEngine(t, "aiod plugin test runs each language's module on every engine itself")
 	dir := buildTallies(t)
 	weird := "naïve \"quoted\" \\ back\nslash\ttab ☃ 𝄞 \u0001"
 	table := []example{
@@ -199,6 +201,7 @@ func TestTallyLanguages(t *testing.T) {
 // so a host whose policy grants nothing refuses it with the ABI's message,
 // and verify says so before any host runs it.
 func TestTallyWithoutStateGrant(t *testing.T) {
+	defaultEngine(t, "aiod plugin test runs each language's module on every engine itself")
 	dir := buildTallies(t)
 	for _, l := range tallyLangs {
 		pkg := filepath.Join(dir, l.suffix, "tally-"+l.suffix)
@@ -311,7 +314,8 @@ func BenchmarkTallyEcho(b *testing.B) {
 		if err := os.CopyFS(filepath.Join(plugins, "tally-"+l.suffix), os.DirFS(pkg)); err != nil {
 			b.Fatal(err)
 		}
-		for _, engine := range host.Engines() {
+		for _, e := range runtimetest.Engines() {
+			engine := e.Name
 			b.Run(l.lang+"/"+engine, func(b *testing.B) {
 				h, err := host.New(ctx, host.Config{PluginsDir: plugins, PolicyFile: policy, CacheDir: "-", Engine: engine,
 					Browser: browser.Config{Mode: browser.Off}, Logger: quietLog()})

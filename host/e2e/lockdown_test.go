@@ -73,6 +73,7 @@ func dataDir(t *testing.T) string {
 // TestLockdownRefusesToStart: `aiod start --lockdown` without what it
 // needs exits, naming each missing piece.
 func TestLockdownRefusesToStart(t *testing.T) {
+	defaultEngine(t, "a start-up refusal before any engine")
 	bin, plugins := binaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -209,7 +210,9 @@ func TestLockdownSpecCommandLine(t *testing.T) {
 // Two tenants, alice and bob, each with a key in the policy's tenants:
 // the same probes run for both, neither sees the other's files, and the
 // audit log has a line for each of their calls.
-func TestLockdownServes(t *testing.T) {
+func TestLockdownServes(t *testing.T) { onEngines(t, testLockdownServes) }
+
+func testLockdownServes(t *testing.T, engine string) {
 	_, plugins := binaries(t)
 	data := dataDir(t)
 	tenants := []struct{ name, key string }{{"alice", "lockdown-e2e-key-alice"}, {"bob", "lockdown-e2e-key-bob"}}
@@ -219,7 +222,7 @@ func TestLockdownServes(t *testing.T) {
 		specs[tn.name] = map[string]any{"keys": []string{"sha256:" + hex.EncodeToString(sum[:])}, "tools": []string{"sandbox_*"}}
 	}
 	auditLog := filepath.Join(t.TempDir(), "audit.log")
-	a := start(t, []string{"AIOD_E2E_KEY=" + tenants[0].key}, "--lockdown", "--policy", pinPolicy(t, plugins, map[string]any{"tenants": specs}), "--data-dir", data, "--audit-log", auditLog)
+	a := start(t, []string{"AIOD_E2E_KEY=" + tenants[0].key}, "--lockdown", "--policy", pinPolicy(t, plugins, map[string]any{"tenants": specs}), "--data-dir", data, "--audit-log", auditLog, "--engine", engine)
 	call := func(key string, id int, tool string, args any) (string, bool) {
 		t.Helper()
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})

@@ -13,7 +13,9 @@ import (
 // renamed into the directory, and the client is told once (2026-07-28:
 // on its subscriptions/listen stream; legacy: on its GET stream) and sees
 // the new tool without reconnecting.
-func TestReloadTellsClients(t *testing.T) {
+func TestReloadTellsClients(t *testing.T) { onEngines(t, testReloadTellsClients) }
+
+func testReloadTellsClients(t *testing.T, engine string) {
 	_, built := binaries(t)
 	for _, era := range []string{"modern", "legacy"} {
 		t.Run(era, func(t *testing.T) {
@@ -23,7 +25,7 @@ func TestReloadTellsClients(t *testing.T) {
 			copyTree(t, filepath.Join(built, "hash"), filepath.Join(dir, "hash"))
 			staging := filepath.Join(work, "echo")
 			copyTree(t, filepath.Join(built, "echo"), staging)
-			a := start(t, nil, "--plugins-dir", dir, "--watch", "--watch-debounce", "50ms")
+			a := start(t, nil, "--plugins-dir", dir, "--watch", "--watch-debounce", "50ms", "--engine", engine)
 			r := runNode(t, nil, clientScript("ts-v2-listchanged.mjs"), a.URL, staging, filepath.Join(dir, "echo"), era)
 			before, after := names(r["before"]), names(r["after"])
 			if slices.Contains(before, "echo") || !slices.Contains(after, "echo") || len(after) != len(before)+1 {

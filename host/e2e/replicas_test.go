@@ -29,6 +29,7 @@ import (
 // replica that stops loses its sessions (404) but not the service. It runs
 // beside the task tests (parallel), whose 60 s command covers its ~40 s.
 func TestReplicas(t *testing.T) {
+	defaultEngine(t, "routing behind nginx and the shared state key are host-side")
 	t.Parallel()
 	bin, _ := binaries(t)
 	ngx := nginxBinary(t)

@@ -97,6 +97,7 @@ var lineRE = regexp.MustCompile(`tick (\d+)`)
 // notifications/progress), so the agent sees the output grow. It runs in
 // parallel with the other task tests, so the minute overlaps theirs.
 func TestBashTask(t *testing.T) {
+	defaultEngine(t, "the 60 s task run's subject is the MCP task layer (the bash tool runs on every engine in host/sandboxtest, TestBashTaskCancel here)")
 	t.Parallel()
 	a := start(t, nil)
 	dir := t.TempDir()
@@ -150,6 +151,7 @@ func TestBashTask(t *testing.T) {
 // longer than the grace period answers a CreateTaskResult and completes
 // with its output.
 func TestCodeTask(t *testing.T) {
+	defaultEngine(t, "the code tool runs its interpreter as a host process; the task layer is host-side")
 	t.Parallel()
 	a := start(t, nil)
 	id := toolTask(t, a.URL, "", "sandbox_execute_code", map[string]any{"language": "python",
@@ -176,7 +178,12 @@ func TestCodeTask(t *testing.T) {
 // unique command line in the host's /proc, not by the pid it sees.
 func TestBashTaskCancel(t *testing.T) {
 	t.Parallel()
-	a := start(t, nil)
+	onEngines(t, testBashTaskCancel)
+}
+
+func testBashTaskCancel(t *testing.T, engine string) {
+	t.Parallel()
+	a := start(t, nil, "--engine", engine)
 	marker := uniqueSleep()
 	id := bashTask(t, a.URL, "sleep "+marker)
 	waitProc(t, marker)
@@ -198,6 +205,7 @@ func TestBashTaskCancel(t *testing.T) {
 // can poll and cancel it; bob is unaffected. Once the task is cancelled
 // (its run has returned) or completes, alice calls again.
 func TestTaskTenantQuota(t *testing.T) {
+	defaultEngine(t, "the task quota is host-side")
 	t.Parallel()
 	keys := map[string]string{"alice": "task-quota-key-alice", "bob": "task-quota-key-bob"}
 	specs := map[string]any{}
@@ -285,6 +293,7 @@ func TestTaskTenantQuota(t *testing.T) {
 // after a restart a tasks/get of the old id says the task is unknown to
 // this aiod process and when it started: the client stops polling.
 func TestTaskRestart(t *testing.T) {
+	defaultEngine(t, "ending tasks at shutdown is host-side")
 	t.Parallel()
 	a := start(t, nil)
 	marker := uniqueSleep()

@@ -53,6 +53,7 @@ func curlBody(line string) (string, bool) {
 // prints each step's wall time; the target is under two minutes
 // of waiting on commands per language, which it checks.
 func TestTenMinutes(t *testing.T) {
+	defaultEngine(t, "aiod plugin test runs the tutorial's module on every engine itself")
 	bin, _ := binaries(t)
 	lines := tutorialLines(t)
 	if len(lines) < 4 || !strings.HasPrefix(lines[0], "aiod plugin new demo --lang go") {

@@ -67,13 +67,15 @@ func callTool(t *testing.T, url, name, args string) (string, bool) {
 // publishes nothing (its sandbox_* names are the built-ins', the others do
 // not start with "sandbox_"), and an upstream that starts after the second
 // ("late") appears at the next tools/list.
-func TestSeedAggregation(t *testing.T) {
-	first := start(t, nil)
+func TestSeedAggregation(t *testing.T) { onEngines(t, testSeedAggregation) }
+
+func testSeedAggregation(t *testing.T, engine string) {
+	first := start(t, nil, "--engine", engine)
 	gone := "http://127.0.0.1:" + freePort(t) + "/mcp"
 	latePort := freePort(t)
 	servers := fmt.Sprintf(`{"peer":{"url":%q,"prefix":"peer"},"gone":{"url":%q,"prefix":"gone"},"sandbox":{"url":%q},"late":{"url":"http://127.0.0.1:%s/mcp","prefix":"late"}}`,
 		first.URL, gone, first.URL, latePort)
-	second := start(t, []string{"EXTRA_MCP_SERVERS=" + servers})
+	second := start(t, []string{"EXTRA_MCP_SERVERS=" + servers}, "--engine", engine)
 
 	own := toolsList(t, first.URL)
 	if !slices.Contains(own, "sandbox_execute_bash") {
@@ -101,7 +103,7 @@ func TestSeedAggregation(t *testing.T) {
 		t.Errorf("no log line for the dropped sandbox_execute_bash of \"sandbox\":\n%s", second.Logs())
 	}
 
-	start(t, nil, "--port", latePort)
+	start(t, nil, "--port", latePort, "--engine", engine)
 	got = toolsList(t, second.URL)
 	var late []string
 	for _, n := range own {
@@ -207,6 +209,7 @@ func startTSServer(t *testing.T, mode string, jsonAnswers bool, port string) {
 // and with sessions, each with SSE and with JSON answers: listed under
 // their prefix and called, the answer unedited (structuredContent kept).
 func TestTypeScriptUpstreams(t *testing.T) {
+	defaultEngine(t, "forwarding to TypeScript upstreams is host-side")
 	modes := []struct {
 		prefix, mode string
 		json         bool

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/host/runtime/runtimetest"
 )
 
 func newRegistry(t testing.TB, dir string) *plugin.Registry {
@@ -30,19 +30,9 @@ func newRegistry(t testing.TB, dir string) *plugin.Registry {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-var (
-	engOnce sync.Once
-	eng     runtime.Engine
-)
-
-// engine is shared by the package's tests: its compilation cache makes
-// loading the same module again cheap.
-func engine(t testing.TB) runtime.Engine {
-	engOnce.Do(func() {
-		eng = testplugins.Engine(t)
-	})
-	return eng
-}
+// engine is the default engine, shared by the package's tests: its
+// compilation cache makes loading the same module again cheap.
+func engine(t testing.TB) runtime.Engine { return runtimetest.Engines()[0].Shared(t) }
 
 // BenchmarkCallEcho measures the in-process call path: catalogue lookup,
 // pooled instance, argument passing, the SDK's decode and encode in the

@@ -7,24 +7,13 @@ import (
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/host/runtime/runtimetest"
 )
 
-// testEngine is one engine the engine-sensitive tests run on. Engines are
-// shared by a test binary (compiled modules are cached on disk).
-type testEngine struct {
-	name string
-	new  func(t testing.TB) runtime.Engine
-}
-
-// testEngines is wazero's compiler, plus wasmtime in cgo builds
-// (engines_wasmtime_test.go).
-var testEngines = []testEngine{{"wazero", engine}}
-
-// onEngines runs f as a subtest on every engine.
+// onEngines runs f as a subtest on every engine of the engine table
+// (runtimetest.Engines), on the engine the package's tests share.
 func onEngines(t *testing.T, f func(t *testing.T, eng runtime.Engine)) {
-	for _, e := range testEngines {
-		t.Run(e.name, func(t *testing.T) { f(t, e.new(t)) })
-	}
+	runtimetest.OnEngines(t, func(t *testing.T, e *runtimetest.Engine) { f(t, e.Shared(t)) })
 }
 
 func newRegistryOn(t testing.TB, eng runtime.Engine, dir string) *plugin.Registry {

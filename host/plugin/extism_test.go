@@ -16,6 +16,7 @@ import (
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/host/runtime/runtimetest"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -193,9 +194,9 @@ func TestExtismRefused(t *testing.T) {
 // (hyper-mcp's call_tool through the Extism host ABI) on each engine, to
 // compare with BenchmarkCallEcho (the aiod ABI).
 func BenchmarkExtismEcho(b *testing.B) {
-	for _, e := range testEngines {
-		b.Run(e.name, func(b *testing.B) {
-			eng := e.new(b)
+	for _, e := range runtimetest.Engines() {
+		b.Run(e.Name, func(b *testing.B) {
+			eng := e.Shared(b)
 			dir := b.TempDir()
 			wasm := testplugins.Extism(b, "v2")
 			testplugins.Warm(b, wasm)

@@ -308,6 +308,9 @@ func mappings(t *testing.T) int {
 // the race detector) RSS stay within 10% of their level after the first
 // swap.
 func TestReloadSwapSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a soak (200 swaps): make test runs it, make test-short does not")
+	}
 	const swaps = 200
 	work := t.TempDir()
 	v1, v2 := swapVersions(t, work)

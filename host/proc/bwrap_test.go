@@ -16,6 +16,9 @@ import (
 // <root>/<owner>/{workspace,tmp} at /workspace and /tmp.
 func newSandboxed(t *testing.T, cfg Config) (*Manager, string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs bubblewrap: make test runs it, make test-short does not")
+	}
 	if _, err := lookIn("bwrap", DefaultPath); err != nil {
 		t.Fatalf("these tests need bubblewrap (Debian package bubblewrap): %v", err)
 	}

@@ -40,6 +40,7 @@ func shOK(t *testing.T, s *server, args map[string]any) map[string]any {
 }
 
 func TestBashBasics(t *testing.T) {
+	defaultEngine(t, "the bash interpreter's commands: the plugin's logic; the engine's part (exit, deadline, output cap, concurrency) is in the TestBash* that run on every engine")
 	s := sharedServer(t, "")
 	d := tmpDir(t)
 	m := shOK(t, s, map[string]any{"cmd": "echo out; echo err >&2; exit 3", "cwd": d})
@@ -92,6 +93,7 @@ func TestBashBasics(t *testing.T) {
 }
 
 func TestBashErrors(t *testing.T) {
+	defaultEngine(t, "the bash tool's argument errors: the plugin's logic")
 	s := sharedServer(t, "")
 	for _, args := range []map[string]any{{}, {"cmd": ""}, {"cmd": "   "}, {"cwd": "/tmp"}} {
 		r := s.call(t, bashTool, args)
@@ -113,8 +115,10 @@ func TestBashErrors(t *testing.T) {
 	}
 }
 
-func TestBashTimeout(t *testing.T) {
-	s := sharedServer(t, "")
+func TestBashTimeout(t *testing.T) { onEngines(t, testBashTimeout) }
+
+func testBashTimeout(t *testing.T, engine string) {
+	s := sharedServerOn(t, "", engine)
 	d := tmpDir(t)
 	start := time.Now()
 	m, e := sh(t, s, map[string]any{"cmd": "echo before; sleep 30; echo after", "timeout": 1, "cwd": d})
@@ -131,8 +135,10 @@ func TestBashTimeout(t *testing.T) {
 	}
 }
 
-func TestBashTruncate(t *testing.T) {
-	s := sharedServer(t, "")
+func TestBashTruncate(t *testing.T) { onEngines(t, testBashTruncate) }
+
+func testBashTruncate(t *testing.T, engine string) {
+	s := sharedServerOn(t, "", engine)
 	m := shOK(t, s, map[string]any{"cmd": "yes é | head -c 120000 | tr -d '\\n'"})
 	out := m["output"].(string)
 	if !strings.HasSuffix(out, "\n... [output truncated to the first 30000 characters; call again with truncate: false for the full output]") ||
@@ -151,8 +157,10 @@ func TestBashTruncate(t *testing.T) {
 
 // TestBashExitExec: `exit` and `exec` in a command end the command, not the
 // shared session, and never hang it.
-func TestBashExitExec(t *testing.T) {
-	s := sharedServer(t, "")
+func TestBashExitExec(t *testing.T) { onEngines(t, testBashExitExec) }
+
+func testBashExitExec(t *testing.T, engine string) {
+	s := sharedServerOn(t, "", engine)
 	d := tmpDir(t)
 	shOK(t, s, map[string]any{"cmd": "export AIOD_KEEP=yes", "cwd": d})
 	for _, c := range []struct {
@@ -183,8 +191,10 @@ func TestBashExitExec(t *testing.T) {
 
 // TestBashConcurrent: eight calls at once on the shared session run one
 // after the other, each with its own output.
-func TestBashConcurrent(t *testing.T) {
-	s := sharedServer(t, "")
+func TestBashConcurrent(t *testing.T) { onEngines(t, testBashConcurrent) }
+
+func testBashConcurrent(t *testing.T, engine string) {
+	s := sharedServerOn(t, "", engine)
 	d := tmpDir(t)
 	var wg sync.WaitGroup
 	outs := make([]string, 8)

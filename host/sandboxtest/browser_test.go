@@ -57,6 +57,9 @@ var (
 // plugin, and a browser it launched (--browser launch).
 func browserServer(t testing.TB) *server {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("launches Chromium: make test runs it, make test-short does not")
+	}
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Fatalf("chromium is not installed (.ci/run installs it): %v", err)
 	}
@@ -209,6 +212,7 @@ func mustAct(t *testing.T, s *server, action map[string]any) string {
 }
 
 func TestBrowserNoBrowser(t *testing.T) {
+	defaultEngine(t, "the browser tools' answer without a browser: host-side CDP, no engine in it")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
@@ -243,6 +247,7 @@ func TestBrowserNoBrowser(t *testing.T) {
 }
 
 func TestBrowserTools(t *testing.T) {
+	defaultEngine(t, "the browser tools against Chromium: the CDP client is host-side")
 	s := browserServer(t)
 	d := drive(t, s)
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

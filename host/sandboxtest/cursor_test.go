@@ -13,6 +13,7 @@ import (
 // or unknown cursor is an error; an output that is not cut has neither
 // field.
 func TestBashCursor(t *testing.T) {
+	defaultEngine(t, "the shell session's cursor: the plugin's logic")
 	s := sharedServer(t, "")
 	notice := "\n... [output truncated to the first 30000 characters; call again with truncate: false for the full output]"
 	for _, c := range []struct {

@@ -35,6 +35,7 @@ func edFail(t *testing.T, m map[string]any, isErr bool, msg string) {
 }
 
 func TestEditorView(t *testing.T) {
+	defaultEngine(t, "the editor's output: the plugin's logic")
 	s := sharedServer(t, "")
 	d := tmpDir(t)
 	p := d + "/v.txt"
@@ -90,6 +91,7 @@ func TestEditorView(t *testing.T) {
 }
 
 func TestEditorEdits(t *testing.T) {
+	defaultEngine(t, "the editor's edits: the plugin's logic")
 	s := sharedServer(t, "")
 	d := tmpDir(t)
 	p := d + "/e.py"
@@ -171,6 +173,7 @@ func TestEditorEdits(t *testing.T) {
 }
 
 func TestEditorUndo(t *testing.T) {
+	defaultEngine(t, "the editor's undo: the plugin's logic")
 	s := sharedServer(t, "")
 	d := tmpDir(t)
 	p := d + "/multi_undo.txt"

@@ -50,6 +50,7 @@ func wantFileErr(t *testing.T, m map[string]any, isErr bool, typ, prefix string)
 }
 
 func TestFileRead(t *testing.T) {
+	defaultEngine(t, "the file tool's answers: the plugin's logic over aiod:files")
 	s := sharedServer(t, "")
 	d := tmpDir(t)
 	writeFile(t, d+"/a.txt", "l0\nl1\nl2\nl3\n")
@@ -97,6 +98,7 @@ func TestFileRead(t *testing.T) {
 }
 
 func TestFileWrite(t *testing.T) {
+	defaultEngine(t, "the file tool's answers: the plugin's logic over aiod:files")
 	s := sharedServer(t, "")
 	d := tmpDir(t)
 	p := d + "/new/sub/w.txt"
@@ -136,6 +138,7 @@ func TestFileWrite(t *testing.T) {
 }
 
 func TestFileReplaceSearch(t *testing.T) {
+	defaultEngine(t, "the file tool's answers: the plugin's logic over aiod:files")
 	s := sharedServer(t, "")
 	d := tmpDir(t)
 	p := d + "/r.txt"
@@ -193,6 +196,7 @@ func tree(t *testing.T, d string) {
 }
 
 func TestFileFind(t *testing.T) {
+	defaultEngine(t, "the file tool's answers: the plugin's logic over aiod:files")
 	s := sharedServer(t, "")
 	d := tmpDir(t)
 	tree(t, d)
@@ -223,6 +227,7 @@ func TestFileFind(t *testing.T) {
 }
 
 func TestFileList(t *testing.T) {
+	defaultEngine(t, "the file tool's answers: the plugin's logic over aiod:files")
 	s := sharedServer(t, "")
 	d := tmpDir(t)
 	tree(t, d)
@@ -283,6 +288,7 @@ func TestFileList(t *testing.T) {
 }
 
 func TestFileGrep(t *testing.T) {
+	defaultEngine(t, "the file tool's answers: the plugin's logic over aiod:files")
 	s := sharedServer(t, "")
 	d := tmpDir(t)
 	tree(t, d)
@@ -334,6 +340,7 @@ func TestFileGrep(t *testing.T) {
 }
 
 func TestFileGlob(t *testing.T) {
+	defaultEngine(t, "the file tool's answers: the plugin's logic over aiod:files")
 	s := sharedServer(t, "")
 	d := tmpDir(t)
 	tree(t, d)
@@ -377,6 +384,7 @@ func TestFileGlob(t *testing.T) {
 }
 
 func TestFileUnsupportedAction(t *testing.T) {
+	defaultEngine(t, "the file tool's argument errors: the plugin's logic")
 	s := sharedServer(t, "")
 	m, e := fo(t, s, map[string]any{"action": "delete", "path": "/tmp/x"})
 	wantFail(t, m, e, "Unsupported action: delete")

@@ -21,6 +21,7 @@ import (
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
+	"github.com/aiodhq/aiod/host/runtime/runtimetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -118,35 +119,55 @@ var (
 	servers   = map[string]*server{}
 )
 
-// sharedServer returns the host for a workspace ("" for none), started on
-// first use and shared by the tests of the binary.
+// sharedServer returns the host for a workspace ("" for none) on the
+// default engine, started on first use and shared by the tests of the
+// binary.
 func sharedServer(t testing.TB, workspace string) *server {
+	t.Helper()
+	return sharedServerOn(t, workspace, runtimetest.Default)
+}
+
+// onEngines runs f as a subtest per engine of the engine table
+// (runtimetest.Engines): the tests whose subject is the engine.
+func onEngines(t *testing.T, f func(t *testing.T, engine string)) {
+	runtimetest.OnEngines(t, func(t *testing.T, e *runtimetest.Engine) { f(t, e.Name) })
+}
+
+// defaultEngine marks a test whose subject is not the engine: it runs on
+// the default engine only, for the reason given.
+func defaultEngine(t testing.TB, reason string) {
+	t.Helper()
+	runtimetest.DefaultOnly(t, reason)
+}
+
+// sharedServerOn is sharedServer on the named engine.
+func sharedServerOn(t testing.TB, workspace, engine string) *server {
 	t.Helper()
 	dir := plugins(t)
 	serversMu.Lock()
 	defer serversMu.Unlock()
-	if s := servers[workspace]; s != nil {
+	key := engine + "\x00" + workspace
+	if s := servers[key]; s != nil {
 		return s
 	}
-	s := startServer(t, dir, workspace)
-	servers[workspace] = s
+	s := startServer(t, dir, workspace, engine)
+	servers[key] = s
 	return s
 }
 
-func startServer(t testing.TB, dir, workspace string) *server {
+func startServer(t testing.TB, dir, workspace, engine string) *server {
 	t.Helper()
 	// No browser: the browser tools are tested on servers of their own
 	// (browser_test.go), never on whatever listens on 9222.
-	return startHost(t, host.Config{Builtins: os.DirFS(dir), Workspace: workspace, Browser: browser.Config{Mode: browser.Off}})
+	return startHost(t, host.Config{Builtins: os.DirFS(dir), Workspace: workspace, Browser: browser.Config{Mode: browser.Off}, Engine: engine})
 }
 
-// startHost starts a host with cfg, on the shared cache, the engine of
-// AIO_ENGINE and a quiet logger.
+// startHost starts a host with cfg (cfg.Engine "" is the default engine),
+// on the shared cache and a quiet logger.
 func startHost(t testing.TB, cfg host.Config) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg.CacheDir = cacheDir
-	cfg.Engine = os.Getenv("AIO_ENGINE") // "" is wazero; wasmtime in cgo builds (engine_test.go)
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	h, err := host.New(ctx, cfg)
 	if err != nil {

@@ -145,16 +145,20 @@ func escapeProbe(t *testing.T, s *server, inside, outside string) {
 	s.alive(t)
 }
 
-func TestEscapes(t *testing.T) {
-	s := sharedServer(t, "")
+func TestEscapes(t *testing.T) { onEngines(t, testEscapes) }
+
+func testEscapes(t *testing.T, engine string) {
+	s := sharedServerOn(t, "", engine)
 	escapeProbe(t, s, tmpDir(t), outsideDir(t))
 }
 
 // TestEscapesWorkspace: with --workspace every file operation and every
 // working directory is confined to the workspace, /tmp included.
-func TestEscapesWorkspace(t *testing.T) {
+func TestEscapesWorkspace(t *testing.T) { onEngines(t, testEscapesWorkspace) }
+
+func testEscapesWorkspace(t *testing.T, engine string) {
 	ws := workspace(t)
-	s := sharedServer(t, ws)
+	s := sharedServerOn(t, ws, engine)
 	inside, err := os.MkdirTemp(ws, "in-")
 	must(t, err)
 	outside := tmpDir(t) // in /tmp: outside the workspace
@@ -185,8 +189,10 @@ func TestEscapesWorkspace(t *testing.T) {
 	wantOK(t, m, e)
 }
 
-func TestHugeAndBinaryFiles(t *testing.T) {
-	s := sharedServer(t, "")
+func TestHugeAndBinaryFiles(t *testing.T) { onEngines(t, testHugeAndBinaryFiles) }
+
+func testHugeAndBinaryFiles(t *testing.T, engine string) {
+	s := sharedServerOn(t, "", engine)
 	d := tmpDir(t)
 	f, err := os.Create(d + "/huge.bin")
 	must(t, err)
@@ -232,8 +238,10 @@ func TestHugeAndBinaryFiles(t *testing.T) {
 	s.alive(t)
 }
 
-func TestHugeOutput(t *testing.T) {
-	s := sharedServer(t, "")
+func TestHugeOutput(t *testing.T) { onEngines(t, testHugeOutput) }
+
+func testHugeOutput(t *testing.T, engine string) {
+	s := sharedServerOn(t, "", engine)
 	start := time.Now()
 	m := shOK(t, s, map[string]any{"cmd": "head -c 100000000 /dev/zero | tr '\\0' x; echo done >&2", "timeout": 120})
 	out := m["output"].(string)
@@ -256,8 +264,10 @@ func TestHugeOutput(t *testing.T) {
 	s.alive(t)
 }
 
-func TestForkBomb(t *testing.T) {
-	s := sharedServer(t, "")
+func TestForkBomb(t *testing.T) { onEngines(t, testForkBomb) }
+
+func testForkBomb(t *testing.T, engine string) {
+	s := sharedServerOn(t, "", engine)
 	d := tmpDir(t)
 	start := time.Now()
 	m, e := sh(t, s, map[string]any{"cmd": "bomb() { bomb | bomb & }; bomb; sleep 5", "new_session": true, "timeout": 20, "cwd": d})
@@ -281,8 +291,10 @@ func TestForkBomb(t *testing.T) {
 	}
 }
 
-func TestInfiniteLoops(t *testing.T) {
-	s := sharedServer(t, "")
+func TestInfiniteLoops(t *testing.T) { onEngines(t, testInfiniteLoops) }
+
+func testInfiniteLoops(t *testing.T, engine string) {
+	s := sharedServerOn(t, "", engine)
 	start := time.Now()
 	r := s.call(t, "sandbox_execute_code", map[string]any{"code": "x = 0\nwhile True:\n    x += 1", "timeout": 3})
 	if o := r.Object(t); o["status"] != "timeout" || o["exit_code"] != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/runtime/runtimetest"
 )
 
 // A locked-down host serving the built-ins, its tenants called through
@@ -30,12 +31,21 @@ type lockHost struct {
 // startLockdown starts a locked-down host on a fresh data directory.
 func startLockdown(t testing.TB) *lockHost {
 	t.Helper()
+	return startLockdownOn(t, runtimetest.Default)
+}
+
+// startLockdownOn is startLockdown on the named engine.
+func startLockdownOn(t testing.TB, engine string) *lockHost {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the built-ins under bubblewrap: make test runs it, make test-short does not")
+	}
 	// Outside /tmp: a host path under /tmp is, to a tenant, a path in its
 	// own /tmp.
 	data, err := os.MkdirTemp("/var/tmp", "aiod-lockdown-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(data) })
-	s := startHost(t, host.Config{Builtins: os.DirFS(plugins(t)), APIKey: "lockdown-test-key",
+	s := startHost(t, host.Config{Builtins: os.DirFS(plugins(t)), APIKey: "lockdown-test-key", Engine: engine,
 		Browser: browser.Config{Mode: browser.Off}, LockdownConfig: host.LockdownConfig{Lockdown: true, DataDir: data},
 		TenancyConfig: host.TenancyConfig{AuditLog: filepath.Join(data, "audit.log")}})
 	t.Cleanup(s.stop)
@@ -75,8 +85,10 @@ func (l *lockHost) bash(t *testing.T, owner, cmd string) string {
 // TestLockdownSeedWorkflow is seed 000's four calls for two tenants at
 // once, in the same paths: each reads back its own sum, and the files are
 // in its own directory.
-func TestLockdownSeedWorkflow(t *testing.T) {
-	l := startLockdown(t)
+func TestLockdownSeedWorkflow(t *testing.T) { onEngines(t, testLockdownSeedWorkflow) }
+
+func testLockdownSeedWorkflow(t *testing.T, engine string) {
+	l := startLockdownOn(t, engine)
 	data := map[string]string{"alice": "3\n7\n12\n5\n", "bob": "100\n200\n"}
 	want := map[string]string{"alice": "27", "bob": "300"}
 	var wg sync.WaitGroup
@@ -128,6 +140,7 @@ func lockFO(t *testing.T, l *lockHost, owner string, args map[string]any) (map[s
 // shell at run time), through /proc. Nothing answers with bob's file, and
 // it is unchanged.
 func TestLockdownCrossTenantFiles(t *testing.T) {
+	defaultEngine(t, "bubblewrap's fences between tenants (TestLockdownSeedWorkflow runs the built-ins locked down on every engine)")
 	l := startLockdown(t)
 	r := l.call(t, "bob", fileOps, map[string]any{"action": "write", "path": "/workspace/secret.txt", "content": bobSecret + "\n"})
 	if r.IsError {
@@ -225,6 +238,7 @@ func TestLockdownCrossTenantFiles(t *testing.T) {
 
 // TestLockdownProcessProbes: what a tenant's commands see.
 func TestLockdownProcessProbes(t *testing.T) {
+	defaultEngine(t, "bubblewrap's fences for processes")
 	l := startLockdown(t)
 	u, err := url.Parse(l.s.url)
 	must(t, err)
@@ -278,6 +292,7 @@ func TestLockdownProcessProbes(t *testing.T) {
 // tenant's calls run meanwhile, and the bomber's next call gets a new
 // shell.
 func TestLockdownForkBomb(t *testing.T) {
+	defaultEngine(t, "bubblewrap's process limit")
 	l := startLockdown(t)
 	start := time.Now()
 	done := make(chan string, 1)

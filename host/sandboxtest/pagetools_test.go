@@ -27,6 +27,7 @@ import (
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
+	"github.com/aiodhq/aiod/host/runtime/runtimetest"
 )
 
 // The page tools (plugins/browser/page, spec/page-tools.md) on hosts
@@ -97,8 +98,14 @@ func browserEndpoint(t testing.TB) (string, int) {
 // browser, with the page tools package dir (pageTools: asked for).
 func pageHost(t testing.TB, dir string, pageTools bool) *server {
 	t.Helper()
+	return pageHostOn(t, dir, pageTools, runtimetest.Default)
+}
+
+// pageHostOn is pageHost on the named engine.
+func pageHostOn(t testing.TB, dir string, pageTools bool, engine string) *server {
+	t.Helper()
 	h, port := browserEndpoint(t)
-	s := startHost(t, host.Config{Builtins: os.DirFS(plugins(t)),
+	s := startHost(t, host.Config{Builtins: os.DirFS(plugins(t)), Engine: engine,
 		Browser:         browser.Config{Mode: browser.Attach, Host: h, Port: port},
 		PageToolsConfig: host.PageToolsConfig{PageTools: pageTools, PageToolsFS: os.DirFS(dir)}})
 	t.Cleanup(s.stop)
@@ -203,21 +210,24 @@ func toolNames(t testing.TB, s *server) []string {
 // TestPageToolsListed: the page tools come after the ten built-ins when
 // asked for, and a host attached to a browser without --page-tools lists
 // exactly the ten.
-func TestPageToolsListed(t *testing.T) {
+func TestPageToolsListed(t *testing.T) { onEngines(t, testPageToolsListed) }
+
+func testPageToolsListed(t *testing.T, engine string) {
 	dir := pageToolsPackage(t, nil)
 	var ten []string
 	for _, b := range builtins {
 		ten = append(ten, b.name)
 	}
-	if got := toolNames(t, pageHost(t, dir, false)); !slices.Equal(got, ten) {
+	if got := toolNames(t, pageHostOn(t, dir, false, engine)); !slices.Equal(got, ten) {
 		t.Errorf("attach without --page-tools lists %v, want the ten", got)
 	}
-	if got, want := toolNames(t, pageHost(t, dir, true)), append(slices.Clone(ten), pageToolNames...); !slices.Equal(got, want) {
+	if got, want := toolNames(t, pageHostOn(t, dir, true, engine)), append(slices.Clone(ten), pageToolNames...); !slices.Equal(got, want) {
 		t.Errorf("--page-tools lists %v\nwant %v", got, want)
 	}
 }
 
 func TestPageTools(t *testing.T) {
+	defaultEngine(t, "the page script and its answers in Chromium, not the engine (TestPageToolsListed loads the plugin on every engine)")
 	s := pageHost(t, pageToolsPackage(t, nil), true)
 	web := pageSite(t)
 	home := web.URL + "/"
@@ -528,6 +538,7 @@ func TestPageTools(t *testing.T) {
 // the download list (which, as upstream, needs none) answers isError
 // saying what is missing.
 func TestPageToolsNoBrowser(t *testing.T) {
+	defaultEngine(t, "the page tools' answer without a browser: host-side")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
@@ -593,6 +604,7 @@ func TestPageToolsNoBrowser(t *testing.T) {
 // when the request came through one (X-Forwarded-Proto/Host/Prefix, the
 // query string echoed), the browser's own otherwise.
 func TestBrowserInfoBehindProxy(t *testing.T) {
+	defaultEngine(t, "the browser's address behind a proxy: host-side CDP")
 	s := pageHost(t, pageToolsPackage(t, nil), false)
 	info := func(query string, headers map[string]string) string {
 		t.Helper()
@@ -644,6 +656,7 @@ func mustJSON(t testing.TB, s string) any {
 // download folder; the host holds the plugin to it (a variant without
 // Page.navigate is denied it, naming the method).
 func TestPageToolsScope(t *testing.T) {
+	defaultEngine(t, "the page tools' tab scope: the page script and the CDP client")
 	b, err := os.ReadFile(filepath.Join(pageToolsPackage(t, nil), "browser_page_tools", "manifest.json"))
 	must(t, err)
 	var m struct {
@@ -730,6 +743,7 @@ func startUpstreamBrowser(t testing.TB, h string, port int) *upstreamBrowser {
 // output schemas are those of @agent-infra/mcp-server-browser 1.2.29's
 // tools/list, in its order.
 func TestPageToolsMatchUpstream(t *testing.T) {
+	defaultEngine(t, "the answers against the upstream's: the page script")
 	h, port := browserEndpoint(t)
 	u := startUpstreamBrowser(t, h, port)
 	type tool struct {

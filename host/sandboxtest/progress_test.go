@@ -16,6 +16,7 @@ import (
 // the command runs, in both protocol eras (go-sdk client), at most a few
 // a second; without a token none is sent, and the result text is the same.
 func TestProgress(t *testing.T) {
+	defaultEngine(t, "progress notifications: the host's MCP layer")
 	s := sharedServer(t, "")
 	calls := []struct {
 		tool string

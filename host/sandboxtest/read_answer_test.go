@@ -44,6 +44,7 @@ func nativeReadAnswer(t *testing.T, id int, path, content string) []byte {
 // exercises every escape. (U+2028 and U+2029 are left out: aiod writes
 // them as they are, as serde_json does, encoding/json as \u2028.)
 func TestFileReadAnswerBytes(t *testing.T) {
+	defaultEngine(t, "the file tool's answer bytes: the plugin's logic over aiod:files")
 	s := sharedServer(t, "")
 	d := tmpDir(t)
 	line := strings.Repeat("abcdefghij", 9) + "\n"

@@ -132,6 +132,7 @@ func (s *server) checkExchange(t testing.TB, body, resp []byte) {
 // TestConforms: the check itself fails on each kind of non-conforming
 // result (so that its passing over the suite means something).
 func TestConforms(t *testing.T) {
+	defaultEngine(t, "the answers' JSON schemas: the plugins' declarations")
 	rs, err := resolveSchema(json.RawMessage(`{"additionalProperties":false,"properties":{"n":{"type":"integer"}},"required":["n"],"type":"object"}`))
 	must(t, err)
 	withSchema := &declared{Name: "t", out: rs}
@@ -170,6 +171,7 @@ func TestConforms(t *testing.T) {
 // behaviour hints, truthfully; those whose text is a JSON object declare
 // an outputSchema (and, through checkResult, answer to it).
 func TestDeclarations(t *testing.T) {
+	defaultEngine(t, "the tools' declared schemas: the plugins' declarations")
 	decls := sharedServer(t, "").declarations(t)
 	type hints struct{ readOnly, destructive, idempotent, openWorld bool }
 	want := map[string]struct {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aiodhq/aiod/host/runtime/runtimetest"
 )
 
 // exchange is one JSON-RPC request of a golden test. DIR in body stands for
@@ -19,7 +21,12 @@ type exchange struct {
 // runGolden sends each request and compares the request and the response,
 // byte for byte, with testdata/<dir>/<name>.{request,response}.json.
 func runGolden(t *testing.T, golden string, steps []exchange) {
-	s := sharedServer(t, "")
+	runGoldenOn(t, runtimetest.Default, golden, steps)
+}
+
+// runGoldenOn is runGolden on the named engine.
+func runGoldenOn(t *testing.T, engine, golden string, steps []exchange) {
+	s := sharedServerOn(t, "", engine)
 	dir := tmpDir(t)
 	norm := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(dir), []byte("/tmp")) }
 	for _, st := range steps {
@@ -53,8 +60,10 @@ func runGolden(t *testing.T, golden string, steps []exchange) {
 
 // TestSeedWorkflow is seed 000's four calls: write the numbers, count the
 // lines with bash, sum them in Python, read the result back (27).
-func TestSeedWorkflow(t *testing.T) {
-	runGolden(t, "seed000", []exchange{
+func TestSeedWorkflow(t *testing.T) { onEngines(t, testSeedWorkflow) }
+
+func testSeedWorkflow(t *testing.T, engine string) {
+	runGoldenOn(t, engine, "seed000", []exchange{
 		{"1-write", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_file_operations","arguments":{"action":"write","path":"DIR/agent-data.txt","content":"3\n7\n12\n5\n"}}}`},
 		{"2-bash", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_execute_bash","arguments":{"cmd":"wc -l DIR/agent-data.txt","cwd":"DIR"}}}`},
 		{"3-python", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sandbox_execute_code","arguments":{"language":"python","code":"nums = [int(n) for n in open(\"DIR/agent-data.txt\").read().split()]\nopen(\"DIR/agent-result.txt\", \"w\").write(str(sum(nums)))\nprint(\"sum written\")"}}}`},
@@ -66,6 +75,7 @@ func TestSeedWorkflow(t *testing.T) {
 // JSON-RPC error; a missing file is a result with isError and aiod's
 // structured file error.
 func TestSeedFailures(t *testing.T) {
+	defaultEngine(t, "an unknown tool and a file error: the MCP layer and the plugin's logic")
 	runGolden(t, "seed000", []exchange{
 		{"5-unknown-tool", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sandbox_execute","arguments":{}}}`},
 		{"6-missing-file", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"sandbox_file_operations","arguments":{"action":"read","path":"DIR/agent-missing.txt"}}}`},

@@ -12,8 +12,10 @@ import (
 
 // TestToolsList: the seven built-ins come first, in aiod's order, each
 // with an object schema; sandbox_execute_code's is aiod's, verbatim.
-func TestToolsList(t *testing.T) {
-	s := sharedServer(t, "")
+func TestToolsList(t *testing.T) { onEngines(t, testToolsList) }
+
+func testToolsList(t *testing.T, engine string) {
+	s := sharedServerOn(t, "", engine)
 	id := s.ids.Add(1)
 	status, body := s.post(t, []byte(`{"jsonrpc":"2.0","id":`+fmtJSON(id)+`,"method":"tools/list"}`))
 	if status != 200 {
@@ -62,6 +64,7 @@ func TestToolsList(t *testing.T) {
 }
 
 func TestCode(t *testing.T) {
+	defaultEngine(t, "the code tool runs its interpreters as host processes")
 	s := sharedServer(t, "")
 	code := func(args map[string]any) map[string]any {
 		t.Helper()
@@ -124,6 +127,7 @@ func TestCode(t *testing.T) {
 // daemon's semantic version (host.Version, the one `aiod version` prints),
 // not a commit hash.
 func TestContext(t *testing.T) {
+	defaultEngine(t, "the context tool's answer: the plugin's logic")
 	s := sharedServer(t, "")
 	r := s.call(t, "sandbox_get_context", map[string]any{})
 	m := r.Object(t)
@@ -135,6 +139,7 @@ func TestContext(t *testing.T) {
 }
 
 func TestPackages(t *testing.T) {
+	defaultEngine(t, "the packages tool's answer: the plugin's logic")
 	s := sharedServer(t, "")
 	get := func(args map[string]any) string {
 		t.Helper()
@@ -196,6 +201,7 @@ func makeSkills() (string, error) {
 }
 
 func TestSkills(t *testing.T) {
+	defaultEngine(t, "the skill loader: the plugin's logic over aiod:files")
 	s := sharedServer(t, "")
 	load := func(args map[string]any) string {
 		t.Helper()

@@ -23,6 +23,9 @@ import (
 // beyond the context are denied, a page it opens lands in its context,
 // and a tenant without the browser is denied everything.
 func TestCDPTenantContexts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("launches Chromium: make test runs it, make test-short does not")
+	}
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Fatalf("chromium is not installed (.ci/run installs it): %v", err)
 	}

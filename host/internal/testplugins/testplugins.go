@@ -32,8 +32,8 @@ func Command(t testing.TB, pkg string) []byte { t.Helper(); return testwasm.Comm
 // tests (testwasm.CacheDir).
 func CacheDir() string { return testwasm.CacheDir() }
 
-// Warm compiles wasm into CacheDir in a separate, non-race test binary
-// (testwasm.Warm).
+// Warm compiles wasm into CacheDir in a separate, non-race process that
+// keys the cache as test binaries do (testwasm.Warm).
 func Warm(t testing.TB, wasm []byte) { t.Helper(); testwasm.Warm(t, wasm) }
 
 // ExtismDir is the module of the Extism test plugins (testwasm.ExtismDir).

@@ -77,8 +77,9 @@ func CacheDir() string {
 	return d
 }
 
-// Warm compiles wasm into CacheDir in a separate, non-race test binary
-// (package warm), so that the tests' in-process engines get a cache hit.
+// Warm compiles wasm into CacheDir with cmd/aiodtestcache (a separate,
+// non-race process that keys the cache as test binaries do), so that the
+// tests' in-process engines get a cache hit.
 func Warm(t testing.TB, wasm []byte) {
 	t.Helper()
 	mu.Lock()
@@ -96,10 +97,9 @@ func Warm(t testing.TB, wasm []byte) {
 	if err := os.WriteFile(in, wasm, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// A test binary (no -race), not bin/aiodpack: see package warm.
-	cmd := exec.Command("go", "test", "-count=1", "./host/internal/testplugins/warm")
+	// Not bin/aiodpack: see cmd/aiodtestcache.
+	cmd := exec.Command("go", "run", "./cmd/aiodtestcache", "-cache-dir", CacheDir(), in)
 	cmd.Dir = Root()
-	cmd.Env = append(os.Environ(), "AIOD_WARM_MODULES="+in, "AIOD_WARM_CACHE="+CacheDir())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
