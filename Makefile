@@ -91,13 +91,16 @@ test-cache:
 
 # Packages whose code under test has no concurrency of its own run without
 # -race: the race detector has nothing to find there and slows them several
-# times. host/runtime/wazero/interrupt is a pure byte rewriter; host/caps
-# (and its generators), host/author, host/deploy and host/internal/pathx
-# parse and check; sdk/ and plugins/ are guest code (wasip1 runs one
-# thread), tested here on the host. Everything else runs with -race,
+# times. host/runtime/wazero/interrupt and host/internal/wasmbin are pure
+# byte readers and rewriters; host/caps (and its generators),
+# cmd/aiod/internal/author, host/deploy, host/internal/pathx, netx and
+# layers parse and check; sdk/ and plugins/ are guest code (wasip1 runs one
+# thread), tested here on the host. NORACE_RUN names the tests of a race
+# package that are built only without -race (its norace_test.go says why). Everything else runs with -race,
 # host/e2e included: it drives bin/aiod from outside, but runs hosts and
 # upstreams in-process too.
-NORACE := ./host/runtime/wazero/interrupt ./host/caps/... ./host/author ./host/deploy ./host/internal/pathx ./sdk/... ./plugins/...
+NORACE := ./host/runtime/wazero/interrupt ./host/internal/wasmbin ./host/caps/... ./cmd/aiod/internal/author ./host/deploy ./host/internal/pathx ./host/internal/netx ./host/internal/layers ./sdk/... ./plugins/...
+NORACE_RUN := -run '^(TestInterpreter|TestMergeDataSameMemory)$$' ./host/runtime/wazero
 # The longest packages first, so that none of them starts last.
 FIRST  := ./host/e2e ./host/runtime/wazero ./host/sandboxtest ./host/plugin
 RACEPKGS = $(FIRST) $(filter-out $(shell $(GO) list $(FIRST) $(NORACE)),$(shell $(GO) list ./...))
@@ -108,6 +111,7 @@ RACEPKGS = $(FIRST) $(filter-out $(shell $(GO) list $(FIRST) $(NORACE)),$(shell 
 test-go: test-cache
 	$(GO) test -race -timeout 15m $(RACEPKGS)
 	$(GO) test -timeout 15m $(NORACE)
+	$(GO) test -timeout 15m $(NORACE_RUN)
 
 # The edit-compile loop: every package's unit tests, no race detector, no
 # bin/aiod, Chromium, nginx, Node or bubblewrap (the tests that need them,

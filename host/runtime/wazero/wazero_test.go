@@ -19,16 +19,3 @@ func TestCompiler(t *testing.T) {
 		return e
 	}, runtimetest.ShortHolds())
 }
-
-func TestInterpreter(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the interpreter runs the table's loops slowly (tens of seconds): make test runs it, make test-short does not")
-	}
-	runtimetest.RunAll(t, core.New(), func(t *testing.T) runtime.Engine {
-		e, err := wazero.New(wazero.Options{Interpreter: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	})
-}
