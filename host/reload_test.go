@@ -473,7 +473,7 @@ func TestSwapUnderLoad(t *testing.T) {
 	t.Logf("calls: %d without swaps (p50 %v, p99 %v), %d during %d swaps (p50 %v, p99 %v, %.2fx); rename to serving: median %v, max %v, max after the first %v (debounce %v)",
 		len(base), p(base, 0.5), bp99, len(swapped), swaps, p(swapped, 0.5), sp99, float64(sp99)/float64(bp99), toServe[len(toServe)/2], toServe[len(toServe)-1], warmMax, host.DefaultWatchDebounce)
 	t.Logf("per reload: %s", loads.summary())
-	// The target (issue 13 §4) is 2x, held without the race detector (make
+	// The target is 2x, held without the race detector (make
 	// bench runs this test alone); make test runs it under -race beside
 	// other packages, whose load comes and goes between the two phases.
 	limit, slack := 2.0, 0*time.Millisecond

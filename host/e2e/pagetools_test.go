@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// TestLaunchServesPageTools is issue 9's "bin/aiod start --browser launch
+// TestLaunchServesPageTools is the page tools' "bin/aiod start --browser launch
 // serves the ten built-ins plus the page tools": the process launches
 // Debian's chromium itself, lists the ten built-ins in their order, then
 // the 21 page tools in the page plugin's order, and a local page

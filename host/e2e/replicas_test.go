@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// TestReplicas is issue 11's scale-out, tried as an operator would: two
+// TestReplicas is the scale-out, tried as an operator would: two
 // bin/aiod replicas behind Debian's nginx, configured by `aiod deploy
 // nginx` and run with the flags it prints (one state key file, a replica
 // id each). Through nginx, the legacy conformance suite (0.1.16: sessions,

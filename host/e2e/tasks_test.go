@@ -90,7 +90,7 @@ func getTask(t *testing.T, url, id string) map[string]any {
 // message.
 var lineRE = regexp.MustCompile(`tick (\d+)`)
 
-// TestBashTask runs a 60-second command (issue 15's "a 60-second command
+// TestBashTask runs a 60-second command (the tasks extension's "a 60-second command
 // as a task polled to completion"), a line of output every 3 s, as a task
 // and polls it once a second to completion; while it runs, the task's
 // statusMessage carries the latest output lines (the command's

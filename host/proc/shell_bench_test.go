@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkShellEchoHi is `echo hi` in a warm session, beside
-// BenchmarkBashCEchoHi, spawning `bash -c 'echo hi'` (issue 11: within
+// BenchmarkBashCEchoHi, spawning `bash -c 'echo hi'` (the target: within
 // 1.5x).
 func BenchmarkShellEchoHi(b *testing.B) {
 	m := New(Config{})

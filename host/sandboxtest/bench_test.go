@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// Per-call latency of the built-ins against native baselines (issue 4 §5):
+// Per-call latency of the built-ins against native baselines:
 // make bench prints the ratios. Each tool call goes over real HTTP through
 // the host, the plugin and its host functions.
 
