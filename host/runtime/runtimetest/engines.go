@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aiodhq/aiod/host/internal/testplugins"
+	"github.com/aiodhq/aiod/host/internal/testwasm"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/runtime/wazero"
 )
@@ -27,11 +27,11 @@ type Engine struct {
 func (e *Engine) New(cacheDir string) (runtime.Engine, error) { return e.open(cacheDir) }
 
 // Shared returns one engine per test binary on the tests' compile cache
-// (testplugins.CacheDir), never closed: compiled modules are shared by the
+// (testwasm.CacheDir), never closed: compiled modules are shared by the
 // package's tests.
 func (e *Engine) Shared(t testing.TB) runtime.Engine {
 	t.Helper()
-	e.once.Do(func() { e.shared, e.err = e.open(testplugins.CacheDir()) })
+	e.once.Do(func() { e.shared, e.err = e.open(testwasm.CacheDir()) })
 	if e.err != nil {
 		t.Fatalf("engine %s: %v", e.Name, e.err)
 	}
