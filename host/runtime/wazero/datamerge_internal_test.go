@@ -19,6 +19,18 @@ func module(secs ...[]byte) []byte {
 	return b
 }
 
+// padded is the section sec (id, body) with its size encoded in n bytes:
+// up to 5 is a valid u32 LEB128, more is malformed.
+func padded(sec []byte, n int) []byte {
+	b := []byte{sec[0]}
+	size := len(sec) - 1
+	for i := 0; i < n-1; i++ {
+		b = append(b, byte(size)|0x80)
+		size >>= 7
+	}
+	return append(append(b, byte(size)), sec[1:]...)
+}
+
 func memSec() []byte { return []byte{5, 1, 0, 1} } // one memory, min 1 page
 
 // dataSec encodes active segments on memory 0 at i32.const offsets.
@@ -53,6 +65,11 @@ func TestMergeData(t *testing.T) {
 		{"passive segment", module(memSec(), []byte{11, 2, 0, 0x41, 0, 0x0b, 1, 'x', 1, 1, 'y'}), nil},
 		{"global offset", module(memSec(), []byte{11, 2, 0, 0x41, 0, 0x0b, 1, 'x', 0, 0x23, 0, 0x0b, 1, 'y'}), nil},
 		{"no data", module(memSec()), nil},
+		{"section size padded to 5 bytes", append(module(memSec()), padded(dataSec(a, b), 5)...),
+			[]segment{{16, append(append([]byte("abc"), make([]byte, 100-19)...), "de"...)}}},
+		{"section size of 6 bytes", append(module(memSec()), padded(dataSec(a, b), 6)...), nil},
+		{"segment offset LEB over 5 bytes", module(memSec(), []byte{11, 2, 0, 0x41, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00, 0x0b, 1, 'x', 0, 0x41, 1, 0x0b, 1, 'y'}), nil},
+		{"segment offset's unused bits set", module(memSec(), []byte{11, 2, 0, 0x41, 0x80, 0x80, 0x80, 0x80, 0x40, 0x0b, 1, 'x', 0, 0x41, 1, 0x0b, 1, 'y'}), nil},
 		{"truncated", module(memSec(), dataSec(a, b))[:20], nil},
 		{"not wasm", []byte("hello world"), nil},
 	} {

@@ -38,6 +38,9 @@ func TestSplitImage(t *testing.T) {
 		{"imported memory", module([]byte{2, 1, 1, 'm', 1, 'n', 2, 0, 1}, dataSec(a)), nil},
 		{"no memory", module(dataSec(a)), nil},
 		{"no data", module(memSec()), nil},
+		{"section size padded to 5 bytes", append(module(memSec()), padded(dataSec(a), 5)...), append(make([]byte, 16), "abc"...)},
+		{"section size of 6 bytes", append(module(memSec()), padded(dataSec(a), 6)...), nil},
+		{"memory minimum LEB over 5 bytes", module([]byte{5, 1, 0, 0x81, 0x80, 0x80, 0x80, 0x80, 0x00}, dataSec(a)), nil},
 		{"truncated", module(memSec(), dataSec(a, b))[:20], nil},
 		{"not wasm", []byte("hello world"), nil},
 	} {

@@ -305,8 +305,8 @@ func rewrite(wasm []byte, period uint32) ([]byte, error) {
 			}
 			err = emitExport(sub.Rest(), uint64(n))
 		case secCode:
-			p, err := instrumentCode(&sub, check, budget)
-			if err != nil {
+			var p []byte
+			if p, err = instrumentCode(&sub, check, budget); err != nil {
 				return nil, err
 			}
 			if uint64(len(p)) > math.MaxUint32 {
