@@ -27,6 +27,7 @@ import (
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/doctor"
+	"github.com/aiodhq/aiod/host/internal/composite"
 	"github.com/aiodhq/aiod/host/internal/footprint"
 	"github.com/aiodhq/aiod/host/internal/netx"
 	"github.com/aiodhq/aiod/host/lockdown"
@@ -174,7 +175,7 @@ func (h *Host) provisionFamilies(ctx context.Context, lock *lockdown.Lockdown) e
 func (h *Host) provisionProtocol(o mcp.Options, stateKeys [][]byte) error {
 	var served mcp.Catalog = h.reg
 	if h.ups != nil {
-		served = &catalog{Registry: h.reg, ups: h.ups}
+		served = composite.New(h.reg, h.ups)
 	}
 	o.Info, o.Logger = mcp.Implementation{Name: "aiod", Version: Version}, h.log
 	o.Middleware, o.SessionsPerOwner, o.Skills = h.tenancy.middleware(), h.tenancy.sessions, skills.FromEnv(os.Getenv)
@@ -415,4 +416,25 @@ func status(env caps.Env, cacheDir string, bc browser.Config, procs *proc.Manage
 	}
 	return &server.Status{Doctor: d, Identity: id, Version: Version, WorkspaceDir: ws,
 		Browser: func(ctx context.Context) any { return br.Status(ctx) }}
+}
+
+// newUpstreamSet returns the set over servers, excluding the names the
+// plugins publish at the time of each tools/list or call (so a reload that
+// adds a plugin tool takes the name from an upstream).
+func newUpstreamSet(servers []upstream.Server, exclude func(string) bool, pins *upstream.Pins, listTimeout time.Duration, log *slog.Logger) *upstream.Set {
+	return upstream.New(servers, upstream.Options{
+		Exclude:       exclude,
+		Pins:          pins,
+		ListTimeout:   listTimeout,
+		Logger:        log,
+		ClientName:    "aiod",
+		ClientVersion: Version,
+	})
+}
+
+// pluginTool reports whether a plugin publishes name (false before the
+// registry is loaded).
+func (h *Host) pluginTool(name string) bool {
+	reg := h.reg
+	return reg != nil && reg.Catalog().Lookup(name) != nil
 }

@@ -11,6 +11,9 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/plugin"
 )
 
 // Run is the daemon: it listens on Config.Host:Config.Port, serves MCP, and
@@ -90,4 +93,124 @@ func (h *Host) servePprof(addr string) (func(), error) {
 		srv.Close()
 		<-done
 	}, nil
+}
+
+// DefaultWatchDebounce is Config.WatchDebounce when zero: how long the
+// plugins directory must be quiet after a change before it is reloaded
+// (plugin.Watcher).
+const DefaultWatchDebounce = plugin.DefaultWatchDebounce
+
+// ReloadResult is what one reload did: the registry's report, and whether
+// the policy file was read anew or kept because it did not parse.
+type ReloadResult struct {
+	*plugin.Report
+	// PolicyError is why the policy file was not taken (the previous
+	// policy keeps applying); empty when it was, or there is none.
+	PolicyError string `json:"policy_error"`
+}
+
+// Reload rebuilds the plugin catalogue from the built-ins and the plugins
+// directory (what SIGHUP, the watcher and POST /admin/reload do), after
+// reading the policy file again. The new catalogue is swapped in
+// atomically; a plugin whose new version fails to load keeps its previous
+// version serving, and the load errors are returned joined. A policy file
+// that no longer reads or parses is logged and the previous policy kept.
+func (h *Host) Reload(ctx context.Context) error {
+	_, err := h.reload(ctx)
+	return err
+}
+
+func (h *Host) reload(ctx context.Context) (*ReloadResult, error) {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	res := &ReloadResult{}
+	if h.policyFile != "" {
+		p, err := readPolicy(h.policyFile)
+		if err != nil {
+			h.log.Error("policy file refused; the previous policy keeps applying", "err", err)
+			res.PolicyError = err.Error()
+		} else {
+			h.reg.SetPolicy(p, builtinPolicy(p))
+			h.tenancy.update(p, h.apiKey)
+		}
+		h.policyErr.Store(&res.PolicyError)
+	}
+	h.reloadStateKeys()
+	rep, err := h.reg.ReloadReport(ctx)
+	res.Report = rep
+	if err != nil {
+		h.log.Warn("reload finished with errors", "err", err)
+	} else {
+		h.log.Info("reload done", "tools", len(h.reg.Catalog().Tools))
+	}
+	return res, err
+}
+
+// readPolicy reads and parses the operator's policy file.
+func readPolicy(path string) (*caps.Policy, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	p, err := caps.ParsePolicy(b)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// adminReload is POST /admin/reload: the reload's report, with its load
+// errors inside it; an error only when no new generation was made.
+func (h *Host) adminReload(ctx context.Context) (any, error) {
+	res, err := h.reload(ctx)
+	if res.Report == nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// adminPlugins is GET /admin/plugins.
+func (h *Host) adminPlugins() any {
+	cat := h.reg.Catalog()
+	type entry struct {
+		Name       string   `json:"name"`
+		Version    string   `json:"version"`
+		SHA256     string   `json:"sha256"`
+		Builtin    bool     `json:"builtin"`
+		Source     string   `json:"source"`
+		Tools      []string `json:"tools"`
+		Instances  int      `json:"idle_instances"`
+		Dormant    bool     `json:"dormant"`
+		Families   []string `json:"families"`
+		LoadError  string   `json:"last_load_error"`
+		Generation uint64   `json:"generation"`
+	}
+	out := []entry{}
+	for _, p := range cat.Plugins {
+		e := entry{Name: p.Manifest.Name, Version: p.Manifest.Version, SHA256: p.Digest, Builtin: p.Builtin,
+			Source: p.Source, Tools: []string{}, Families: []string{}, Instances: p.IdleInstances(plugin.DefaultOwner),
+			Dormant: p.Dormant(), LoadError: cat.LoadError(p.Manifest.Name), Generation: cat.Generation}
+		for _, t := range p.Manifest.Tools {
+			e.Tools = append(e.Tools, t.Name)
+		}
+		for _, f := range p.Grant.GrantedFamilies() {
+			e.Families = append(e.Families, string(f))
+		}
+		out = append(out, e)
+	}
+	policyErr := ""
+	if p := h.policyErr.Load(); p != nil {
+		policyErr = *p
+	}
+	return map[string]any{"generation": cat.Generation, "plugins": out, "refused": cat.LoadErrors(), "policy_error": policyErr}
+}
+
+// watchReload is the reload the watcher runs: the registry's report (nil
+// when no new generation was made) decides its retries.
+func (h *Host) watchReload(ctx context.Context) (*plugin.Report, error) {
+	res, err := h.reload(ctx)
+	if res == nil {
+		return nil, err
+	}
+	return res.Report, err
 }

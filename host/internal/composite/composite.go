@@ -1,12 +1,13 @@
-package host
+// Package composite is the catalogue aiod serves when upstream MCP servers
+// are registered: the plugin registry's, with the upstreams' tools after
+// its own. The composition root builds it; host/mcp sees only mcp.Catalog.
+package composite
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
-	"time"
 
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
@@ -14,21 +15,24 @@ import (
 	"github.com/aiodhq/aiod/host/upstream"
 )
 
-// catalog is what the protocol layer serves when upstream MCP servers are
+// Catalog is what the protocol layer serves when upstream MCP servers are
 // registered: the plugin registry (built-ins, then the other plugins) and,
 // after its tools, the upstreams' tools (host/upstream), in registration
 // order, each in its upstream's order. A plugin's name wins a collision (the
 // set excludes the registry's names). Prompts, resources and completion are
 // the registry's alone.
-type catalog struct {
+type Catalog struct {
 	*plugin.Registry
 	ups *upstream.Set
 }
 
+// New composes reg and ups (ups excludes the registry's names itself).
+func New(reg *plugin.Registry, ups *upstream.Set) *Catalog { return &Catalog{Registry: reg, ups: ups} }
+
 var (
-	_ mcp.Catalog       = (*catalog)(nil)
-	_ mcp.ToolLister    = (*catalog)(nil)
-	_ mcp.ToolsNotifier = (*catalog)(nil)
+	_ mcp.Catalog       = (*Catalog)(nil)
+	_ mcp.ToolLister    = (*Catalog)(nil)
+	_ mcp.ToolsNotifier = (*Catalog)(nil)
 )
 
 // OnToolsChanged is mcp.ToolsNotifier: f runs once for each change an
@@ -36,28 +40,14 @@ var (
 // finds a difference). A plugin swap tells clients itself (the registry's
 // OnSwap) and rebases the set, so the names it takes from an upstream are not
 // announced a second time.
-func (c *catalog) OnToolsChanged(f func()) {
+func (c *Catalog) OnToolsChanged(f func()) {
 	c.ups.OnChange(f)
 	c.Registry.OnSwap(func(*mcp.Snapshot) { c.ups.Rebase() })
 }
 
-// newUpstreamSet returns the set over servers, excluding the names the
-// plugins publish at the time of each tools/list or call (so a reload that
-// adds a plugin tool takes the name from an upstream).
-func newUpstreamSet(servers []upstream.Server, exclude func(string) bool, pins *upstream.Pins, listTimeout time.Duration, log *slog.Logger) *upstream.Set {
-	return upstream.New(servers, upstream.Options{
-		Exclude:       exclude,
-		Pins:          pins,
-		ListTimeout:   listTimeout,
-		Logger:        log,
-		ClientName:    "aiod",
-		ClientVersion: Version,
-	})
-}
-
 // ListTools is tools/list: the registry's rendering with the upstreams'
 // definitions appended, as the upstreams wrote them.
-func (c *catalog) ListTools(ctx context.Context) []byte {
+func (c *Catalog) ListTools(ctx context.Context) []byte {
 	own := c.Registry.Catalog().ToolsJSON()
 	tools := c.ups.Tools(ctx)
 	// A tenant sees the tools of the upstreams its allow-list names only.
@@ -100,7 +90,7 @@ func (c *catalog) ListTools(ctx context.Context) []byte {
 // of the upstream is relayed as one. Progress and log notifications of the
 // upstream reach the client when the client asked for them (req.Notify is
 // set only then); cancelling ctx cancels the upstream call.
-func (c *catalog) CallTool(ctx context.Context, req plugin.CallRequest) ([]byte, error) {
+func (c *Catalog) CallTool(ctx context.Context, req plugin.CallRequest) ([]byte, error) {
 	res, err := c.Registry.CallTool(ctx, req)
 	if !errors.Is(err, plugin.ErrUnknownTool) {
 		return res, err
@@ -147,11 +137,4 @@ func relayNotify(notify func(kind string, params any)) func(string, json.RawMess
 			notify(method, m)
 		}
 	}
-}
-
-// pluginTool reports whether a plugin publishes name (false before the
-// registry is loaded).
-func (h *Host) pluginTool(name string) bool {
-	reg := h.reg
-	return reg != nil && reg.Catalog().Lookup(name) != nil
 }
