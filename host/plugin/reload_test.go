@@ -23,7 +23,17 @@ import (
 var (
 	swapOnce       sync.Once
 	swapV1, swapV2 string
+	swapBase       string
 )
+
+// TestMain removes what the test binary packaged once for all its tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if swapBase != "" {
+		os.RemoveAll(swapBase)
+	}
+	os.Exit(code)
+}
 
 // swapVersions copies both versions of the swap test plugin, packaged
 // once per test binary (describing a module is slow under -race), into
@@ -35,6 +45,7 @@ func swapVersions(t testing.TB, dir string) (v1, v2 string) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		swapBase = base
 		swapV1 = testplugins.Package(t, filepath.Join(base, "v1"), "host/plugin/testdata/swapv1", nil, nil)
 		swapV2 = testplugins.Package(t, filepath.Join(base, "v2"), "host/plugin/testdata/swapv2", nil, nil)
 	})

@@ -92,6 +92,9 @@ func TestMain(m *testing.M) {
 	for _, s := range servers {
 		s.stop()
 	}
+	if pageToolsDir != "" {
+		os.RemoveAll(pageToolsDir) // pagetools_test.go
+	}
 	if builtDir != "" {
 		os.RemoveAll(builtDir)
 		os.RemoveAll(builtDir + "-browser") // browser_test.go
