@@ -127,8 +127,11 @@ func start(t *testing.T, env []string, args ...string) *aiod {
 	return startArgv(t, env, append([]string{"start", "--host", "127.0.0.1", "--port", freePort(t), "--plugins-dir", plugins, "--cache-dir", e2eCache()}, args...))
 }
 
-// e2eCache is the compiled-module cache the tests' aiod processes share.
-func e2eCache() string { return filepath.Join(os.TempDir(), "aiod-e2e-cache") }
+// e2eCache is the compiled-module cache the tests' aiod processes share:
+// build/cache/wazero, which make build and make plugins warmed (aiodpack)
+// under the key bin/aiod uses too, so no test's aiod compiles a built-in
+// or a build/plugins module cold.
+func e2eCache() string { return filepath.Join(repoRoot(), "build", "cache", "wazero") }
 
 // startArgv runs bin/aiod with exactly argv (and env besides the test's
 // own environment), as start does.

@@ -78,7 +78,7 @@ func TestLockdownRefusesToStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, "start", "--lockdown", "--port", freePort(t), "--plugins-dir", plugins,
-		"--data-dir", dataDir(t), "--cache-dir", filepath.Join(os.TempDir(), "aiod-e2e-cache")).CombinedOutput()
+		"--data-dir", dataDir(t), "--cache-dir", e2eCache()).CombinedOutput()
 	if err == nil || ctx.Err() != nil {
 		t.Fatalf("started (err %v): %s", err, out)
 	}
