@@ -202,6 +202,7 @@ func TestTallyLanguages(t *testing.T) {
 // and verify says so before any host runs it.
 func TestTallyWithoutStateGrant(t *testing.T) {
 	defaultEngine(t, "aiod plugin test runs each language's module on every engine itself")
+	t.Parallel() // CPU in its own processes: it overlaps the 60 s task run (TestBashTask)
 	dir := buildTallies(t)
 	for _, l := range tallyLangs {
 		pkg := filepath.Join(dir, l.suffix, "tally-"+l.suffix)

@@ -54,6 +54,7 @@ func curlBody(line string) (string, bool) {
 // of waiting on commands per language, which it checks.
 func TestTenMinutes(t *testing.T) {
 	defaultEngine(t, "aiod plugin test runs the tutorial's module on every engine itself")
+	t.Parallel() // CPU in its own processes: it overlaps the 60 s task run (TestBashTask)
 	bin, _ := binaries(t)
 	lines := tutorialLines(t)
 	if len(lines) < 4 || !strings.HasPrefix(lines[0], "aiod plugin new demo --lang go") {
