@@ -53,6 +53,9 @@ type Config struct {
 	// Stderr receives the guest's WASI stdout and stderr (capped by the
 	// caller's writer). Nil discards.
 	Stderr io.Writer
+	// Notice receives the engine's remarks about the module, once each
+	// (why its instances start without a snapshot). Nil discards.
+	Notice func(string)
 }
 
 // FuelMeter is an Engine that meters Config.Fuel. Optional: an engine that
@@ -78,6 +81,26 @@ type Compiled interface {
 	RunCommand(ctx context.Context, c *hostfn.Call, stdin []byte, maxOut int64) (stdout []byte, exitCode uint32, err error)
 	// Close releases the compiled module. Idempotent.
 	Close(ctx context.Context) error
+}
+
+// Owned is a Compiled that starts the instances of one owner (a tenant)
+// from a snapshot of that owner's first initialised instance (RATIONALE.md,
+// "Instances from snapshots"). Optional: InstantiateFor falls back to
+// Instantiate.
+type Owned interface {
+	// InstantiateFor makes an instance for owner, as Instantiate does.
+	InstantiateFor(ctx context.Context, owner string) (Instance, error)
+	// Forget releases owner's snapshot (its live instances keep working).
+	Forget(owner string)
+}
+
+// InstantiateFor makes an instance of c for owner: from owner's snapshot
+// where c is Owned, else from scratch.
+func InstantiateFor(ctx context.Context, c Compiled, owner string) (Instance, error) {
+	if o, ok := c.(Owned); ok {
+		return o.InstantiateFor(ctx, owner)
+	}
+	return c.Instantiate(ctx)
 }
 
 // Instance is one instantiated module. Not safe for concurrent use.

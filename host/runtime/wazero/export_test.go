@@ -110,3 +110,22 @@ func SetYieldQuantum(d time.Duration) (restore func()) {
 
 // SplitImage exposes splitImage.
 func SplitImage(wasm []byte) (stripped, image []byte, err error) { return splitImage(wasm) }
+
+// Snapshot reports whether c holds a snapshot for owner, and its size in
+// bytes and page runs.
+func Snapshot(c runtime.Compiled, owner string) (ok bool, size uint64, pages, runs int) {
+	cc, _ := c.(*compiled)
+	if cc == nil || cc.snaps == nil {
+		return false, 0, 0, 0
+	}
+	cc.snaps.mu.Lock()
+	defer cc.snaps.mu.Unlock()
+	s := cc.snaps.owners[owner]
+	if s == nil {
+		return false, 0, 0, 0
+	}
+	for _, r := range s.runs {
+		pages += int(r.n) / pageSize
+	}
+	return true, s.size, pages, len(s.runs)
+}

@@ -3,6 +3,7 @@
 package wazero
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"syscall"
@@ -103,4 +104,116 @@ func (m *mmapMemory) mapImage(img *memImage) error {
 	}
 	m.imaged = n
 	return nil
+}
+
+// mapped reports whether img is in a memfd (instances map it).
+func (img *memImage) mapped() bool { return img != nil && img.fd >= 0 }
+
+// newSparseImage puts the runs of cur in a sealed memfd of cur's size, each
+// at its own offset (the rest is a hole: no memory), for a snapshot.
+func newSparseImage(cur []byte, runs []pageRun) (*memImage, error) {
+	fd, err := unix.MemfdCreate("aiod-snapshot", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("memfd: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			unix.Close(fd)
+		}
+	}()
+	if err := unix.Ftruncate(fd, int64(len(cur))); err != nil {
+		return nil, fmt.Errorf("memfd size: %w", err)
+	}
+	for _, r := range runs {
+		b := cur[r.off : r.off+r.n]
+		for done := 0; done < len(b); {
+			n, err := unix.Pwrite(fd, b[done:], int64(r.off)+int64(done))
+			if err != nil {
+				return nil, fmt.Errorf("memfd write: %w", err)
+			}
+			done += n
+		}
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_WRITE|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
+		return nil, fmt.Errorf("memfd seal: %w", err)
+	}
+	data, err := unix.Mmap(fd, 0, len(cur), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("memfd map: %w", err)
+	}
+	ok = true
+	return &memImage{size: len(cur), fd: fd, data: data}, nil
+}
+
+// applySnapshot gives an instance whose memory holds the data image the
+// rest of snap: memory grown to snap's size, then snap's pages mapped
+// copy-on-write over a reservation, or copied into any other memory.
+func (s *memSlot) applySnapshot(snap *snapshot, mem api.Memory) error {
+	if mem == nil {
+		return errors.New("no memory")
+	}
+	if cur := uint64(mem.Size()); snap.size > cur {
+		if _, ok := mem.Grow(uint32((snap.size - cur) / 65536)); !ok {
+			return fmt.Errorf("memory does not grow to the snapshot's %d bytes", snap.size)
+		}
+	}
+	if s == nil || s.m == nil {
+		for _, r := range snap.runs {
+			if !mem.Write(uint32(r.off), snap.image.data[r.off:r.off+r.n]) {
+				return errors.New("snapshot does not fit the memory")
+			}
+		}
+		return nil
+	}
+	return s.m.mapRuns(snap.image, snap.runs)
+}
+
+// mapRuns maps runs of img copy-on-write at their offsets in m.
+func (m *mmapMemory) mapRuns(img *memImage, runs []pageRun) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	base := unsafe.Pointer(unsafe.SliceData(m.mapping))
+	for _, r := range runs {
+		if m.unmapped || r.off+r.n > m.committed {
+			return fmt.Errorf("snapshot pages at %d past the %d committed", r.off+r.n, m.committed)
+		}
+		if _, err := unix.MmapPtr(img.fd, int64(r.off), unsafe.Add(base, r.off), uintptr(r.n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_FIXED); err != nil {
+			return fmt.Errorf("map the snapshot: %w", err)
+		}
+	}
+	return nil
+}
+
+// runGap is the number of unchanged pages a run absorbs rather than split
+// in two: a mapping per run costs a system call at each restore.
+const runGap = 2
+
+// dirtyRuns lists the host pages of cur that differ from base (zero past
+// base's end), in runs, each absorbing gaps of up to runGap pages.
+func dirtyRuns(base, cur []byte) []pageRun {
+	ps := uint64(pageSize)
+	var runs []pageRun
+	n := uint64(len(cur)) / ps * ps
+	for off := uint64(0); off < n; off += ps {
+		page := cur[off : off+ps]
+		var was []byte
+		switch {
+		case off+ps <= uint64(len(base)):
+			was = base[off : off+ps]
+		case off < uint64(len(base)):
+			was = append(append([]byte(nil), base[off:]...), zeroPage[:off+ps-uint64(len(base))]...)
+		default:
+			was = zeroPage[:ps]
+		}
+		if string(page) == string(was) {
+			continue
+		}
+		if k := len(runs); k > 0 && off-(runs[k-1].off+runs[k-1].n) <= runGap*ps {
+			runs[k-1].n = off + ps - runs[k-1].off
+			continue
+		}
+		runs = append(runs, pageRun{off, ps})
+	}
+	return runs
 }

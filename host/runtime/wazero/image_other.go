@@ -3,6 +3,7 @@
 package wazero
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/tetratelabs/wazero/api"
@@ -25,3 +26,16 @@ func (s *memSlot) apply(img *memImage, mem api.Memory) error {
 	}
 	return nil
 }
+
+// mapped: never here (snapshots need a memfd).
+func (img *memImage) mapped() bool { return false }
+
+func newSparseImage([]byte, []pageRun) (*memImage, error) {
+	return nil, errors.New("snapshots need a memfd")
+}
+
+func (s *memSlot) applySnapshot(*snapshot, api.Memory) error {
+	return errors.New("snapshots need a memfd")
+}
+
+func dirtyRuns(_, _ []byte) []pageRun { return nil }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/aiodhq/aiod/host/internal/wasmsnap"
 	"github.com/aiodhq/aiod/host/runtime/wazero/interrupt"
 )
 
@@ -37,16 +38,18 @@ import (
 // change to package interrupt, mergeData or preparedForm that changes the
 // bytes they produce for some module, and record the new digest in
 // TestPrepareVersion (prepared_internal_test.go).
-const prepareVersion = 1
+const prepareVersion = 2
 
 // preparedForm is what the cache holds for a module: rewrite's output with
-// the interrupt and the merge on, for a module the rewriter instruments.
+// the interrupt and the merge on, for a module the rewriter instruments,
+// prepared for snapshots (host/internal/wasmsnap: its mutable globals
+// exported and its answer recorded).
 func preparedForm(wasm []byte) ([]byte, error) {
-	iw, err := interrupt.Instrument(wasm)
+	iw, info, err := interrupt.InstrumentInfo(wasm)
 	if err != nil {
 		return nil, err
 	}
-	return mergeData(iw), nil
+	return wasmsnap.Prepare(mergeData(iw), wasmsnap.Code{MutatesTables: info.MutatesTables, BulkData: info.BulkData})
 }
 
 const preparedMagic = "aiodprep1\n"

@@ -25,6 +25,7 @@ var preparedDigests = []struct {
 	sha256  string
 }{
 	{1, "2a6ab12689deb5e5fd7834b7d0bb48c3598d5db7df8158cfaa4223e34da1245c"},
+	{2, "6dba58e2e0df41c7bced4fce065db3ac884cc9a7137e7e278457e3ac80944964"},
 }
 
 // TestPrepareVersion: the prepared form of a fixed module is the one

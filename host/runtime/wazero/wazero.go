@@ -30,6 +30,9 @@ type Options struct {
 	CacheDir string
 	// Interpreter forces the interpreter instead of the compiler.
 	Interpreter bool
+	// Snapshots starts an owner's instances from a snapshot of its first
+	// instance's initialised state (snapshot.go).
+	Snapshots bool
 }
 
 type engine struct {
@@ -165,11 +168,15 @@ func (e *engine) rewrite(wasm []byte) prepared {
 type callKey struct{}
 
 func callFrom(ctx context.Context) *hostfn.Call {
-	c, _ := ctx.Value(callKey{}).(*hostfn.Call)
-	if c == nil {
-		panic(errors.New("aiod: host function called outside a call"))
+	switch c := ctx.Value(callKey{}).(type) {
+	case *hostfn.Call:
+		if c != nil {
+			return c
+		}
+	case capturing: // (snapshot.go)
+		panic(errInitReach)
 	}
-	return c
+	panic(errors.New("aiod: host function called outside a call"))
 }
 
 func valueTypes(ts []hostfn.ValueType) []api.ValueType {
@@ -262,9 +269,16 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	c := &compiled{r: r, cm: cm, name: cfg.Name, stderr: stderr, pages: cfg.MemoryPages, noInterrupt: p.noInterrupt}
+	c := &compiled{r: r, cm: cm, name: cfg.Name, stderr: stderr, pages: cfg.MemoryPages, noInterrupt: p.noInterrupt, refusedLog: cfg.Notice}
 	if p.image != nil {
 		c.img = newImage(p.image)
+	}
+	if e.opts.Snapshots {
+		snaps, err := newSnapshots(p.wasm, c.img, p.noInterrupt == nil)
+		if err != nil && cfg.Notice != nil {
+			cfg.Notice(fmt.Sprintf("instances start without a snapshot: %v", err))
+		}
+		c.snaps = snaps
 	}
 	for name := range cm.ExportedFunctions() {
 		c.exports = append(c.exports, name)
@@ -299,6 +313,9 @@ type compiled struct {
 	// img is the data image each instance starts from (nil: wazero copies
 	// the data segments in); image.go.
 	img *memImage
+	// snaps are the owners' snapshots (nil: none are taken); snapshot.go.
+	snaps      *snapshots
+	refusedLog func(string)
 }
 
 func (c *compiled) Exports() []string { return c.exports }
@@ -316,11 +333,29 @@ func (c *compiled) moduleConfig() wazero.ModuleConfig {
 }
 
 func (c *compiled) Instantiate(ctx context.Context) (runtime.Instance, error) {
+	inst, err := c.instantiate(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return inst, nil
+}
+
+// instantiate makes an instance from scratch, running _initialize; with
+// capture, as a snapshot's capture (snapshot.go): host function families
+// refuse and the guest's output goes through capture.
+func (c *compiled) instantiate(ctx context.Context, capture *capturingWriter) (*instance, error) {
 	// _initialize may call host functions (logging); give it a Call.
 	call := &hostfn.Call{Plugin: c.name, MaxOutput: 0}
-	ictx, mem := withMemory(context.WithValue(ctx, callKey{}, call))
+	var cv any = call
+	if capture != nil {
+		cv = capturing{call}
+	}
+	ictx, mem := withMemory(context.WithValue(ctx, callKey{}, cv))
 	y := newYielder()
 	cfg := c.moduleConfig().WithOsyield(y.yield).WithStartFunctions("_initialize")
+	if capture != nil {
+		cfg = cfg.WithStdout(capture).WithStderr(capture)
+	}
 	if c.noInterrupt == nil {
 		// Run _initialize below, interruptibly.
 		cfg = cfg.WithStartFunctions()
@@ -348,6 +383,9 @@ func (c *compiled) Instantiate(ctx context.Context) (runtime.Instance, error) {
 	}
 	mem.instantiated(err != nil)
 	if err != nil {
+		if capture != nil && strings.Contains(err.Error(), errInitReach.Error()) {
+			return nil, errInitReach
+		}
 		return nil, fmt.Errorf("plugin %s: instantiate: %w", c.name, classify(ctx, err, nil, c.pages))
 	}
 	return inst, nil
@@ -399,6 +437,7 @@ func (c *compiled) Close(ctx context.Context) error {
 	// and holds each compiled module (its machine code) until the
 	// module itself is closed: closing the runtime alone keeps it.
 	c.once.Do(func() {
+		c.snaps.close()
 		c.err = errors.Join(c.cm.Close(ctx), c.r.Close(ctx))
 		c.img.close()
 	})

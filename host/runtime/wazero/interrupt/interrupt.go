@@ -139,11 +139,34 @@ var rank = [...]int{
 // module uses a feature the rewriter does not decode, has no memory, or has
 // so many loops that the checks would more than double it, plus a MiB; the message
 // says which) or ErrExported (the module already exports GlobalName).
-func Instrument(wasm []byte) ([]byte, error) { return instrument(wasm, Period) }
+func Instrument(wasm []byte) ([]byte, error) {
+	out, _, err := InstrumentInfo(wasm)
+	return out, err
+}
+
+// Info is what the rewrite saw of the module's code on its way through it.
+type Info struct {
+	// MutatesTables: some function contains table.set, table.grow,
+	// table.fill, table.copy, table.init or elem.drop.
+	MutatesTables bool
+	// BulkData: some function contains memory.init or data.drop (it
+	// depends on the data segments staying in the module).
+	BulkData bool
+}
+
+// InstrumentInfo is Instrument, and what it saw (Info).
+func InstrumentInfo(wasm []byte) ([]byte, Info, error) {
+	var info Info
+	out, err := rewrite(wasm, Period, &info)
+	if err != nil {
+		return nil, Info{}, classify(err)
+	}
+	return out, info, nil
+}
 
 // instrument is Instrument with a period (tests measure others).
 func instrument(wasm []byte, period uint32) ([]byte, error) {
-	out, err := rewrite(wasm, period)
+	out, err := rewrite(wasm, period, &Info{})
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -162,7 +185,7 @@ func classify(err error) error {
 	return malformed(we.Off, "%s", we.Msg)
 }
 
-func rewrite(wasm []byte, period uint32) ([]byte, error) {
+func rewrite(wasm []byte, period uint32, info *Info) ([]byte, error) {
 	sections, err := wasmbin.Sections(wasm)
 	if err != nil {
 		return nil, err
@@ -306,7 +329,7 @@ func rewrite(wasm []byte, period uint32) ([]byte, error) {
 			err = emitExport(sub.Rest(), uint64(n))
 		case secCode:
 			var p []byte
-			if p, err = instrumentCode(&sub, check, budget); err != nil {
+			if p, err = instrumentCode(&sub, check, budget, info); err != nil {
 				return nil, err
 			}
 			if uint64(len(p)) > math.MaxUint32 {
@@ -460,7 +483,7 @@ func checkExports(r *wasmbin.Reader) error {
 }
 
 // instrumentCode rewrites the code section payload.
-func instrumentCode(r *wasmbin.Reader, check []byte, budget int) ([]byte, error) {
+func instrumentCode(r *wasmbin.Reader, check []byte, budget int, info *Info) ([]byte, error) {
 	n, err := r.U32()
 	if err != nil {
 		return nil, err
@@ -479,7 +502,7 @@ func instrumentCode(r *wasmbin.Reader, check []byte, budget int) ([]byte, error)
 		}
 		var at int
 		out, at = wasmbin.BeginSize(out)
-		if out, err = instrumentBody(out, &body, check, &budget); err != nil {
+		if out, err = instrumentBody(out, &body, check, &budget, info); err != nil {
 			return nil, err
 		}
 		if uint64(len(out)-at-1) > math.MaxUint32 {
@@ -497,7 +520,7 @@ func instrumentCode(r *wasmbin.Reader, check []byte, budget int) ([]byte, error)
 
 // instrumentBody appends the function body read by r to out, with the check
 // inserted after each loop header.
-func instrumentBody(out []byte, r *wasmbin.Reader, check []byte, budget *int) ([]byte, error) {
+func instrumentBody(out []byte, r *wasmbin.Reader, check []byte, budget *int, info *Info) ([]byte, error) {
 	start := r.Off()
 	locals, err := r.U32()
 	if err != nil {
@@ -536,6 +559,7 @@ func instrumentBody(out []byte, r *wasmbin.Reader, check []byte, budget *int) ([
 			op == 0x25, op == 0x26,   // table.get/set
 			op == 0x10, // call
 			op == 0xD2: // ref.func
+			info.MutatesTables = info.MutatesTables || op == 0x26
 			_, err = r.U32()
 		case op == 0x0E: // br_table
 			var n uint32
@@ -573,7 +597,7 @@ func instrumentBody(out []byte, r *wasmbin.Reader, check []byte, budget *int) ([
 				err = unsupported(off, "ref.null heap type %#x", b)
 			}
 		case op == 0xFC:
-			err = misc(r, off)
+			err = misc(r, off, info)
 		case op == 0xFD:
 			err = unsupported(off, "SIMD opcode 0xFD")
 		case op == 0xFE:
@@ -593,10 +617,16 @@ func instrumentBody(out []byte, r *wasmbin.Reader, check []byte, budget *int) ([
 }
 
 // misc skips the sub-opcode and immediates of a 0xFC instruction.
-func misc(r *wasmbin.Reader, off int) error {
+func misc(r *wasmbin.Reader, off int, info *Info) error {
 	sub, err := r.U32()
 	if err != nil {
 		return err
+	}
+	switch sub {
+	case 8, 9: // memory.init data.drop
+		info.BulkData = true
+	case 12, 13, 14, 15, 17: // table.init elem.drop table.copy table.grow table.fill
+		info.MutatesTables = true
 	}
 	switch sub {
 	case 0, 1, 2, 3, 4, 5, 6, 7: // trunc_sat
