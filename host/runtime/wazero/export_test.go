@@ -129,3 +129,20 @@ func Snapshot(c runtime.Compiled, owner string) (ok bool, size uint64, pages, ru
 	}
 	return true, s.size, pages, len(s.runs)
 }
+
+// WaitSpare waits until c holds a spare snapshot (false after 10 s).
+func WaitSpare(c runtime.Compiled) bool {
+	cc, _ := c.(*compiled)
+	if cc == nil || cc.snaps == nil {
+		return false
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
+		cc.snaps.mu.Lock()
+		ok := cc.snaps.spare != nil
+		cc.snaps.mu.Unlock()
+		if ok {
+			return true
+		}
+	}
+	return false
+}

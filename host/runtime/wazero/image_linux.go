@@ -146,9 +146,11 @@ func newSparseImage(cur []byte, runs []pageRun) (*memImage, error) {
 	return &memImage{size: len(cur), fd: fd, data: data}, nil
 }
 
-// applySnapshot gives an instance whose memory holds the data image the
-// rest of snap: memory grown to snap's size, then snap's pages mapped
-// copy-on-write over a reservation, or copied into any other memory.
+// applySnapshot gives a new instance's memory (no data image applied) its
+// snapshot: memory grown to snap's size, the reference memory and then
+// snap's own pages mapped copy-on-write over a reservation; copied into
+// any other memory, or where the kernel refuses a mapping (a process has
+// at most vm.max_map_count).
 func (s *memSlot) applySnapshot(snap *snapshot, mem api.Memory) error {
 	if mem == nil {
 		return errors.New("no memory")
@@ -158,15 +160,20 @@ func (s *memSlot) applySnapshot(snap *snapshot, mem api.Memory) error {
 			return fmt.Errorf("memory does not grow to the snapshot's %d bytes", snap.size)
 		}
 	}
-	if s == nil || s.m == nil {
-		for _, r := range snap.runs {
-			if !mem.Write(uint32(r.off), snap.image.data[r.off:r.off+r.n]) {
-				return errors.New("snapshot does not fit the memory")
-			}
-		}
+	refEnd := min(uint64(snap.ref.size), snap.size) / uint64(pageSize) * uint64(pageSize)
+	mapped := s != nil && s.m != nil && s.m.mapRuns(snap.ref, []pageRun{{0, refEnd}}) == nil
+	if mapped && s.m.mapRuns(snap.image, snap.runs) == nil {
 		return nil
 	}
-	return s.m.mapRuns(snap.image, snap.runs)
+	if !mapped && !mem.Write(0, snap.ref.data[:refEnd]) {
+		return errors.New("snapshot does not fit the memory")
+	}
+	for _, r := range snap.runs { // into the reference's mapping: no new one
+		if !mem.Write(uint32(r.off), snap.image.data[r.off:r.off+r.n]) {
+			return errors.New("snapshot does not fit the memory")
+		}
+	}
+	return nil
 }
 
 // mapRuns maps runs of img copy-on-write at their offsets in m.
@@ -178,20 +185,27 @@ func (m *mmapMemory) mapRuns(img *memImage, runs []pageRun) error {
 		if m.unmapped || r.off+r.n > m.committed {
 			return fmt.Errorf("snapshot pages at %d past the %d committed", r.off+r.n, m.committed)
 		}
+		if r.n == 0 {
+			continue
+		}
 		if _, err := unix.MmapPtr(img.fd, int64(r.off), unsafe.Add(base, r.off), uintptr(r.n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_FIXED); err != nil {
 			return fmt.Errorf("map the snapshot: %w", err)
 		}
+		m.imaged = max(m.imaged, r.off+r.n)
 	}
 	return nil
 }
 
-// runGap is the number of unchanged pages a run absorbs rather than split
-// in two: a mapping per run costs a system call at each restore.
-const runGap = 2
+// maxRuns bounds the runs of a snapshot: each is a mapping of every
+// instance started from it, and a process has at most vm.max_map_count
+// (65,530 by default) of them. dirtyRuns merges the runs closest together
+// (their gap's unchanged pages then come from the owner's memfd too) until
+// at most maxRuns are left.
+var maxRuns = 16
 
 // dirtyRuns lists the host pages of cur that differ from base (zero past
-// base's end), in runs, each absorbing gaps of up to runGap pages.
-func dirtyRuns(base, cur []byte) []pageRun {
+// base's end), in at most most runs.
+func dirtyRuns(base, cur []byte, most int) []pageRun {
 	ps := uint64(pageSize)
 	var runs []pageRun
 	n := uint64(len(cur)) / ps * ps
@@ -209,11 +223,21 @@ func dirtyRuns(base, cur []byte) []pageRun {
 		if string(page) == string(was) {
 			continue
 		}
-		if k := len(runs); k > 0 && off-(runs[k-1].off+runs[k-1].n) <= runGap*ps {
-			runs[k-1].n = off + ps - runs[k-1].off
+		if k := len(runs); k > 0 && runs[k-1].off+runs[k-1].n == off {
+			runs[k-1].n += ps
 			continue
 		}
 		runs = append(runs, pageRun{off, ps})
+	}
+	for len(runs) > max(most, 1) {
+		best := 0 // the run followed by the smallest gap
+		for k := 1; k < len(runs)-1; k++ {
+			if runs[k+1].off-(runs[k].off+runs[k].n) < runs[best+1].off-(runs[best].off+runs[best].n) {
+				best = k
+			}
+		}
+		runs[best].n = runs[best+1].off + runs[best+1].n - runs[best].off
+		runs = append(runs[:best+1], runs[best+2:]...)
 	}
 	return runs
 }

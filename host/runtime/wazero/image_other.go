@@ -11,9 +11,14 @@ import (
 
 // memImage is a compiled module's data image (image.go), copied into each
 // instance's memory here (memory_linux.go maps it copy-on-write).
-type memImage struct{ data []byte }
+type memImage struct {
+	data []byte
+	size int
+}
 
-func newImage(b []byte) *memImage { return &memImage{data: b} }
+func newImage(b []byte) *memImage { return &memImage{data: b, size: len(b)} }
+
+var maxRuns = 8
 
 func (img *memImage) close() {}
 
@@ -38,4 +43,4 @@ func (s *memSlot) applySnapshot(*snapshot, api.Memory) error {
 	return errors.New("snapshots need a memfd")
 }
 
-func dirtyRuns(_, _ []byte) []pageRun { return nil }
+func dirtyRuns(_, _ []byte, _ int) []pageRun { return nil }

@@ -38,26 +38,39 @@ func reservations(t testing.TB) int {
 	return bytes.Count(b, []byte(" ---p "))
 }
 
-func rssKiB(t testing.TB) float64 {
-	b, err := os.ReadFile("/proc/self/status")
+func rssKiB(t testing.TB) float64 { return procKiB(t, "/proc/self/status", "VmRSS:") }
+
+// pssKiB is the process's proportional set size (pages shared with other
+// processes, or mapped from a shared file, counted in part).
+func pssKiB(t testing.TB) float64 { return procKiB(t, "/proc/self/smaps_rollup", "Pss:") }
+
+func procKiB(t testing.TB, file, key string) float64 {
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(l, key); ok {
 			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
 			return kb
 		}
 	}
-	t.Fatal("no VmRSS")
+	t.Fatalf("no %s in %s", key, file)
 	return 0
 }
 
 func compileTest(t testing.TB, pkg string, pages uint32) rt.Compiled {
 	t.Helper()
+	return compileWith(t, pkg, pages, wazero.Options{})
+}
+
+// compileWith is compileTest on an engine with opts (and the tests' cache).
+func compileWith(t testing.TB, pkg string, pages uint32, opts wazero.Options) rt.Compiled {
+	t.Helper()
 	wasm := testplugins.Wasm(t, pkg)
 	testplugins.Warm(t, wasm)
-	e, err := wazero.New(wazero.Options{CacheDir: testplugins.CacheDir()})
+	opts.CacheDir = testplugins.CacheDir()
+	e, err := wazero.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,34 +181,43 @@ func TestMemoryDeadlineDuringCall(t *testing.T) {
 
 // BenchmarkInstantiate: the first-call cost of an echo instance and its
 // RSS: wazero's defaults (before), then each step added (the reserved
-// mapping, merged data segments, zero-page release, the data image).
+// mapping, merged data segments, zero-page release, the data image, an
+// owner's snapshot: these instances are its later ones).
 //
 //	go test ./host/runtime/wazero -run '^$' -bench Instantiate -benchtime 100x
 func BenchmarkInstantiate(b *testing.B) {
 	for _, m := range []struct {
-		name                     string
-		mmap, merge, drop, image bool
+		name                           string
+		mmap, merge, drop, image, snap bool
 	}{
-		{"default", false, false, false, false},
-		{"mapping", true, false, false, false},
-		{"mapping+merge", true, true, false, false},
-		{"mapping+merge+dropzero", true, true, true, false},
-		{"mapping+merge+dropzero+image", true, true, true, true},
+		{"default", false, false, false, false, false},
+		{"mapping", true, false, false, false, false},
+		{"mapping+merge", true, true, false, false, false},
+		{"mapping+merge+dropzero", true, true, true, false, false},
+		{"mapping+merge+dropzero+image", true, true, true, true, false},
+		{"snapshot", true, true, true, true, true},
 	} {
 		b.Run(m.name, func(b *testing.B) {
 			defer wazero.SetMemoryMode(m.mmap, m.drop)()
 			restore, restoreImage := wazero.SetMergeSegments(m.merge), wazero.SetImage(m.image)
-			c := compileTest(b, "plugins/examples/echo", 64*16)
+			c := compileWith(b, "plugins/examples/echo", 64*16, wazero.Options{Snapshots: m.snap})
 			restore()
 			restoreImage()
 			ctx := context.Background()
-			insts := make([]rt.Instance, 0, b.N)
+			insts := make([]rt.Instance, 0, b.N+1)
+			if m.snap { // the owner's first instance takes the snapshot
+				first, err := rt.InstantiateFor(ctx, c, "o")
+				if err != nil {
+					b.Fatal(err)
+				}
+				insts = append(insts, first)
+			}
 			runtime.GC()
 			debug.FreeOSMemory()
-			start := rssKiB(b)
+			start, startPss := rssKiB(b), pssKiB(b)
 			b.ResetTimer()
 			for range b.N {
-				inst, err := c.Instantiate(ctx)
+				inst, err := rt.InstantiateFor(ctx, c, "o")
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -208,6 +230,7 @@ func BenchmarkInstantiate(b *testing.B) {
 			runtime.GC()
 			debug.FreeOSMemory()
 			b.ReportMetric((rssKiB(b)-start)/float64(b.N), "RSS-KiB/instance")
+			b.ReportMetric((pssKiB(b)-startPss)/float64(b.N), "PSS-KiB/instance")
 			for _, i := range insts {
 				i.Close(ctx)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -38,9 +39,21 @@ import (
 type snapshots struct {
 	plan wasmsnap.Plan
 
-	mu      sync.Mutex
-	owners  map[string]*snapshot // nil value: a capture is under way
-	refused error                // set once a capture is refused: no more tries
+	mu sync.Mutex
+	// ref is the memory the first capture left (every non-zero page, in a
+	// sealed memfd): each snapshot keeps only the pages where its own
+	// initialisation left something else.
+	ref    *memImage
+	owners map[string]*snapshot // nil value: a capture is under way
+	// spare is a snapshot captured ahead for the next owner never seen
+	// before (nil: none yet); sparing says a capture of one is under way.
+	spare   *snapshot
+	sparing bool
+	// bg ends the spare's capture at close, which waits for it (wg).
+	bg      context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	refused error // set once a capture is refused: no more tries
 	closed  bool
 }
 
@@ -48,7 +61,8 @@ type snapshots struct {
 type snapshot struct {
 	size    uint64    // memory bytes
 	globals []uint64  // values of plan.Globals
-	runs    []pageRun // the pages that differ from the data image
+	ref     *memImage // the reference memory (snapshots.ref)
+	runs    []pageRun // the pages that differ from ref
 	image   *memImage // the sealed memfd holding those pages at their offsets
 	users   sync.WaitGroup
 }
@@ -93,7 +107,8 @@ func newSnapshots(wasm []byte, img *memImage, instrumented bool) (*snapshots, er
 	if plan.Refused != "" {
 		return nil, errors.New(plan.Refused)
 	}
-	return &snapshots{plan: plan, owners: map[string]*snapshot{}}, nil
+	bg, cancel := context.WithCancel(context.Background())
+	return &snapshots{plan: plan, owners: map[string]*snapshot{}, bg: bg, cancel: cancel}, nil
 }
 
 var _ runtime.Owned = (*compiled)(nil)
@@ -120,8 +135,18 @@ func (c *compiled) InstantiateFor(ctx context.Context, owner string) (runtime.In
 		s.mu.Unlock()
 		return c.Instantiate(ctx)
 	}
+	if snap = s.spare; snap != nil { // taken by this owner alone
+		s.spare = nil
+		s.owners[owner] = snap
+		snap.users.Add(1)
+		s.mu.Unlock()
+		defer snap.users.Done()
+		c.spareAhead()
+		return c.restore(ctx, snap)
+	}
 	s.owners[owner] = nil
 	s.mu.Unlock()
+	defer c.spareAhead()
 	inst, snap, err := c.capture(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -139,12 +164,59 @@ func (c *compiled) InstantiateFor(ctx context.Context, owner string) (runtime.In
 		delete(s.owners, owner)
 	default:
 		s.owners[owner] = snap
+		// The captured instance holds every page its initialisation
+		// touched as its own; one from the snapshot shares them.
+		snap.users.Add(1)
+		defer snap.users.Done()
+		if r, rerr := c.restore(ctx, snap); rerr == nil {
+			inst.Close(context.WithoutCancel(ctx))
+			return r, nil
+		}
 	}
 	if inst == nil {
 		return nil, err
 	}
 	return inst, nil
 }
+
+// spareAhead captures a spare snapshot in the background, unless there is
+// one, one is being captured, or captures are refused.
+func (c *compiled) spareAhead() {
+	s := c.snaps
+	s.mu.Lock()
+	if s.spare != nil || s.sparing || s.refused != nil || s.closed || s.ref == nil {
+		s.mu.Unlock()
+		return
+	}
+	s.sparing = true
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		// Bounded as an instantiation is by its caller: a guest whose
+		// initialisation does not end is stopped.
+		ctx, cancel := context.WithTimeout(s.bg, spareTimeout)
+		defer cancel()
+		inst, snap, err := c.capture(ctx)
+		if inst != nil {
+			inst.Close(context.Background())
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.sparing = false
+		if err != nil || snap == nil {
+			return
+		}
+		if s.closed || s.spare != nil {
+			snap.close()
+			return
+		}
+		s.spare = snap
+	}()
+}
+
+// spareTimeout bounds a spare's capture.
+const spareTimeout = 30 * time.Second
 
 // capture instantiates from scratch, capturing the initialised state. It
 // returns the instance (nil if the instantiation failed, with the error)
@@ -189,7 +261,18 @@ func (c *compiled) take(i *instance) (*snapshot, error) {
 		}
 		snap.globals = append(snap.globals, eg.Get())
 	}
-	snap.runs = dirtyRuns(c.img.data, cur)
+	c.snaps.mu.Lock()
+	if c.snaps.ref == nil {
+		ref, err := newSparseImage(cur, dirtyRuns(nil, cur, 1<<30))
+		if err != nil {
+			c.snaps.mu.Unlock()
+			return nil, err
+		}
+		c.snaps.ref = ref
+	}
+	snap.ref = c.snaps.ref
+	c.snaps.mu.Unlock()
+	snap.runs = dirtyRuns(snap.ref.data[:min(uint64(snap.ref.size), size)], cur, maxRuns)
 	img, err := newSparseImage(cur, snap.runs)
 	if err != nil {
 		return nil, err
@@ -207,10 +290,7 @@ func (c *compiled) restore(ctx context.Context, snap *snapshot) (runtime.Instanc
 	var inst *instance
 	if err == nil {
 		inst = &instance{m: m, mem: mem, pages: c.pages, fns: map[string]api.Function{}, yield: y}
-		err = mem.apply(c.img, m.Memory())
-		if err == nil {
-			err = mem.applySnapshot(snap, m.Memory())
-		}
+		err = mem.applySnapshot(snap, m.Memory())
 		for k, g := range c.snaps.plan.Globals {
 			if err != nil {
 				break
@@ -248,6 +328,10 @@ func (s *snapshots) close() {
 	}
 	s.mu.Lock()
 	s.closed = true
+	s.cancel()
+	s.mu.Unlock()
+	s.wg.Wait()
+	s.mu.Lock()
 	owners := s.owners
 	s.owners = map[string]*snapshot{}
 	s.mu.Unlock()
@@ -256,6 +340,14 @@ func (s *snapshots) close() {
 			snap.close()
 		}
 	}
+	s.mu.Lock()
+	ref, spare := s.ref, s.spare
+	s.spare = nil
+	s.mu.Unlock()
+	if spare != nil {
+		spare.close()
+	}
+	ref.close() // instances keep their mappings
 }
 
 // Forget implements runtime.Owned: owner's snapshot is released (its

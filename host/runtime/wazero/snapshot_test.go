@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	goruntime "runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -99,6 +102,8 @@ func TestSnapshotOwners(t *testing.T) {
 		t.Fatalf("a later instance saw earlier ones' writes: bump %s", got)
 	}
 	b1, b2 := instFor(t, c, "b"), instFor(t, c, "b")
+	_, size, pages, runs = wazero.Snapshot(c, "b")
+	t.Logf("owner b's snapshot: %d bytes of memory, %d pages its own in %d runs", size, pages, runs)
 	seedB := text(t, b1, "seed", "{}")
 	if seedB == seedA {
 		t.Fatalf("owners a and b share an initialisation (seed %s)", seedA)
@@ -176,5 +181,80 @@ func TestSnapshotCycles(t *testing.T) {
 	fds1, maps1 := count()
 	if fds1 > fds0+2 || maps1 > maps0+20 {
 		t.Fatalf("after %d cycles: fds %d -> %d, mappings %d -> %d", n, fds0, fds1, maps0, maps1)
+	}
+}
+
+// BenchmarkSnapshotTenants: the memory each tenant (owner) with one warm
+// echo instance adds, with snapshots on and off.
+//
+//	go test ./host/runtime/wazero -run '^$' -bench SnapshotTenants -benchtime 200x
+func BenchmarkSnapshotTenants(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "scratch", true: "snapshots"}[on], func(b *testing.B) {
+			c := compileWith(b, "plugins/examples/echo", 64*16, wazero.Options{Snapshots: on})
+			ctx := context.Background()
+			warm, err := runtime.InstantiateFor(ctx, c, "warm") // the module's first capture
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer warm.Close(ctx)
+			insts := make([]runtime.Instance, 0, b.N)
+			goruntime.GC()
+			debug.FreeOSMemory()
+			start := pssKiB(b)
+			b.ResetTimer()
+			for i := range b.N {
+				inst, err := runtime.InstantiateFor(ctx, c, strconv.Itoa(i))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := call(ctx, inst, "echo", `{"text":"hi"}`); err != nil {
+					b.Fatal(err)
+				}
+				insts = append(insts, inst)
+			}
+			b.StopTimer()
+			goruntime.GC()
+			debug.FreeOSMemory()
+			per := (pssKiB(b) - start) / float64(b.N)
+			b.ReportMetric(per, "PSS-KiB/tenant")
+			b.ReportMetric(1<<20/per, "tenants/GiB")
+			for _, i := range insts {
+				i.Close(ctx)
+			}
+		})
+	}
+}
+
+// BenchmarkSnapshotNewTenant: the first instance of a tenant never seen
+// before, and its first echo call, when the module's spare snapshot is
+// ready (it is captured in the background after each new tenant).
+//
+//	go test ./host/runtime/wazero -run '^$' -bench SnapshotNewTenant -benchtime 100x
+func BenchmarkSnapshotNewTenant(b *testing.B) {
+	c := compileWith(b, "plugins/examples/echo", 64*16, wazero.Options{Snapshots: true})
+	ctx := context.Background()
+	warm, err := runtime.InstantiateFor(ctx, c, "warm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer warm.Close(ctx)
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		if !wazero.WaitSpare(c) {
+			b.Fatal("no spare snapshot")
+		}
+		b.StartTimer()
+		inst, err := runtime.InstantiateFor(ctx, c, strconv.Itoa(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := call(ctx, inst, "echo", `{"text":"hi"}`); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		inst.Close(ctx)
+		b.StartTimer()
 	}
 }

@@ -377,7 +377,7 @@ func (c *compiled) instantiate(ctx context.Context, capture *capturingWriter) (*
 			m.Close(context.WithoutCancel(ctx))
 		}
 	}
-	if err == nil {
+	if err == nil && capture == nil { // (a captured instance is compared, then mostly closed)
 		// The guest runtime zeroes (touches) much it never uses.
 		mem.dropZeroPages()
 	}
