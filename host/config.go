@@ -40,6 +40,10 @@ type Config struct {
 	KeepCompiled bool
 	// Engine names the WebAssembly engine (one of Engines()).
 	Engine string
+	// Snapshots starts a tenant's instances of a plugin from a snapshot of
+	// its first one's initialised state, on an engine that can
+	// (EngineOptions.Snapshots; RATIONALE.md, "Instances from snapshots").
+	Snapshots bool
 	// PprofAddr, when set, serves Go's profiler on this loopback address
 	// while Run runs (never on the MCP port).
 	PprofAddr string

@@ -17,6 +17,9 @@ type EngineOptions struct {
 	// CacheDir persists compiled modules keyed by module digest (and the
 	// engine's own version); empty keeps them in memory only.
 	CacheDir string
+	// Snapshots starts an owner's instances from a snapshot of its first
+	// instance's initialised state, where the engine can (wazero).
+	Snapshots bool
 }
 
 // engines is the table of engines this binary was built with. Engines that
@@ -24,7 +27,7 @@ type EngineOptions struct {
 // build tag, imported by the binary, not by this package.
 var engines = map[string]func(EngineOptions) (runtime.Engine, error){
 	"wazero": func(o EngineOptions) (runtime.Engine, error) {
-		return wazero.New(wazero.Options{CacheDir: o.CacheDir})
+		return wazero.New(wazero.Options{CacheDir: o.CacheDir, Snapshots: o.Snapshots})
 	},
 }
 

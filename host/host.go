@@ -91,7 +91,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		}
 	}()
 	for _, step := range []func() error{
-		func() error { return h.provisionEngine(cfg.Engine, p.cacheDir) },
+		func() error { return h.provisionEngine(cfg.Engine, EngineOptions{CacheDir: p.cacheDir, Snapshots: cfg.Snapshots}) },
 		func() error { return h.provisionBrowser(cfg.Browser) },
 		// the tenants exist before the registry, whose loaders read
 		// their quotas (OwnerInstances) from the start
@@ -133,8 +133,8 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 }
 
 // provisionEngine makes the named engine over the compile cache.
-func (h *Host) provisionEngine(name, cacheDir string) (err error) {
-	if h.engine, err = newEngine(name, EngineOptions{CacheDir: cacheDir}); err != nil {
+func (h *Host) provisionEngine(name string, o EngineOptions) (err error) {
+	if h.engine, err = newEngine(name, o); err != nil {
 		return err
 	}
 	h.built(h.engine.Close)

@@ -5,6 +5,8 @@ package plugin
 
 import (
 	"time"
+
+	"github.com/aiodhq/aiod/host/runtime"
 )
 
 func (r *Registry) janitor() {
@@ -38,6 +40,9 @@ func (r *Registry) janitor() {
 					// an owner with no instance left keeps no pool
 					if k != DefaultOwner && v.(*pool).retire() {
 						p.pools.CompareAndDelete(k, v)
+						if o, ok := p.compiled.(runtime.Owned); ok {
+							o.Forget(k.(string)) // and no snapshot
+						}
 					}
 					return true
 				})

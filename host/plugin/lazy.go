@@ -132,6 +132,33 @@ func (l *lazyCompiled) Instantiate(ctx context.Context) (runtime.Instance, error
 	return &lazyInstance{Instance: inst, l: l}, nil
 }
 
+var _ runtime.Owned = (*lazyCompiled)(nil)
+
+// InstantiateFor implements runtime.Owned for the module it wakes.
+func (l *lazyCompiled) InstantiateFor(ctx context.Context, owner string) (runtime.Instance, error) {
+	c, err := l.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := runtime.InstantiateFor(ctx, c, owner)
+	if err != nil {
+		l.done()
+		return nil, err
+	}
+	return &lazyInstance{Instance: inst, l: l}, nil
+}
+
+// Forget implements runtime.Owned (nothing to forget while asleep: the
+// snapshots went with the machine code).
+func (l *lazyCompiled) Forget(owner string) {
+	l.mu.Lock()
+	c := l.c
+	l.mu.Unlock()
+	if o, ok := c.(runtime.Owned); ok {
+		o.Forget(owner)
+	}
+}
+
 func (l *lazyCompiled) RunCommand(ctx context.Context, c *hostfn.Call, stdin []byte, maxOut int64) ([]byte, uint32, error) {
 	cm, err := l.acquire(ctx)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aiodhq/aiod/host/caps"
@@ -158,6 +159,12 @@ func (r *Registry) compile(ctx context.Context, p *Plugin, read func() ([]byte, 
 		MemoryPages: grant.MemoryPages,
 		Fuel:        uint64(max(grant.Fuel, 0)),
 		Stderr:      &logWriter{log: p.log, left: 64 << 10},
+	}
+	var noticed sync.Map // a notice is logged once, not at every wake
+	cfg.Notice = func(s string) {
+		if _, seen := noticed.LoadOrStore(s, true); !seen {
+			p.log.Info("engine notice", "notice", s)
+		}
 	}
 	engine, log := r.opts.Engine, p.log
 	var reread func() ([]byte, error)

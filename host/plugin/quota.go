@@ -140,7 +140,7 @@ func (i *slotInstance) Close(ctx context.Context) error {
 func (p *Plugin) instantiate(ctx context.Context, owner string, wait bool) (runtime.Instance, error) {
 	o := p.slots
 	if o == nil {
-		return p.compiled.Instantiate(ctx)
+		return runtime.InstantiateFor(ctx, p.compiled, owner)
 	}
 	if wait {
 		if err := o.acquire(ctx, owner); err != nil {
@@ -149,7 +149,7 @@ func (p *Plugin) instantiate(ctx context.Context, owner string, wait bool) (runt
 	} else if !o.take(owner) {
 		return nil, errNoSlot
 	}
-	inst, err := p.compiled.Instantiate(ctx)
+	inst, err := runtime.InstantiateFor(ctx, p.compiled, owner)
 	if err != nil {
 		o.release(owner)
 		return nil, err
