@@ -12,6 +12,10 @@ import (
 // DefaultEngine is the engine used when Config.Engine is empty.
 const DefaultEngine = "wazero"
 
+// DefaultSnapshots is whether a tenant's instances start from a snapshot
+// of its first instance's initialised state (Config.Snapshots).
+const DefaultSnapshots = false
+
 // EngineOptions are what every engine is built from.
 type EngineOptions struct {
 	// CacheDir persists compiled modules keyed by module digest (and the
