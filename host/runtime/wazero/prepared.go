@@ -9,8 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/aiodhq/aiod/host/internal/interrupt"
 	"github.com/aiodhq/aiod/host/internal/wasmsnap"
-	"github.com/aiodhq/aiod/host/runtime/wazero/interrupt"
 )
 
 // The prepared-module cache: prepare's output (the interrupt rewrite and

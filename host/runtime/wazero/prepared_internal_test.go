@@ -11,7 +11,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
-	"github.com/aiodhq/aiod/host/runtime/wazero/interrupt"
+	"github.com/aiodhq/aiod/host/internal/interrupt"
 )
 
 // preparedDigests records, for each prepareVersion, the sha256 of the

@@ -19,8 +19,8 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/internal/interrupt"
 	"github.com/aiodhq/aiod/host/runtime"
-	"github.com/aiodhq/aiod/host/runtime/wazero/interrupt"
 )
 
 // Options configure the engine.

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/internal/interrupt"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/runtime/runtimetest"
 	"github.com/aiodhq/aiod/host/runtime/wazero"
-	"github.com/aiodhq/aiod/host/runtime/wazero/interrupt"
 )
 
 // yieldSpinModule imports sched_yield (function 0, [] -> [i32]) and exports

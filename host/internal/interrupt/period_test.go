@@ -15,7 +15,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/aiodhq/aiod/host/runtime/wazero/interrupt"
+	"github.com/aiodhq/aiod/host/internal/interrupt"
 )
 
 // countModule exports count(n): a loop of n iterations, and spin: for {}.

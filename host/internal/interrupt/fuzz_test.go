@@ -7,7 +7,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
-	"github.com/aiodhq/aiod/host/runtime/wazero/interrupt"
+	"github.com/aiodhq/aiod/host/internal/interrupt"
 )
 
 // FuzzInstrument: Instrument never panics, and whenever wazero compiles the

@@ -13,8 +13,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/aiodhq/aiod/host/internal/interrupt"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
-	"github.com/aiodhq/aiod/host/runtime/wazero/interrupt"
 )
 
 // cache is shared by every runtime in the test binary: the Go modules take
