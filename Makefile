@@ -28,7 +28,7 @@ NODE_TOOLS ?= $(or $(AIOD_NODE_TOOLS),$(CURDIR)/.tools/node)
 
 GOFILES  := $(shell find . -name '*.go' -not -path './.tools/*' -not -path './build/*')
 
-.PHONY: all build builtins plugins examples run test test-go test-short test-cache conformance bench check fmt vet clean
+.PHONY: all build builtins plugins examples run test test-go test-short test-cache conformance conformance-engines bench check fmt vet clean
 
 all: build plugins
 
@@ -70,8 +70,17 @@ examples: build
 run: build plugins
 	bin/aiod start --host $(HOST) --port $(PORT) --plugins-dir build/plugins --cache-dir build/cache/wazero --engine $(ENGINE)
 
-test: build plugins examples test-go conformance
-	$(MAKE) conformance ENGINE=wasmtime
+test: build plugins examples test-go conformance-engines
+
+# The conformance suites on both engines at once (each waits mostly on its
+# Node clients): wasmtime's output follows wazero's.
+conformance-engines: build plugins
+	@mkdir -p build; \
+	$(MAKE) --no-print-directory conformance ENGINE=wasmtime >build/conformance-wasmtime.log 2>&1 & p=$$!; \
+	s=0; $(MAKE) --no-print-directory conformance ENGINE=wazero || s=$$?; \
+	w=0; wait $$p || w=$$?; \
+	echo "==> conformance on wasmtime (run beside wazero's)"; cat build/conformance-wasmtime.log; \
+	test $$s -eq 0 && test $$w -eq 0
 
 # The official MCP conformance suites (0.1.16; 0.2.0-alpha.12 with
 # --requirements 2025-11-25 and 2026-07-28) against one bin/aiod with
@@ -91,7 +100,7 @@ test-cache:
 
 # Packages whose code under test has no concurrency of its own run without
 # -race: the race detector has nothing to find there and slows them several
-# times. host/runtime/wazero/interrupt and host/internal/wasmbin are pure
+# times. host/runtime/wazero/interrupt, host/internal/wasmbin and wasmsnap are pure
 # byte readers and rewriters; host/caps (and its generators),
 # cmd/aiod/internal/author, host/deploy, host/internal/pathx, netx and
 # layers parse and check; sdk/ and plugins/ are guest code (wasip1 runs one
@@ -99,7 +108,7 @@ test-cache:
 # package that are built only without -race (its norace_test.go says why). Everything else runs with -race,
 # host/e2e included: it drives bin/aiod from outside, but runs hosts and
 # upstreams in-process too.
-NORACE := ./host/runtime/wazero/interrupt ./host/internal/wasmbin ./host/caps/... ./cmd/aiod/internal/author ./host/deploy ./host/internal/pathx ./host/internal/netx ./host/internal/layers ./sdk/... ./plugins/...
+NORACE := ./host/runtime/wazero/interrupt ./host/internal/wasmbin ./host/internal/wasmsnap ./host/caps/... ./cmd/aiod/internal/author ./host/deploy ./host/internal/pathx ./host/internal/netx ./host/internal/layers ./sdk/... ./plugins/...
 NORACE_RUN := -run '^(TestInterpreter|TestMergeDataSameMemory)$$' ./host/runtime/wazero
 # The longest packages first, so that none of them starts last.
 FIRST  := ./host/e2e ./host/runtime/wazero ./host/sandboxtest ./host/plugin
