@@ -100,7 +100,7 @@ test-cache:
 
 # Packages whose code under test has no concurrency of its own run without
 # -race: the race detector has nothing to find there and slows them several
-# times. host/runtime/wazero/interrupt, host/internal/wasmbin and wasmsnap are pure
+# times. host/internal/interrupt, host/internal/wasmbin and wasmsnap are pure
 # byte readers and rewriters; host/caps (and its generators),
 # cmd/aiod/internal/author, host/deploy, host/internal/pathx, netx and
 # layers parse and check; sdk/ and plugins/ are guest code (wasip1 runs one
@@ -108,7 +108,7 @@ test-cache:
 # package that are built only without -race (its norace_test.go says why). Everything else runs with -race,
 # host/e2e included: it drives bin/aiod from outside, but runs hosts and
 # upstreams in-process too.
-NORACE := ./host/runtime/wazero/interrupt ./host/internal/wasmbin ./host/internal/wasmsnap ./host/caps/... ./cmd/aiod/internal/author ./host/deploy ./host/internal/pathx ./host/internal/netx ./host/internal/layers ./sdk/... ./plugins/...
+NORACE := ./host/internal/interrupt ./host/internal/wasmbin ./host/internal/wasmsnap ./host/caps/... ./cmd/aiod/internal/author ./host/deploy ./host/internal/pathx ./host/internal/netx ./host/internal/layers ./sdk/... ./plugins/...
 NORACE_RUN := -run '^(TestInterpreter|TestMergeDataSameMemory)$$' ./host/runtime/wazero
 # The longest packages first, so that none of them starts last.
 FIRST  := ./host/e2e ./host/runtime/wazero ./host/sandboxtest ./host/plugin
