@@ -330,10 +330,13 @@ func (m *Manager) startShell(s *session, cwd, startDir string) (*shell, error) {
 		close(sh.dead)
 	}()
 	// Source the prelude as "bash" (see its first line), then loop: each
-	// round forks the job that waits for the next command.
+	// round forks the job that waits for the next command. The loop runs
+	// in the parent, which holds the user's functions: every command of it
+	// is a builtin, a keyword or an __aiod_ function (`while builtin :`,
+	// as a command's function ":", a fork bomb's, would shadow `:`).
 	boot := "__aiod_d=" + shQuote(sdir) + "; __aiod_p=" + ptok + "; __aiod_start=$PWD; builtin shopt -u sourcepath; builtin cd -- \"$__aiod_d\" && builtin source bash; [[ -n $__aiod_L ]] || builtin exit 1; " +
 		"__aiod_run 1 2>&1 & __aiod_j=$!; builtin printf g >&\"${__aiod_g[1]}\"; " +
-		"while :; do __aiod_run \"$((__aiod_k + 1))\" 2>&1 & __aiod_sj=$!; builtin wait \"$__aiod_j\" 2>/dev/null; __aiod_rc=$?; builtin eval \"$__aiod_L\"; " +
+		"while builtin :; do __aiod_run \"$((__aiod_k + 1))\" 2>&1 & __aiod_sj=$!; builtin wait \"$__aiod_j\" 2>/dev/null; __aiod_rc=$?; builtin eval \"$__aiod_L\"; " +
 		"if [[ -n $__aiod_re ]]; then builtin kill -KILL \"$__aiod_sj\" 2>/dev/null; builtin wait \"$__aiod_sj\" 2>/dev/null; __aiod_run \"$((__aiod_k + 1))\" 2>&1 & __aiod_sj=$!; fi; " +
 		"[[ -z $__aiod_go ]] || builtin printf g >&\"${__aiod_g[(__aiod_k + 1) % 2]}\"; __aiod_j=$__aiod_sj; ((++__aiod_k)); done\n"
 	if _, err := inW.Write([]byte(boot)); err != nil {

@@ -272,6 +272,36 @@ func TestShellForkBomb(t *testing.T) {
 	})
 }
 
+// TestShellUserColon: a function a command defines named ":" (the fork
+// bomb's name) persists for the later commands, a restarted shell's too,
+// but the session's own code never calls it (it runs builtins only): else
+// after a fork bomb the innocent next command would bomb again.
+func TestShellUserColon(t *testing.T) {
+	m := newManager(t, Config{})
+	key := Key{Session: "colon"}
+	mark := filepath.Join(t.TempDir(), "called")
+	run := func(cmd, want string, restarted bool) {
+		t.Helper()
+		res := exec1(t, m, key, cmd, "", 5*time.Second)
+		if res.Status != StatusCompleted || string(res.Output) != want || res.Restarted != restarted {
+			t.Fatalf("%q: %+v output %q", cmd, res, res.Output)
+		}
+	}
+	run(`:() { builtin echo "$BASHPID" >>`+shQuote(mark)+`; }`, "", false)
+	run(`echo one`, "one\n", false)
+	run(`echo two`, "two\n", false)
+	m.sessions[key].peekShell().u.kill(reasonClosed)
+	run(`echo three`, "three\n", true)
+	run(`echo four; type -t :`, "four\nfunction\n", false)
+	if b, err := os.ReadFile(mark); err == nil {
+		t.Fatalf("the session's shell called the user's function \":\" (pids %q)", b)
+	}
+	run(`:`, "", false)
+	if b, err := os.ReadFile(mark); err != nil || strings.Count(string(b), "\n") != 1 {
+		t.Errorf("the user's own call of \":\": %q, %v", b, err)
+	}
+}
+
 func TestShellSessionsIsolatedAndBounded(t *testing.T) {
 	m := newManager(t, Config{MaxSessionsPerOwner: 2, MaxSessions: 3})
 	set := func(k Key, v string) { exec1(t, m, k, "V="+v, "", 5*time.Second) }

@@ -16,6 +16,7 @@ import (
 	"github.com/bytecodealliance/wasmtime-go/v39"
 
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/internal/wasmsnap"
 	"github.com/aiodhq/aiod/host/runtime"
 )
 
@@ -29,6 +30,10 @@ type Options struct {
 	// version. Empty keeps them in memory only (per Compile).
 	CacheDir string
 
+	// Snapshots starts an owner's instances from a snapshot of its first
+	// instance's initialised state (snapshot.go; runtime.Owned).
+	Snapshots bool
+
 	// tune holds the instantiation variants BenchmarkInstantiate compares
 	// (BENCHMARKS.md); the zero value is what the engine uses.
 	tune tuning
@@ -40,6 +45,9 @@ type tuning struct {
 	pooling *pooling // the pooling allocator instead of on-demand
 	noCOW   bool     // copy data segments in, not map a copy-on-write image
 	linker  bool     // Linker.Instantiate each time instead of an InstancePre
+	// mapRestore restores a snapshot's pages by mapping them from a memfd
+	// instead of copying them (BenchmarkSnapshot).
+	mapRestore bool
 }
 
 // flavor is one wasmtime engine configuration and its disk cache. The
@@ -160,6 +168,9 @@ func Precompile(ctx context.Context, e runtime.Engine, wasm []byte) error {
 	if !ok {
 		return errors.New("not a wasmtime engine")
 	}
+	if en.opts.Snapshots {
+		wasm, _, _ = en.snapshotForm(wasm) // what Compile compiles
+	}
 	m, err := en.plain.module(wasm)
 	if err != nil {
 		return err
@@ -211,6 +222,13 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 	fl, err := e.flavorFor(cfg.Fuel)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", cfg.Name, err)
+	}
+	var (
+		plan   wasmsnap.Plan
+		noSnap error
+	)
+	if e.opts.Snapshots {
+		wasm, plan, noSnap = e.snapshotForm(wasm)
 	}
 	m, err := fl.module(wasm)
 	if err != nil {
@@ -277,7 +295,16 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 		return nil, fmt.Errorf("plugin %s: link: %w", cfg.Name, err)
 	}
 	ok = true
-	c := &compiled{eng: fl.eng, m: m, l: l, pre: pre, linker: e.opts.tune.linker, name: cfg.Name, stderr: cfg.Stderr, pages: cfg.MemoryPages, fuel: cfg.Fuel}
+	c := &compiled{eng: fl.eng, m: m, l: l, pre: pre, linker: e.opts.tune.linker, name: cfg.Name, stderr: cfg.Stderr, pages: cfg.MemoryPages, fuel: cfg.Fuel, notice: cfg.Notice}
+	if e.opts.Snapshots {
+		if noSnap != nil {
+			if cfg.Notice != nil {
+				cfg.Notice(fmt.Sprintf("instances start without a snapshot: %v", noSnap))
+			}
+		} else {
+			c.snaps = newSnapshots(plan, e.opts.tune.mapRestore)
+		}
+	}
 	for _, x := range m.Exports() {
 		if x.Type().FuncType() != nil {
 			c.exports = append(c.exports, x.Name())
@@ -291,6 +318,10 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 func hostFunc(fn func(ctx context.Context, c *hostfn.Call, mem hostfn.Memory, stack []uint64), results []hostfn.ValueType) func(*wasmtime.Caller, []wasmtime.Val) ([]wasmtime.Val, *wasmtime.Trap) {
 	return func(caller *wasmtime.Caller, args []wasmtime.Val) (res []wasmtime.Val, trap *wasmtime.Trap) {
 		st := caller.Data().(*state)
+		if st.capturing { // snapshot.go
+			st.panicked = errInitReach
+			return nil, wasmtime.NewTrap(errInitReach.Error())
+		}
 		if st.call == nil {
 			st.panicked = errors.New("aiod: host function called outside a call")
 			return nil, wasmtime.NewTrap(st.panicked.Error())
@@ -384,6 +415,9 @@ type compiled struct {
 	fuel    uint64 // per call; 0: the unmetered flavor
 	exports []string
 	once    sync.Once
+	// snaps are the owners' snapshots (nil: none are taken); snapshot.go.
+	snaps  *snapshots
+	notice func(string)
 }
 
 func (c *compiled) Exports() []string { return c.exports }
@@ -394,17 +428,28 @@ type state struct {
 	call     *hostfn.Call
 	mem      *wasmtime.Memory
 	panicked error
+	// capturing: the initialisation of an instance whose state becomes a
+	// snapshot; every host function refuses (snapshot.go).
+	capturing bool
 }
 
 // newStore makes a store with WASI (no preopens), the memory cap and the
 // epoch callback.
 func (c *compiled) newStore(stdin []byte, stdout io.Writer) (*wasmtime.Store, *state, *stopFlag, error) {
+	return c.newStoreOut(stdin, stdout, nil)
+}
+
+// newStoreOut is newStore with the guest's stderr going to errw (nil:
+// Config.Stderr).
+func (c *compiled) newStoreOut(stdin []byte, stdout, errw io.Writer) (*wasmtime.Store, *state, *stopFlag, error) {
 	st := &state{}
 	s := wasmtime.NewStoreWithData(c.eng, st)
 	w := wasmtime.NewWasiConfig()
 	w.SetArgv([]string{c.name})
 	setStdin(w, stdin)
-	errw := c.stderr
+	if errw == nil {
+		errw = c.stderr
+	}
 	if errw == nil {
 		errw = io.Discard
 	}
@@ -469,7 +514,13 @@ func (c *compiled) Instantiate(ctx context.Context) (runtime.Instance, error) {
 }
 
 // instantiate links the module into inst's store and runs _initialize.
-func (c *compiled) instantiate(inst *instance) (err error) {
+func (c *compiled) instantiate(inst *instance) error {
+	return c.instantiateSeen(inst, nil)
+}
+
+// instantiateSeen is instantiate, showing fresh (if not nil) the memory
+// as instantiated, before _initialize.
+func (c *compiled) instantiateSeen(inst *instance, fresh func([]byte)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%v", r)
@@ -482,6 +533,9 @@ func (c *compiled) instantiate(inst *instance) (err error) {
 	inst.wi = wi
 	if ex := wi.GetExport(inst.s, "memory"); ex != nil {
 		inst.st.mem = ex.Memory()
+	}
+	if fresh != nil && inst.st.mem != nil {
+		fresh(inst.st.mem.UnsafeData(inst.s))
 	}
 	if f := wi.GetFunc(inst.s, "_initialize"); f != nil {
 		if _, err := f.Call(inst.s); err != nil {
@@ -552,6 +606,7 @@ func (c *compiled) newInstance(s *wasmtime.Store) (*wasmtime.Instance, error) {
 
 func (c *compiled) Close(ctx context.Context) error {
 	c.once.Do(func() {
+		c.snaps.close()
 		c.pre.close()
 		c.l.Close()
 		c.m.Close()
