@@ -331,9 +331,10 @@ func (m *Manager) startShell(s *session, cwd, startDir string) (*shell, error) {
 	}()
 	// Source the prelude as "bash" (see its first line), then loop: each
 	// round forks the job that waits for the next command. The loop runs
-	// in the parent, which holds the user's functions: every command of it
-	// is a builtin, a keyword or an __aiod_ function (`while builtin :`,
-	// as a command's function ":", a fork bomb's, would shadow `:`).
+	// in the parent, which holds the user's functions, so it calls only
+	// builtins, keywords and __aiod_ functions: hence `while builtin :`,
+	// since a command may define a function named ":" (a fork bomb does)
+	// and a bare `:` would call it on every round.
 	boot := "__aiod_d=" + shQuote(sdir) + "; __aiod_p=" + ptok + "; __aiod_start=$PWD; builtin shopt -u sourcepath; builtin cd -- \"$__aiod_d\" && builtin source bash; [[ -n $__aiod_L ]] || builtin exit 1; " +
 		"__aiod_run 1 2>&1 & __aiod_j=$!; builtin printf g >&\"${__aiod_g[1]}\"; " +
 		"while builtin :; do __aiod_run \"$((__aiod_k + 1))\" 2>&1 & __aiod_sj=$!; builtin wait \"$__aiod_j\" 2>/dev/null; __aiod_rc=$?; builtin eval \"$__aiod_L\"; " +
