@@ -45,9 +45,9 @@ type tuning struct {
 	pooling *pooling // the pooling allocator instead of on-demand
 	noCOW   bool     // copy data segments in, not map a copy-on-write image
 	linker  bool     // Linker.Instantiate each time instead of an InstancePre
-	// mapRestore restores a snapshot's pages by mapping them from a memfd
-	// instead of copying them (BenchmarkSnapshot).
-	mapRestore bool
+	// copyRestore restores a snapshot's pages by copying them into the
+	// memory instead of mapping them from a memfd (BenchmarkSnapshot).
+	copyRestore bool
 }
 
 // flavor is one wasmtime engine configuration and its disk cache. The
@@ -302,7 +302,7 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 				cfg.Notice(fmt.Sprintf("instances start without a snapshot: %v", noSnap))
 			}
 		} else {
-			c.snaps = newSnapshots(plan, e.opts.tune.mapRestore)
+			c.snaps = newSnapshots(plan, !e.opts.tune.copyRestore)
 		}
 	}
 	for _, x := range m.Exports() {
