@@ -4,13 +4,18 @@ package wasmtime
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/hostfn/core"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
+	"github.com/aiodhq/aiod/host/internal/wasmsnap"
 	"github.com/aiodhq/aiod/host/runtime"
 )
 
@@ -147,5 +152,69 @@ func BenchmarkSnapshot(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// tinyReactor is (module (memory 1) (global (mut i32) (i32.const 0))
+// (func (export "_initialize")) (export "memory" (memory 0))).
+var tinyReactor = []byte{
+	0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+	0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // type () -> ()
+	0x03, 0x02, 0x01, 0x00, // func 0
+	0x05, 0x03, 0x01, 0x00, 0x01, // memory 1
+	0x06, 0x06, 0x01, 0x7f, 0x01, 0x41, 0x00, 0x0b, // global (mut i32)
+	0x07, 0x18, 0x02, 0x0b, '_', 'i', 'n', 'i', 't', 'i', 'a', 'l', 'i', 'z', 'e', 0x00, 0x00,
+	0x06, 'm', 'e', 'm', 'o', 'r', 'y', 0x02, 0x00,
+	0x0a, 0x04, 0x01, 0x02, 0x00, 0x0b, // code
+}
+
+// TestSnapshotCacheKey: with snapshots on, the disk cache holds the
+// prepared form under its own digest (a changed Prepare is a new key),
+// apart from the original's.
+func TestSnapshotCacheKey(t *testing.T) {
+	dir := t.TempDir()
+	prepared, err := wasmsnap.Prepare(tinyReactor, wasmsnap.Code{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := func() []string {
+		ents, _ := os.ReadDir(filepath.Join(dir, Version()))
+		var out []string
+		for _, e := range ents {
+			out = append(out, e.Name())
+		}
+		return out
+	}
+	name := func(wasm []byte) string {
+		sum := sha256.Sum256(wasm)
+		return hex.EncodeToString(sum[:]) + ".cwasm"
+	}
+	for _, on := range []bool{true, false} {
+		e, err := New(Options{CacheDir: dir, Snapshots: on})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := e.Compile(context.Background(), tinyReactor, runtime.Config{Name: "tiny"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.(*compiled).snaps != nil; got != on {
+			t.Fatalf("snapshots %v: the compiled module snapshots: %v", on, got)
+		}
+		for range 2 {
+			inst, err := runtime.InstantiateFor(context.Background(), c, "o")
+			if err != nil {
+				t.Fatal(err)
+			}
+			inst.Close(context.Background())
+		}
+		c.Close(context.Background())
+		e.Close(context.Background())
+		if on && !slices.Equal(files(), []string{name(prepared)}) {
+			t.Fatalf("cache %q, want the prepared form's %s", files(), name(prepared))
+		}
+	}
+	if want := []string{name(prepared), name(tinyReactor)}; !slices.Equal(files(), want) && !slices.Equal(files(), []string{want[1], want[0]}) {
+		t.Fatalf("cache %q, want %q", files(), want)
 	}
 }
