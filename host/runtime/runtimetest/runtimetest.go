@@ -4,11 +4,13 @@ package runtimetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	goruntime "runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +18,14 @@ import (
 	"github.com/aiodhq/aiod/host/internal/testwasm"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/sdk/abi"
+)
+
+// The snapshot cases' plugins: snapguest's "seed" is a number its
+// initialisation drew from the runtime's randomness and "bump" counts its
+// calls; snapinit's initialisation calls aiod:core log.
+const (
+	snapGuest = "host/runtime/wazero/testdata/snapguest"
+	snapInit  = "host/runtime/wazero/testdata/snapinit"
 )
 
 // filesStub stands in for the files family: linking is what is tested.
@@ -39,12 +49,28 @@ type env struct {
 	// Fuel is ignored and the deadline alone applies.
 	meters bool
 	opts   options
+	// notices collects the engine's Config.Notice remarks of the modules
+	// compile made.
+	notices *noticeLog
+}
+
+type noticeLog struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (l *noticeLog) add(s string) { l.mu.Lock(); l.list = append(l.list, s); l.mu.Unlock() }
+
+func (l *noticeLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.list...)
 }
 
 // Option tells RunAll what an engine promises beyond the common table.
 type Option func(*options)
 
-type options struct{ shortHolds bool }
+type options struct{ shortHolds, snapshots bool }
 
 // ShortHolds: a long guest run holds its Go processor about a millisecond
 // at a time at most (wazero's compiler yields, RATIONALE "A long guest run
@@ -52,6 +78,13 @@ type options struct{ shortHolds bool }
 // processor). Without it an engine is held to the Go scheduler's own
 // preemption (an interpreter is Go code: 10-20 ms).
 func ShortHolds() Option { return func(o *options) { o.shortHolds = true } }
+
+// Snapshots: the engine was made with snapshots on (its compiled modules
+// are runtime.Owned). The table's instances are then made for an owner
+// (runtime.InstantiateFor), so an owner's second instance comes from its
+// snapshot; the cases marked single (their subject is not how an instance
+// starts) run only in the table's run without it.
+func Snapshots() Option { return func(o *options) { o.snapshots = true } }
 
 func (e env) core() []hostfn.Family { return []hostfn.Family{e.coreFamily} }
 
@@ -65,6 +98,7 @@ func (e env) compile(pkg string, cfg runtime.Config) runtime.Compiled {
 	if cfg.Families == nil {
 		cfg.Families = e.core()
 	}
+	cfg.Notice = e.notices.add
 	c, err := e.eng.Compile(context.Background(), wasm, cfg)
 	if err != nil {
 		e.t.Fatalf("compile %s: %v", pkg, err)
@@ -73,14 +107,47 @@ func (e env) compile(pkg string, cfg runtime.Config) runtime.Compiled {
 	return c
 }
 
+// instance makes an instance of c: for the owner "o" where the engine
+// has snapshots on (the first is captured, the next ones come from the
+// snapshot), from scratch otherwise.
 func (e env) instance(c runtime.Compiled) runtime.Instance {
 	e.t.Helper()
+	if e.opts.snapshots {
+		return e.instanceFor(c, "o")
+	}
 	inst, err := c.Instantiate(context.Background())
 	if err != nil {
 		e.t.Fatalf("instantiate: %v", err)
 	}
 	e.t.Cleanup(func() { inst.Close(context.Background()) })
 	return inst
+}
+
+// instanceFor makes an instance of c for owner (runtime.InstantiateFor).
+func (e env) instanceFor(c runtime.Compiled, owner string) runtime.Instance {
+	e.t.Helper()
+	inst, err := runtime.InstantiateFor(context.Background(), c, owner)
+	if err != nil {
+		e.t.Fatalf("instantiate for %s: %v", owner, err)
+	}
+	e.t.Cleanup(func() { inst.Close(context.Background()) })
+	return inst
+}
+
+// text runs tool and returns the text of its result.
+func (e env) text(inst runtime.Instance, tool, args string) string {
+	e.t.Helper()
+	ret, out, err := toolCall(context.Background(), inst, tool, args, 1<<20)
+	if err != nil || ret != 0 {
+		e.t.Fatalf("%s: ret %d err %v out %s", tool, ret, err, out)
+	}
+	var res struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Content) != 1 {
+		e.t.Fatalf("%s: %s (%v)", tool, out, err)
+	}
+	return res.Content[0].Text
 }
 
 // toolCall runs aiod_call op 1 and returns the return code, output and error.
@@ -128,17 +195,24 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// single, where set, says why a case runs only once, in the table's
+	// run without snapshots: it makes no instance (compiling, WASI
+	// commands), or its subject is how a call runs on any instance and it
+	// waits out a deadline (tenths of a second) that a second run would
+	// only repeat. Every other case makes its instances for an owner when
+	// the engine has snapshots on, so they serve from a snapshot there.
 	cases := []struct {
-		name string
-		run  func(e env)
+		name   string
+		single string
+		run    func(e env)
 	}{
-		{"refuses bytes that are not wasm", func(e env) {
+		{"refuses bytes that are not wasm", "compiles only", func(e env) {
 			_, err := e.eng.Compile(context.Background(), []byte("\x00asmnot really"), runtime.Config{Name: "junk", Families: e.core()})
 			if err == nil || !strings.Contains(err.Error(), "plugin junk: not a valid wasm module") {
 				e.t.Fatalf("err %v", err)
 			}
 		}},
-		{"refuses an import that is not linked, naming it (the registry names the capability)", func(e env) {
+		{"refuses an import that is not linked, naming it (the registry names the capability)", "compiles only", func(e env) {
 			wasm := testwasm.Wasm(e.t, "host/plugin/testdata/importer")
 			testwasm.Warm(e.t, wasm)
 			_, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "importer", Families: e.core()})
@@ -147,14 +221,14 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				e.t.Fatalf("err %v", err)
 			}
 		}},
-		{"links a granted family", func(e env) {
+		{"links a granted family", "", func(e env) {
 			c := e.compile("host/plugin/testdata/importer", runtime.Config{Families: append(e.core(), filesStub{})})
 			ret, out, err := toolCall(context.Background(), e.instance(c), "peek", "{}", 1<<20)
 			if err != nil || ret != 0 || !strings.Contains(out, `"text":"read"`) {
 				e.t.Fatalf("ret %d out %s err %v", ret, out, err)
 			}
 		}},
-		{"calls exports and collects output", func(e env) {
+		{"calls exports and collects output", "", func(e env) {
 			c := e.compile("plugins/examples/echo", runtime.Config{})
 			found := false
 			for _, x := range c.Exports() {
@@ -177,14 +251,14 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				e.t.Fatalf("missing export: %v", err)
 			}
 		}},
-		{"a trap is an error", func(e env) {
+		{"a trap is an error", "", func(e env) {
 			c := e.compile("host/plugin/testdata/hostile", runtime.Config{})
 			_, _, err := toolCall(context.Background(), e.instance(c), "panic", "{}", 1<<20)
 			if !errors.Is(err, runtime.ErrTrap) {
 				e.t.Fatalf("err %v", err)
 			}
 		}},
-		{"a deadline stops an infinite loop", func(e env) {
+		{"a deadline stops an infinite loop", "", func(e env) {
 			c := e.compile("host/plugin/testdata/hostile", runtime.Config{})
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
@@ -194,7 +268,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				e.t.Fatalf("err %v after %s", err, time.Since(start))
 			}
 		}},
-		{"a long call leaves its processor to other goroutines", func(e env) {
+		{"a long call leaves its processor to other goroutines", "how a call runs; 0.1 s of sleeps", func(e env) {
 			// With one processor, a goroutine sleeping 1 ms beside a guest
 			// spinning in for {} wakes late by as long as the guest holds
 			// the processor: 10-20 ms when it waits for the Go scheduler's
@@ -214,7 +288,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				e.t.Fatalf("a goroutine beside the looping guest wakes %v late (median), want under %v", med, bound)
 			}
 		}},
-		{"cancellation stops an infinite loop", func(e env) {
+		{"cancellation stops an infinite loop", "how a call stops; 0.2 s (a deadline and a context done before the call run both ways)", func(e env) {
 			c := e.compile("host/plugin/testdata/hostile", runtime.Config{})
 			inst := e.instance(c)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -225,7 +299,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				e.t.Fatalf("err %v after %s", err, time.Since(start))
 			}
 		}},
-		{"a context done before the call stops it", func(e env) {
+		{"a context done before the call stops it", "", func(e env) {
 			c := e.compile("host/plugin/testdata/hostile", runtime.Config{})
 			inst := e.instance(c)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -236,7 +310,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				e.t.Fatalf("err %v after %s", err, time.Since(start))
 			}
 		}},
-		{"a cancel after a call does not stop the next one", func(e env) {
+		{"a cancel after a call does not stop the next one", "", func(e env) {
 			c := e.compile("plugins/examples/echo", runtime.Config{})
 			inst := e.instance(c)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -251,7 +325,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				}
 			}
 		}},
-		{"instances run concurrently and a deadline stops only its own", func(e env) {
+		{"instances run concurrently and a deadline stops only its own", "", func(e env) {
 			echo := e.compile("plugins/examples/echo", runtime.Config{})
 			hostile := e.compile("host/plugin/testdata/hostile", runtime.Config{})
 			looper := e.instance(hostile)
@@ -286,7 +360,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				}
 			}
 		}},
-		{"a call that finishes in time leaves the instance usable", func(e env) {
+		{"a call that finishes in time leaves the instance usable", "", func(e env) {
 			c := e.compile("plugins/examples/echo", runtime.Config{})
 			inst := e.instance(c)
 			for i := 0; i < 60; i++ {
@@ -306,7 +380,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				}
 			}
 		}},
-		{"fuel stops a loop well before its deadline, and the next call works (engines that meter; elsewhere the deadline does)", func(e env) {
+		{"fuel stops a loop well before its deadline, and the next call works (engines that meter; elsewhere the deadline does)", "", func(e env) {
 			const fuel = 50_000_000
 			c := e.compile("host/plugin/testdata/hostile", runtime.Config{Fuel: fuel})
 			deadline := 300 * time.Millisecond
@@ -333,7 +407,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				}
 			}
 		}},
-		{"a metered plugin does small jobs: fuel is per call, not per instance", func(e env) {
+		{"a metered plugin does small jobs: fuel is per call, not per instance", "", func(e env) {
 			// An echo call takes a few tens of thousands of instructions:
 			// 100 calls on one instance exceed the fuel, each one does not.
 			c := e.compile("plugins/examples/echo", runtime.Config{Fuel: 1_000_000})
@@ -345,7 +419,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				}
 			}
 		}},
-		{"an unmetered plugin is unaffected by a metered one on the same engine", func(e env) {
+		{"an unmetered plugin is unaffected by a metered one on the same engine", "the engine's flavors, not its instances; 0.7 s", func(e env) {
 			metered := e.compile("host/plugin/testdata/hostile", runtime.Config{Fuel: 50_000_000})
 			if _, _, err := toolCall(context.Background(), e.instance(metered), "ok", "{}", 1<<20); err != nil {
 				e.t.Fatal(err)
@@ -362,7 +436,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				e.t.Fatalf("unmetered loop: err %v after %s, want the deadline (%s)", err, time.Since(start), deadline)
 			}
 		}},
-		{"fuel bounds a WASI command's whole run (engines that meter; elsewhere it is ignored)", func(e env) {
+		{"fuel bounds a WASI command's whole run (engines that meter; elsewhere it is ignored)", "a WASI command, never from a snapshot", func(e env) {
 			wasm := testwasm.Command(e.t, "host/plugin/testdata/cmdecho")
 			testwasm.Warm(e.t, wasm)
 			stdin := []byte(`{"op":"tools/call","name":"x","arguments":{"text":"y"}}`)
@@ -384,7 +458,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				}
 			}
 		}},
-		{"memory is capped", func(e env) {
+		{"memory is capped", "", func(e env) {
 			c := e.compile("host/plugin/testdata/hostile", runtime.Config{MemoryPages: 32 * 16})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -393,7 +467,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				e.t.Fatalf("err %v", err)
 			}
 		}},
-		{"output is capped", func(e env) {
+		{"output is capped", "", func(e env) {
 			c := e.compile("host/plugin/testdata/hostile", runtime.Config{})
 			_, _, err := toolCall(context.Background(), e.instance(c), "big", `{"mb":2}`, 1<<20)
 			var tl hostfn.ErrResultTooLarge
@@ -401,7 +475,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				e.t.Fatalf("err %v", err)
 			}
 		}},
-		{"runs a WASI command", func(e env) {
+		{"runs a WASI command", "a WASI command, never from a snapshot", func(e env) {
 			wasm := testwasm.Command(e.t, "host/plugin/testdata/cmdecho")
 			testwasm.Warm(e.t, wasm)
 			c, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "cmd", Families: e.core()})
@@ -423,7 +497,95 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				e.t.Fatalf("command output cap: err %v", err)
 			}
 		}},
-		{"close is idempotent", func(e env) {
+		// Instances from snapshots (runtime.Owned). Without snapshots the
+		// same checks hold but that an owner's instances share its
+		// initialisation: each runs its own.
+		{"an owner's instances share its initialisation, two owners never do, and each instance's writes are its own", "", func(e env) {
+			c := e.compile(snapGuest, runtime.Config{})
+			a1 := e.instanceFor(c, "a")
+			a2, a3 := e.instanceFor(c, "a"), e.instanceFor(c, "a")
+			seedA := e.text(a1, "seed", "{}")
+			if s2, s3 := e.text(a2, "seed", "{}"), e.text(a3, "seed", "{}"); e.opts.snapshots && (s2 != seedA || s3 != seedA) {
+				e.t.Fatalf("owner a's instances saw different initialisations: %s %s %s", seedA, s2, s3)
+			}
+			// copy-on-write: each instance counts its own calls
+			for _, want := range []string{"1", "2"} {
+				if got := e.text(a2, "bump", "{}"); got != want {
+					e.t.Fatalf("a2's bump: %s, want %s", got, want)
+				}
+			}
+			if got := e.text(a3, "bump", "{}"); got != "1" {
+				e.t.Fatalf("a3 saw a2's writes: bump %s", got)
+			}
+			if got := e.text(a1, "bump", "{}"); got != "1" {
+				e.t.Fatalf("a1 saw another's writes: bump %s", got)
+			}
+			if got := e.text(e.instanceFor(c, "a"), "bump", "{}"); got != "1" {
+				e.t.Fatalf("a later instance saw earlier ones' writes: bump %s", got)
+			}
+			b1, b2 := e.instanceFor(c, "b"), e.instanceFor(c, "b")
+			seedB := e.text(b1, "seed", "{}")
+			if seedB == seedA {
+				e.t.Fatalf("owners a and b share an initialisation (seed %s)", seedA)
+			}
+			if got := e.text(b2, "seed", "{}"); e.opts.snapshots && got != seedB {
+				e.t.Fatalf("owner b's instances differ: %s %s", seedB, got)
+			}
+			if n := e.notices.get(); len(n) != 0 {
+				e.t.Fatalf("notices %q", n)
+			}
+		}},
+		{"an instance from a snapshot answers as one from scratch", "", func(e env) {
+			c := e.compile("plugins/examples/echo", runtime.Config{})
+			scratch, err := c.Instantiate(context.Background())
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			defer scratch.Close(context.Background())
+			e.instanceFor(c, "o")
+			restored := e.instanceFor(c, "o")
+			for _, in := range []string{`{"text":"hi"}`, `{"text":"` + strings.Repeat("x", 100000) + `"}`, `{"text":""}`} {
+				if a, b := e.text(scratch, "echo", in), e.text(restored, "echo", in); a != b {
+					e.t.Fatalf("echo %.40s: scratch %.40q, snapshot %.40q", in, a, b)
+				}
+			}
+			if n := e.notices.get(); len(n) != 0 {
+				e.t.Fatalf("notices %q", n)
+			}
+		}},
+		{"an initialisation that calls a family is not snapshotted, says so once, and works", "", func(e env) {
+			c := e.compile(snapInit, runtime.Config{})
+			for range 3 {
+				if got := e.text(e.instanceFor(c, "o"), "hello", "{}"); got != "hello" {
+					e.t.Fatalf("hello: %s", got)
+				}
+			}
+			n := e.notices.get()
+			switch {
+			case e.opts.snapshots && (len(n) != 1 || !strings.Contains(n[0], "host function")):
+				e.t.Fatalf("notices %q, want one naming the host function call", n)
+			case !e.opts.snapshots && len(n) != 0:
+				e.t.Fatalf("notices %q", n)
+			}
+		}},
+		{"a trap or a deadline discards only its own instance of an owner", "", func(e env) {
+			c := e.compile("host/plugin/testdata/hostile", runtime.Config{})
+			i1, i2, i3 := e.instanceFor(c, "o"), e.instanceFor(c, "o"), e.instanceFor(c, "o")
+			if _, _, err := toolCall(context.Background(), i2, "panic", "{}", 1<<20); !errors.Is(err, runtime.ErrTrap) {
+				e.t.Fatalf("panic: %v", err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			if _, _, err := toolCall(ctx, i3, "loop", "{}", 1<<20); !errors.Is(err, runtime.ErrTimeout) {
+				e.t.Fatalf("loop: %v", err)
+			}
+			for _, inst := range []runtime.Instance{i1, e.instanceFor(c, "o")} {
+				if ret, out, err := toolCall(context.Background(), inst, "ok", "{}", 1<<20); err != nil || ret != 0 || !strings.Contains(out, `"fine"`) {
+					e.t.Fatalf("ok after the others' trap and deadline: ret %d out %s err %v", ret, out, err)
+				}
+			}
+		}},
+		{"close is idempotent", "", func(e env) {
 			c := e.compile("plugins/examples/echo", runtime.Config{})
 			inst := e.instance(c)
 			for i := 0; i < 2; i++ {
@@ -439,6 +601,9 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 		}},
 	}
 	for _, tc := range cases {
+		if o.snapshots && tc.single != "" {
+			continue
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			eng := newEngine(t)
 			defer func() {
@@ -447,7 +612,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				}
 				eng.Close(context.Background()) // idempotent
 			}()
-			tc.run(env{t: t, eng: eng, coreFamily: coreFamily, meters: runtime.MetersFuel(eng), opts: o})
+			tc.run(env{t: t, eng: eng, coreFamily: coreFamily, meters: runtime.MetersFuel(eng), opts: o, notices: &noticeLog{}})
 		})
 	}
 }

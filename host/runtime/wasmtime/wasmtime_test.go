@@ -21,3 +21,15 @@ func TestEngine(t *testing.T) {
 		return e
 	}, runtimetest.ShortHolds())
 }
+
+// TestEngineSnapshots is the table with snapshots on: its instances are
+// made for an owner, from its snapshot after the first.
+func TestEngineSnapshots(t *testing.T) {
+	runtimetest.RunAll(t, core.New(), func(t *testing.T) runtime.Engine {
+		e, err := wasmtime.New(wasmtime.Options{CacheDir: testplugins.CacheDir(), Snapshots: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}, runtimetest.ShortHolds(), runtimetest.Snapshots())
+}

@@ -19,3 +19,15 @@ func TestCompiler(t *testing.T) {
 		return e
 	}, runtimetest.ShortHolds())
 }
+
+// TestCompilerSnapshots is the table with snapshots on: its instances are
+// made for an owner, from its snapshot after the first.
+func TestCompilerSnapshots(t *testing.T) {
+	runtimetest.RunAll(t, core.New(), func(t *testing.T) runtime.Engine {
+		e, err := wazero.New(wazero.Options{CacheDir: testplugins.CacheDir(), Snapshots: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}, runtimetest.ShortHolds(), runtimetest.Snapshots())
+}
