@@ -11,5 +11,6 @@
 // and engine version. Beyond wazero: fuel metering (runtime.Config.Fuel),
 // on a second engine configured with consume_fuel that only metered
 // modules are compiled by, and instantiation through an InstancePre made
-// once per compiled module.
+// once per compiled module. Instances from snapshots (Options.Snapshots,
+// runtime.Owned) are wazero's design on wasmtime's memory: snapshot.go.
 package wasmtime
