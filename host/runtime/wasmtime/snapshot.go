@@ -40,10 +40,10 @@ import (
 // the guest, so there is nothing to meter or interrupt.
 //
 // Mapping, not copying (BenchmarkSnapshot, the echo plugin: 0.9 MB of its
-// 4.7 MB changed by the initialisation, in 16 runs): 0.10 ms an
-// instantiation against 0.39 ms, as a copy faults in every changed page at
-// once and a mapping only the pages the instance touches; from scratch it
-// is 1.35 ms.
+// 4.7 MB changed by the initialisation, in 16 runs): 0.11 ms an
+// instantiation against 0.32 ms, and 0.27 ms against 0.40 ms with the
+// instance's first call, as a copy faults in every changed page at once and
+// a mapping only the pages the instance touches; from scratch it is 1.3 ms.
 //
 // A snapshot is never shared between owners: each owner's comes from its
 // own initialisation, so what the guest derived there from randomness and

@@ -117,41 +117,54 @@ func TestSnapshotCycles(t *testing.T) {
 
 // BenchmarkSnapshot: an instantiation of the echo plugin from scratch
 // (_initialize run) and from its owner's snapshot, restoring the pages by
-// copying and by mapping them (the instance closed untimed):
+// mapping them (the default) and by copying them; alone, and with the
+// instance's first echo call (where a mapped page the call touches
+// faults). The instance is closed untimed.
 //
 //	go test -run '^$' -bench BenchmarkSnapshot -benchtime 2000x ./host/runtime/wasmtime/
 func BenchmarkSnapshot(b *testing.B) {
 	ctx := context.Background()
-	b.Run("scratch", func(b *testing.B) {
-		c := snapCompiled(b, "plugins/examples/echo", tuning{})
-		for b.Loop() {
-			inst, err := c.Instantiate(ctx)
-			if err != nil {
-				b.Fatal(err)
+	for _, m := range append([]struct {
+		name string
+		tune tuning
+		n    int
+	}{{"scratch", tuning{}, 0}}, restoreModes...) {
+		for _, withCall := range []bool{false, true} {
+			name := m.name
+			if m.name != "scratch" {
+				name = "snapshot-" + m.name
 			}
-			b.StopTimer()
-			inst.Close(ctx)
-			b.StartTimer()
-		}
-	})
-	for _, m := range restoreModes {
-		b.Run("snapshot-"+m.name, func(b *testing.B) {
-			c := snapCompiled(b, "plugins/examples/echo", m.tune)
-			first, err := c.InstantiateFor(ctx, "o")
-			if err != nil {
-				b.Fatal(err)
+			if withCall {
+				name += "+call"
 			}
-			first.Close(ctx)
-			for b.Loop() {
-				inst, err := c.InstantiateFor(ctx, "o")
-				if err != nil {
+			b.Run(name, func(b *testing.B) {
+				c := snapCompiled(b, "plugins/examples/echo", m.tune)
+				owner := "o"
+				if m.name == "scratch" {
+					c.snaps = nil // InstantiateFor instantiates from scratch
+				} else if first, err := c.InstantiateFor(ctx, owner); err != nil {
 					b.Fatal(err)
+				} else {
+					first.Close(ctx)
 				}
-				b.StopTimer()
-				inst.Close(ctx)
-				b.StartTimer()
-			}
-		})
+				for b.Loop() {
+					inst, err := c.InstantiateFor(ctx, owner)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if withCall {
+						tool, args := "echo", `{"text":"hi"}`
+						call := &hostfn.Call{Plugin: "b", Input: []byte(tool + args), MaxOutput: 1 << 20}
+						if ret, err := inst.Call(ctx, call, "aiod_call", 1, uint64(len(tool)), uint64(len(args))); err != nil || ret != 0 {
+							b.Fatal(ret, err)
+						}
+					}
+					b.StopTimer()
+					inst.Close(ctx)
+					b.StartTimer()
+				}
+			})
+		}
 	}
 }
 
