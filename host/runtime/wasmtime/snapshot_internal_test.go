@@ -231,3 +231,28 @@ func TestSnapshotCacheKey(t *testing.T) {
 		t.Fatalf("cache %q, want %q", files(), want)
 	}
 }
+
+// TestSnapshotPoolingRefused: under the pooling tuning (its slots are reset
+// with madvise, under which a mapped snapshot's pages would come back) a
+// module is not snapshotted, says why, and works.
+func TestSnapshotPoolingRefused(t *testing.T) {
+	e, err := New(Options{Snapshots: true, tune: tuning{pooling: &pooling{total: 4, maxMemory: 1 << 20, tableElements: 16}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	var notices []string
+	c, err := e.Compile(context.Background(), tinyReactor, runtime.Config{Name: "tiny", Notice: func(s string) { notices = append(notices, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	if c.(*compiled).snaps != nil || len(notices) != 1 || !strings.Contains(notices[0], "pooling") {
+		t.Fatalf("snapshots %v, notices %q", c.(*compiled).snaps != nil, notices)
+	}
+	inst, err := runtime.InstantiateFor(context.Background(), c, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst.Close(context.Background())
+}
