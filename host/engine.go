@@ -22,7 +22,7 @@ type EngineOptions struct {
 	// engine's own version); empty keeps them in memory only.
 	CacheDir string
 	// Snapshots starts an owner's instances from a snapshot of its first
-	// instance's initialised state, where the engine can (wazero).
+	// instance's initialised state (wazero and wasmtime).
 	Snapshots bool
 }
 

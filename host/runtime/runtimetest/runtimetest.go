@@ -24,8 +24,8 @@ import (
 // initialisation drew from the runtime's randomness and "bump" counts its
 // calls; snapinit's initialisation calls aiod:core log.
 const (
-	snapGuest = "host/runtime/wazero/testdata/snapguest"
-	snapInit  = "host/runtime/wazero/testdata/snapinit"
+	snapGuest = "host/runtime/runtimetest/testdata/snapguest"
+	snapInit  = "host/runtime/runtimetest/testdata/snapinit"
 )
 
 // filesStub stands in for the files family: linking is what is tested.

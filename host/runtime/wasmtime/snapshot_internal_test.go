@@ -61,7 +61,7 @@ func TestSnapshotCycles(t *testing.T) {
 	}
 	for _, m := range restoreModes {
 		t.Run(m.name, func(t *testing.T) {
-			c := snapCompiled(t, "host/runtime/wazero/testdata/snapguest", m.tune)
+			c := snapCompiled(t, "host/runtime/runtimetest/testdata/snapguest", m.tune)
 			ctx := context.Background()
 			cycle := func(owner string) {
 				inst, err := c.InstantiateFor(ctx, owner)
