@@ -40,10 +40,11 @@ type Config struct {
 	KeepCompiled bool
 	// Engine names the WebAssembly engine (one of Engines()).
 	Engine string
-	// Snapshots starts a tenant's instances of a plugin from a snapshot of
-	// its first one's initialised state, on an engine that can
+	// NoSnapshots starts every instance with the plugin's own
+	// initialisation. By default a tenant's instances of a plugin start
+	// from a snapshot of its first one's initialised state
 	// (EngineOptions.Snapshots; RATIONALE.md, "Instances from snapshots").
-	Snapshots bool
+	NoSnapshots bool
 	// PprofAddr, when set, serves Go's profiler on this loopback address
 	// while Run runs (never on the MCP port).
 	PprofAddr string

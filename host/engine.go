@@ -13,8 +13,8 @@ import (
 const DefaultEngine = "wazero"
 
 // DefaultSnapshots is whether a tenant's instances start from a snapshot
-// of its first instance's initialised state (Config.Snapshots).
-const DefaultSnapshots = false
+// of its first instance's initialised state (the zero Config.NoSnapshots).
+const DefaultSnapshots = true
 
 // EngineOptions are what every engine is built from.
 type EngineOptions struct {

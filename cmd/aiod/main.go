@@ -98,6 +98,8 @@ type startFlags struct {
 	origins  string
 	hosts    string
 	servers  serversFlag
+	// snapshots is --snapshots (Config.NoSnapshots is its negation)
+	snapshots bool
 }
 
 // emptyMeansSet are the variables for which an empty value is a value, not
@@ -126,7 +128,7 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.str(&s.origins, "allowed-origins", "AIO_ALLOWED_ORIGINS", "", "comma-separated Origin values accepted besides loopback ones ('*' for any)")
 	s.str(&s.hosts, "allowed-hosts", "AIO_ALLOWED_HOSTS", "", "comma-separated Host header values accepted besides loopback names when listening on loopback")
 	s.str(&c.Engine, "engine", "AIO_ENGINE", host.DefaultEngine, "WebAssembly engine, one of: "+strings.Join(host.Engines(), ", "))
-	s.bool(&c.Snapshots, "snapshots", "AIO_SNAPSHOTS", host.DefaultSnapshots, "start a tenant's instances of a plugin from a snapshot of its first one's initialised state (false: every instance runs the plugin's initialisation)")
+	s.bool(&s.snapshots, "snapshots", "AIO_SNAPSHOTS", host.DefaultSnapshots, "start a tenant's instances of a plugin from a snapshot of its first one's initialised state (false: every instance runs the plugin's initialisation)")
 	s.str(&c.PprofAddr, "pprof-addr", "AIO_PPROF_ADDR", "", "serve Go's profiler on this loopback host:port (debugging aid)")
 	s.bool(&c.Watch, "watch", "AIO_WATCH", true, "reload when the plugins directory, a package in it or the policy file changes (with --plugins-dir)")
 	s.duration(&c.WatchDebounce, "watch-debounce", "AIO_WATCH_DEBOUNCE", host.DefaultWatchDebounce, "how long the plugins directory must be quiet after a change before the reload")
@@ -259,6 +261,7 @@ func (s *startFlags) parse(args []string, lookup func(string) (string, bool)) er
 	s.cfg.AllowedOrigins = splitList(s.origins)
 	s.cfg.AllowedHosts = splitList(s.hosts)
 	s.cfg.Upstreams = s.servers.servers
+	s.cfg.NoSnapshots = !s.snapshots
 	return nil
 }
 
