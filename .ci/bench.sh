@@ -100,6 +100,13 @@ bench_table() {
   r=$(ratio bash_aiod_us bash_native_us)
   row "\`sandbox_execute_bash\` \`echo hi\`, per call" "$(if have bash_aiod_us; then echo "$(thousands "${fig[bash_aiod_us]}") µs"; else echo –; fi)" "\`bash -c\` $(if have bash_native_us; then echo "$(thousands "${fig[bash_native_us]}") µs"; else echo –; fi)" "$(x "$r")" "≤ 1.5x" "$(meets "$r" le 1.5)"
   row "in-process \`BenchmarkCallEcho\`" "$(if have callecho_us; then echo "${fig[callecho_us]} µs, ${fig[callecho_allocs]:-?} allocs"; else echo –; fi)" – – – –
+  r=$(ratio snap_wz_scratch snap_wz)
+  row "warm-pool instance of the Go echo from its owner's snapshot, wazero" "$(ms snap_wz)" "$(peer "from scratch" "$(ms snap_wz_scratch)")" "$(x "$r" faster)" "≤ 0.2 ms" "$(meets "${fig[snap_wz]:-}" le 0.2)"
+  r=$(ratio snap_wt_scratch snap_wt)
+  row "same, wasmtime" "$(ms snap_wt)" "$(peer "from scratch" "$(ms snap_wt_scratch)")" "$(x "$r" faster)" "≤ 0.2 ms" "$(meets "${fig[snap_wt]:-}" le 0.2)"
+  row "memory per tenant with one warm echo instance (PSS, wazero)" "$(if have tenant_kib; then echo "${fig[tenant_kib]} KiB"; else echo –; fi)" "$(if have tenant_kib_scratch; then echo "from scratch ${fig[tenant_kib_scratch]} KiB"; else echo –; fi)" – "≤ 256 KiB" "$(meets "${fig[tenant_kib]:-}" le 256)"
+  row "tenants with one warm echo instance per GiB (wazero)" "$(if have tenants_gib; then thousands "${fig[tenants_gib]}"; else echo –; fi)" "$(if have tenants_gib_scratch; then echo "from scratch $(thousands "${fig[tenants_gib_scratch]}")"; else echo –; fi)" – "≥ 4,000" "$(meets "${fig[tenants_gib]:-}" ge 4000)"
+  row "a new tenant's first instance and echo, in-process (wazero, spare snapshot ready)" "$(ms new_tenant)" – – "≤ 1 ms" "$(meets "${fig[new_tenant]:-}" le 1)"
   r=$(ratio fwd_via fwd_direct)
   row "upstream forwarding: the go-sdk peer's echo through aiod" "$(rps fwd_via)" "$(peer "the peer directly" "$(rps fwd_direct)")" "$(x "$r")" "≥ 0.80x" "$(meets "$r" ge 0.80)"
   r=$(ratio fwd_via_p99 fwd_direct_p99)
@@ -242,6 +249,23 @@ section "Go micro-benchmarks (in-process call path)"
 go test -run '^$' -bench . -benchmem -benchtime 20000x ./host/plugin ./host/mcp 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/go-bench.txt" || true
 ns=$(bench_val "$WORK/go-bench.txt" BenchmarkCallEcho ns/op)
 [[ -n $ns ]] && fig[callecho_us]=$(calc '"%.1f", '"$ns / 1000") fig[callecho_allocs]=$(bench_val "$WORK/go-bench.txt" BenchmarkCallEcho allocs/op)
+
+section "Instances from snapshots (in-process, the Go echo; RATIONALE, \"Instances from snapshots\")"
+go test -run '^$' -bench 'Instantiate$|SnapshotTenants|SnapshotNewTenant' -benchtime 200x ./host/runtime/wazero 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/snap-wazero.txt" || true
+go test -run '^$' -bench 'BenchmarkSnapshot$' -benchtime 2000x ./host/runtime/wasmtime 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/snap-wasmtime.txt" || true
+for b in 'Instantiate/snapshot:snap_wz' 'Instantiate/mapping\\+merge\\+dropzero\\+image:snap_wz_scratch' 'SnapshotNewTenant:new_tenant'; do
+  ns=$(bench_val "$WORK/snap-wazero.txt" "Benchmark${b%%:*}" ns/op)
+  [[ -n $ns ]] && fig[${b#*:}]=$(calc '"%.3g", '"$ns / 1e6")
+done
+for b in 'Snapshot/snapshot-map:snap_wt' 'Snapshot/scratch:snap_wt_scratch'; do
+  ns=$(bench_val "$WORK/snap-wasmtime.txt" "Benchmark${b%%:*}" ns/op)
+  [[ -n $ns ]] && fig[${b#*:}]=$(calc '"%.3g", '"$ns / 1e6")
+done
+for b in 'snapshots:tenant_kib:PSS-KiB/tenant' 'scratch:tenant_kib_scratch:PSS-KiB/tenant' 'snapshots:tenants_gib:tenants/GiB' 'scratch:tenants_gib_scratch:tenants/GiB'; do
+  IFS=: read -r sub key unit <<<"$b"
+  v=$(bench_val "$WORK/snap-wazero.txt" "BenchmarkSnapshotTenants/$sub" "$unit")
+  [[ -n $v ]] && fig[$key]=$(calc '"%.0f", '"$v")
+done
 
 section "Built-in tools against native baselines (per-call latency, over HTTP)"
 go test -run '^$' -bench 'FileRead1MiB|ReadFile1MiB|BashEchoHi' -benchtime 30x ./host/sandboxtest 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/sandbox-bench.txt" || true
