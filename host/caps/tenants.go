@@ -42,6 +42,10 @@ type Tenant struct {
 	// Workspace is the tenant's own /workspace directory (absolute); empty:
 	// one under the host's data directory.
 	Workspace string `json:"workspace,omitempty"`
+	// ToolSearch, when set, turns tool search on or off for the tenant
+	// whatever the host's --tool-search says (spec/protocol.md, "Tool
+	// search"); nil: the host's setting.
+	ToolSearch *bool `json:"tool_search,omitempty"`
 }
 
 // Quotas are per-tenant limits; 0 (or absent) means no limit of this kind.

@@ -29,7 +29,13 @@ func (s *Set) Middleware() mcp.Middleware {
 // that does not exist (hiddenSkill). It goes innermost,
 // so that the audit log and the metrics see the lists as sent. Calls of
 // hidden names are refused by Catalog, as names that do not exist.
-func (s *Set) Filter() mcp.Middleware {
+func (s *Set) Filter() mcp.Middleware { return s.FilterExcept(nil) }
+
+// FilterExcept is Filter keeping in tools/list, whatever the allow-list,
+// the tools listed reports for the request: the tool search tools while
+// tool search is on for its tenant (host/internal/toolsearch), which the
+// catalogue answers before the allow-list applies. Nil: none.
+func (s *Set) FilterExcept(listed func(ctx context.Context, name string) bool) mcp.Middleware {
 	return func(next mcp.Handler) mcp.Handler {
 		return func(ctx context.Context, req *mcp.Request) (json.RawMessage, error) {
 			t := FromContext(ctx)
@@ -47,15 +53,18 @@ func (s *Set) Filter() mcp.Middleware {
 			}
 			switch req.Method {
 			case "skills/list":
-				return filterList(res, "skills", "uri", t)
+				return filterList(res, "skills", "uri", t.Allowed)
 			case "tools/list":
-				return filterList(res, "tools", "name", t)
+				if listed != nil {
+					return filterList(res, "tools", "name", func(name string) bool { return t.Allowed(name) || listed(ctx, name) })
+				}
+				return filterList(res, "tools", "name", t.Allowed)
 			case "prompts/list":
-				return filterList(res, "prompts", "name", t)
+				return filterList(res, "prompts", "name", t.Allowed)
 			case "resources/list":
-				return filterList(res, "resources", "uri", t)
+				return filterList(res, "resources", "uri", t.Allowed)
 			case "resources/templates/list":
-				return filterList(res, "resourceTemplates", "uriTemplate", t)
+				return filterList(res, "resourceTemplates", "uriTemplate", t.Allowed)
 			}
 			return res, nil
 		}
@@ -98,9 +107,9 @@ func hiddenSkill(req *mcp.Request, t *Tenant) *mcp.Error {
 	return nil
 }
 
-// filterList keeps the items of list result res whose field the tenant
-// may use; every other member of the result is kept as it was.
-func filterList(res json.RawMessage, key, field string, t *Tenant) (json.RawMessage, error) {
+// filterList keeps the items of list result res whose field allowed
+// admits; every other member of the result is kept as it was.
+func filterList(res json.RawMessage, key, field string, allowed func(string) bool) (json.RawMessage, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(res, &obj); err != nil {
 		return nil, err
@@ -113,7 +122,7 @@ func filterList(res json.RawMessage, key, field string, t *Tenant) (json.RawMess
 	for _, it := range items {
 		var m map[string]json.RawMessage
 		var name string
-		if json.Unmarshal(it, &m) == nil && json.Unmarshal(m[field], &name) == nil && t.Allowed(name) {
+		if json.Unmarshal(it, &m) == nil && json.Unmarshal(m[field], &name) == nil && allowed(name) {
 			kept = append(kept, it)
 		}
 	}

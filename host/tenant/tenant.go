@@ -303,3 +303,12 @@ func FromContext(ctx context.Context) *Tenant {
 	t, _ := ctx.Value(ctxKey{}).(*Tenant)
 	return t
 }
+
+// ToolSearch reports whether tool search is on for t: its policy's
+// tool_search when set, else def (the host's --tool-search).
+func (t *Tenant) ToolSearch(def bool) bool {
+	if t != nil && t.Policy.ToolSearch != nil {
+		return *t.Policy.ToolSearch
+	}
+	return def
+}

@@ -190,7 +190,7 @@ func TestFilterList(t *testing.T) {
 	s := testSet()
 	alice, _ := s.Lookup("alice")
 	res := json.RawMessage(`{"tools":[{"name":"echo"},{"name":"sandbox_execute_bash"},{"name":"secret"}],"ttlMs":0}`)
-	out, err := filterList(res, "tools", "name", alice)
+	out, err := filterList(res, "tools", "name", alice.Allowed)
 	if err != nil {
 		t.Fatal(err)
 	}
