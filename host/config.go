@@ -88,6 +88,8 @@ type Config struct {
 	ReplicaConfig
 	// PageToolsConfig: the page tools (PageToolsConfig.builtins).
 	PageToolsConfig
+	// ToolSearchConfig: tool search (host/internal/toolsearch).
+	ToolSearchConfig
 }
 
 // Listen defaults (Config.Host and Config.Port when zero; cmd/aiod shows
@@ -181,6 +183,33 @@ type ReplicaConfig struct {
 	// (--replica-id, AIO_REPLICA_ID; mcp.ReplicaTag), what the load
 	// balancer routes a session's later requests on.
 	ReplicaID string
+}
+
+// ToolSearchConfig is tool search (spec/protocol.md, "Tool search"),
+// embedded in Config: tools/list lists a search tool, a describe tool and
+// the pinned tools instead of the whole catalogue, every tool staying
+// callable by its name.
+type ToolSearchConfig struct {
+	// ToolSearch turns it on (--tool-search, AIO_TOOL_SEARCH); a tenant's
+	// tool_search in the policy overrides it for that tenant.
+	ToolSearch bool
+	// ToolSearchPinned are the tools listed beside the two, in this order
+	// (--tool-search-pinned, AIO_TOOL_SEARCH_PINNED); nil:
+	// DefaultToolSearchPinned, empty: none.
+	ToolSearchPinned []string
+}
+
+// DefaultToolSearchPinned are the tools tool search lists by default: the
+// seven sandbox_* built-ins.
+var DefaultToolSearchPinned = []string{"sandbox_execute_bash", "sandbox_execute_code", "sandbox_file_operations",
+	"sandbox_str_replace_editor", "sandbox_get_context", "sandbox_get_packages", "sandbox_load_skill"}
+
+// pinned is ToolSearchPinned with its default.
+func (c ToolSearchConfig) pinned() []string {
+	if c.ToolSearchPinned == nil {
+		return DefaultToolSearchPinned
+	}
+	return c.ToolSearchPinned
 }
 
 // stateKeys validates the replica id and reads the state key file (nil

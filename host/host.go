@@ -30,6 +30,7 @@ import (
 	"github.com/aiodhq/aiod/host/internal/composite"
 	"github.com/aiodhq/aiod/host/internal/footprint"
 	"github.com/aiodhq/aiod/host/internal/netx"
+	"github.com/aiodhq/aiod/host/internal/toolsearch"
 	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
@@ -111,7 +112,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		func() error { return h.wireTenancy(cfg.TenancyConfig, p.auditRequired, cfg.AdminKey, p.policy, p.lock) },
 		func() error {
 			return h.provisionProtocol(mcp.Options{MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout,
-				ReplicaID: cfg.ReplicaID, Tasks: taskOptions(p.policy.Limits)}, p.stateKeys)
+				ReplicaID: cfg.ReplicaID, Tasks: taskOptions(p.policy.Limits)}, p.stateKeys, cfg.ToolSearchConfig)
 		},
 		func() error {
 			h.provisionServer(server.Options{APIKey: cfg.APIKey, Loopback: netx.Loopback(cfg.Host),
@@ -173,15 +174,38 @@ func (h *Host) provisionFamilies(ctx context.Context, lock *lockdown.Lockdown) e
 
 // provisionProtocol makes the MCP protocol layer of o (its catalogue, its
 // middleware and its owners' quotas are the host's) and gives it the
-// replicas' state keys.
-func (h *Host) provisionProtocol(o mcp.Options, stateKeys [][]byte) error {
+// replicas' state keys. The catalogue is the registry's (with the
+// upstreams' tools after its own when there are upstreams), behind the
+// tenants' allow-lists, behind tool search (ts).
+func (h *Host) provisionProtocol(o mcp.Options, stateKeys [][]byte, ts ToolSearchConfig) error {
 	var served mcp.Catalog = h.reg
+	// what tool search indexes: every tenant's tools
+	source := func(context.Context) []byte { return h.reg.Snapshot().ToolsJSON() }
+	visible := func(ctx context.Context, name string) bool { return tenant.FromContext(ctx).Allowed(name) }
 	if h.ups != nil {
-		served = composite.New(h.reg, h.ups)
+		comp := composite.New(h.reg, h.ups)
+		served = comp
+		source = func(ctx context.Context) []byte { return comp.ListTools(tenant.WithTenant(ctx, nil)) }
+		visible = func(ctx context.Context, name string) bool {
+			return tenant.FromContext(ctx).Allowed(name) && comp.UpstreamVisible(ctx, name)
+		}
+	}
+	set := h.tenancy.set
+	enabled := func(ctx context.Context, owner string) bool {
+		t := tenant.FromContext(ctx)
+		if t == nil {
+			t = set.ForOwner(owner)
+		}
+		return t.ToolSearch(ts.ToolSearch)
+	}
+	search := toolsearch.New(set.Catalog(served), toolsearch.Options{Enabled: enabled, Visible: visible, Pinned: ts.pinned(), Source: source})
+	// the two tools are listed whatever a tenant's allow-list says
+	listed := func(ctx context.Context, name string) bool {
+		return (name == toolsearch.SearchTool || name == toolsearch.DescribeTool) && enabled(ctx, "")
 	}
 	o.Info, o.Logger = mcp.Implementation{Name: "aiod", Version: Version}, h.log
-	o.Middleware, o.SessionsPerOwner, o.Skills = h.tenancy.middleware(), h.tenancy.sessions, skills.FromEnv(os.Getenv)
-	h.mcp = mcp.NewServer(h.tenancy.set.Catalog(served), o)
+	o.Middleware, o.SessionsPerOwner, o.Skills = h.tenancy.middleware(listed), h.tenancy.sessions, skills.FromEnv(os.Getenv)
+	h.mcp = mcp.NewServer(search, o)
 	h.built(func(context.Context) error { h.mcp.Close(); return nil })
 	return h.setStateKeys(stateKeys)
 }

@@ -105,13 +105,14 @@ func (h *Host) wireTenancy(c TenancyConfig, auditRequired bool, adminKey string,
 // middleware is the chain every MCP request passes: the tenant first (it
 // puts the tenant in the context the others read), then the audit log and
 // the metrics, and innermost the allow-list filter of the lists (so the
-// audit's result bytes are what the tenant was sent).
-func (t *tenancy) middleware() []mcp.Middleware {
+// audit's result bytes are what the tenant was sent), which keeps in
+// tools/list what listed reports (the tool search tools).
+func (t *tenancy) middleware(listed func(ctx context.Context, name string) bool) []mcp.Middleware {
 	mw := []mcp.Middleware{t.set.Middleware()}
 	if t.audit != nil {
 		mw = append(mw, t.audit.Middleware())
 	}
-	return append(mw, t.metrics.Middleware(), t.set.Filter())
+	return append(mw, t.metrics.Middleware(), t.set.FilterExcept(listed))
 }
 
 func (t *tenancy) serverOptions(o *server.Options) {

@@ -83,6 +83,17 @@ func (c *Catalog) ListTools(ctx context.Context) []byte {
 	return append(b, ']')
 }
 
+// UpstreamVisible reports whether the tenant of ctx sees name as far as the
+// upstreams go: true for a name no upstream publishes (a plugin's), else
+// whether its allow-list names the upstream that does.
+func (c *Catalog) UpstreamVisible(ctx context.Context, name string) bool {
+	if c.Registry.Catalog().Lookup(name) != nil {
+		return true
+	}
+	server, _, ok := c.ups.Route(name)
+	return !ok || tenant.FromContext(ctx).UpstreamAllowed(server)
+}
+
 // CallTool runs a plugin tool, or forwards the call to the upstream that
 // publishes the name. An upstream's answer comes back as it wrote it,
 // without its hop's envelope (host/upstream's Set.Call); a

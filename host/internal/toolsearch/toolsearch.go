@@ -81,7 +81,8 @@ var (
 // New returns tool search over inner. The index is built on first use and
 // again whenever the catalogue's listing differs from the one it was built
 // from; a swap of inner's snapshot and an upstream change rebuild it at
-// once, in the background, so that the next search finds it ready.
+// once, in the background, so that the next search finds it ready (once
+// one was built: until then nothing is).
 func New(inner mcp.Catalog, o Options) *Catalog {
 	c := &Catalog{inner: inner, o: o}
 	inner.OnSwap(func(*mcp.Snapshot) { go c.refresh() })
@@ -163,8 +164,13 @@ func (c *Catalog) index(ctx context.Context) *index {
 	return ix
 }
 
-// refresh rebuilds the index when the catalogue changed.
-func (c *Catalog) refresh() { c.index(context.Background()) }
+// refresh rebuilds the index when the catalogue changed, once it has been
+// used (a host whose tenants never search builds none).
+func (c *Catalog) refresh() {
+	if c.cur.Load() != nil {
+		c.index(context.Background())
+	}
+}
 
 // ListTools is tools/list: with tool search on, the two tools and the
 // pinned tools the tenant may see; else inner's list.
