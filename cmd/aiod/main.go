@@ -97,6 +97,7 @@ type startFlags struct {
 	logLevel slog.Level
 	origins  string
 	hosts    string
+	pinned   string // --tool-search-pinned
 	servers  serversFlag
 	// snapshots is --snapshots (Config.NoSnapshots is its negation)
 	snapshots bool
@@ -137,6 +138,8 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.env["mcp-servers"] = "EXTRA_MCP_SERVERS"
 	s.str(&c.PinUpstreams, "pin-upstreams", "AIO_PIN_UPSTREAMS", "", "pin file of the upstream MCP servers' tools: a tool that is new or whose definition changed is withheld until `aiod upstream review --accept`")
 	s.duration(&c.UpstreamListTimeout, "upstream-list-timeout", "AIO_UPSTREAM_LIST_TIMEOUT", upstream.DefaultListTimeout, "longest a tools/list waits for one upstream MCP server; one that has not answered by then is left out (0: the default)")
+	s.bool(&c.ToolSearch, "tool-search", "AIO_TOOL_SEARCH", false, "tools/list lists a search tool (aiod_tool_search), a describe tool (aiod_tool_describe) and the pinned tools instead of every tool; every tool stays callable by name. A tenant's tool_search in the policy overrides it")
+	s.str(&s.pinned, "tool-search-pinned", "AIO_TOOL_SEARCH_PINNED", "", "with tool search: comma-separated names of the tools listed beside the search and describe tools, '-' for none (default: the seven sandbox_* built-ins)")
 	s.tenancyFlags(c)
 	s.replicaFlags(c)
 	s.value(&modeValue{&c.Browser.Mode}, "browser", "AIO_BROWSER", string(browser.DefaultMode), "browser plane: attach (a browser at --browser-host:--browser-port), launch (aiod runs headless Chromium) or off")
@@ -260,6 +263,9 @@ func (s *startFlags) parse(args []string, lookup func(string) (string, bool)) er
 	}
 	s.cfg.AllowedOrigins = splitList(s.origins)
 	s.cfg.AllowedHosts = splitList(s.hosts)
+	if s.cfg.ToolSearchPinned = splitList(s.pinned); s.pinned == "-" {
+		s.cfg.ToolSearchPinned = []string{}
+	}
 	s.cfg.Upstreams = s.servers.servers
 	s.cfg.NoSnapshots = !s.snapshots
 	return nil
