@@ -23,6 +23,12 @@
 // matter after initialisation), an imported global (its value is the
 // host's), a mutable global of a type that is not a number, a start
 // section, an imported or a missing memory, or no _initialize.
+//
+// The package also holds what the engines' snapshots share beside the
+// module's preparation, each engine supplying its capture and restore:
+// the table of a module's owners and their snapshots (Owners), the runs
+// of pages a snapshot restores (Runs, MaxRuns), and a capturing
+// initialisation's refusals (ErrInitReach, CapturingWriter, EndCapture).
 package wasmsnap
 
 import (

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"sync"
@@ -21,7 +20,9 @@ import (
 )
 
 // Instances from snapshots (RATIONALE.md, "Instances from snapshots"), as
-// on wazero (host/runtime/wazero, snapshot.go).
+// on wazero (host/runtime/wazero, snapshot.go), through the same
+// engine-neutral parts (host/internal/wasmsnap: the owners' table, the runs
+// of changed pages, the capture's refusals).
 //
 // With Options.Snapshots, Compile compiles the module prepared by
 // wasmsnap.Prepare (its mutable globals exported, its answer recorded; the
@@ -29,7 +30,8 @@ import (
 // apart from the original and a changed Prepare never reads an old one).
 // The first instance of an owner (a tenant) runs _initialize as always,
 // with every host function family refusing (hostFunc traps with
-// errInitReach) and its stdout and stderr watched; right after, its memory
+// errInitReach) and its stdout and stderr watched (a
+// wasmsnap.CapturingWriter); right after, its memory
 // and mutable globals are captured into that owner's snapshot, and it goes
 // on to serve. Every later instance of the owner is instantiated through
 // the InstancePre without running _initialize: the memory is grown to the
@@ -57,8 +59,10 @@ import (
 // when its store is dropped, the snapshot's mappings with it.
 
 // snapshots are one compiled module's owners' snapshots (nil: the module
-// is not snapshotted).
+// is not snapshotted): the table (wasmsnap.Owners: capture under way,
+// refused once, Forget, close) and the reference memory.
 type snapshots struct {
+	*wasmsnap.Owners[*snapshot]
 	plan wasmsnap.Plan
 	mmap bool // restore by mapping (memfdImage.mapOver), not by copying
 
@@ -66,10 +70,7 @@ type snapshots struct {
 	// base is the memory of a freshly instantiated instance (the module's
 	// data image), the reference the snapshots' pages are told apart from:
 	// each restored instance starts with it.
-	base    []byte
-	owners  map[string]*snapshot // nil value: a capture is under way
-	refused error                // set once a capture is refused: no more tries
-	closed  bool
+	base []byte
 }
 
 // snapshot is one owner's captured state.
@@ -79,40 +80,14 @@ type snapshot struct {
 	runs    []pageRun      // the pages that differ from base
 	data    []byte         // the runs' bytes, one after another (copying)
 	image   *memfdImage    // the runs at their offsets in a sealed memfd (mapping)
-	users   sync.WaitGroup // restores using image
-	once    sync.Once      // close
 }
 
-// pageRun is a run of host pages [off, off+n) (bytes).
-type pageRun struct{ off, n uint64 }
-
-// maxRuns bounds a snapshot's runs (each is a mapping of every instance
-// restored by mapping): the closest runs are merged until it holds.
-const maxRuns = 16
+// pageRun is a run of host pages [Off, Off+N) (bytes).
+type pageRun = wasmsnap.PageRun
 
 // errInitReach is the refusal of a host function called by a capturing
-// initialisation.
-var errInitReach = errors.New("aiod: the initialisation calls a host function family")
-
-// capturingWriter marks a capture whose initialisation writes output.
-type capturingWriter struct {
-	mu      sync.Mutex
-	wrote   bool
-	forward io.Writer
-}
-
-func (w *capturingWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	w.wrote = true
-	w.mu.Unlock()
-	return w.forward.Write(p)
-}
-
-func (w *capturingWriter) written() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.wrote
-}
+// initialisation (hostFunc traps with it).
+var errInitReach = wasmsnap.ErrInitReach
 
 // snapshotForm returns what Compile compiles for wasm with snapshots on:
 // the prepared form and its plan, or wasm itself and why it is not
@@ -140,68 +115,26 @@ func (e *engine) snapshotForm(wasm []byte) ([]byte, wasmsnap.Plan, error) {
 }
 
 func newSnapshots(plan wasmsnap.Plan, mmap bool) *snapshots {
-	return &snapshots{plan: plan, mmap: mmap && canMap, owners: map[string]*snapshot{}}
+	owners := wasmsnap.NewOwners(wasmsnap.Options[*snapshot]{Release: (*snapshot).release})
+	return &snapshots{Owners: owners, plan: plan, mmap: mmap && canMap}
 }
 
 var _ runtime.Owned = (*compiled)(nil)
 
 // InstantiateFor implements runtime.Owned.
 func (c *compiled) InstantiateFor(ctx context.Context, owner string) (runtime.Instance, error) {
-	s := c.snaps
-	if s == nil {
+	if c.snaps == nil {
 		return c.Instantiate(ctx)
 	}
-	s.mu.Lock()
-	if s.refused != nil || s.closed {
-		s.mu.Unlock()
-		return c.Instantiate(ctx)
-	}
-	snap, seen := s.owners[owner]
-	if snap != nil {
-		snap.users.Add(1)
-		s.mu.Unlock()
-		defer snap.users.Done()
-		return c.restore(ctx, snap)
-	}
-	if seen { // another instantiation is capturing: start as before
-		s.mu.Unlock()
-		return c.Instantiate(ctx)
-	}
-	s.owners[owner] = nil
-	s.mu.Unlock()
-	inst, snap, err := c.capture(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case err != nil && inst == nil:
-		delete(s.owners, owner) // the instantiation failed: the next one tries again
-		return nil, err
-	case err != nil:
-		delete(s.owners, owner)
-		if s.refused == nil {
-			s.refused = err
-			if c.notice != nil {
-				c.notice(fmt.Sprintf("instances start without a snapshot: %v", err))
-			}
-		}
-	case s.closed:
-		delete(s.owners, owner)
-		snap.close()
-	default:
-		s.owners[owner] = snap
-	}
-	return inst, nil
+	return c.snaps.Instantiate(ctx, owner, c, c.notice)
 }
 
-// capture instantiates from scratch, capturing the initialised state. It
-// returns the instance (nil if the instantiation failed, with the error)
-// and the snapshot, or the instance and why no snapshot was taken.
-func (c *compiled) capture(ctx context.Context) (runtime.Instance, *snapshot, error) {
-	fwd := c.stderr
-	if fwd == nil {
-		fwd = io.Discard
-	}
-	w := &capturingWriter{forward: fwd}
+// Capture implements wasmsnap.Engine: it instantiates from scratch,
+// capturing the initialised state. It returns the instance (nil if the
+// instantiation failed, with the error) and the snapshot, or the instance
+// and why no snapshot was taken.
+func (c *compiled) Capture(ctx context.Context) (runtime.Instance, *snapshot, error) {
+	w := &wasmsnap.CapturingWriter{Forward: c.stderr}
 	s, st, flag, err := c.newStoreOut(nil, w, w)
 	if err != nil {
 		return nil, nil, fmt.Errorf("plugin %s: instantiate: %w", c.name, err)
@@ -224,27 +157,14 @@ func (c *compiled) capture(ctx context.Context) (runtime.Instance, *snapshot, er
 	disarm()
 	st.ctx, st.call, st.capturing = nil, nil, false
 	if err != nil {
-		reached := errors.Is(st.panicked, errInitReach)
 		e := classify(ctx, err, inst)
 		inst.Close(ctx)
-		if !reached {
-			return nil, nil, fmt.Errorf("plugin %s: instantiate: %w", c.name, e)
+		err = fmt.Errorf("plugin %s: instantiate: %w", c.name, e)
+		if errors.Is(st.panicked, errInitReach) {
+			err = errInitReach // refused (EndCapture), not failed
 		}
-		// Refused, not failed: start as before (the reason is recorded).
-		i2, err := c.Instantiate(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		return i2, nil, errors.New("the initialisation calls a host function family")
 	}
-	if w.written() {
-		return inst, nil, errors.New("the initialisation writes to stdout or stderr")
-	}
-	snap, err := c.take(inst)
-	if err != nil {
-		return inst, nil, fmt.Errorf("capture: %w", err)
-	}
-	return inst, snap, nil
+	return wasmsnap.EndCapture(ctx, c, inst, err, w, func() (*snapshot, error) { return c.take(inst) })
 }
 
 // take captures an initialised instance's memory and globals.
@@ -264,7 +184,7 @@ func (c *compiled) take(i *instance) (*snapshot, error) {
 	c.snaps.mu.Lock()
 	base := c.snaps.base
 	c.snaps.mu.Unlock()
-	snap.runs = dirtyRuns(base, cur, maxRuns)
+	snap.runs = wasmsnap.Runs(base, cur, os.Getpagesize(), wasmsnap.MaxRuns)
 	if c.snaps.mmap {
 		img, err := newMemfdImage(cur, snap.runs)
 		if err != nil {
@@ -275,18 +195,18 @@ func (c *compiled) take(i *instance) (*snapshot, error) {
 	}
 	var n uint64
 	for _, r := range snap.runs {
-		n += r.n
+		n += r.N
 	}
 	snap.data = make([]byte, 0, n)
 	for _, r := range snap.runs {
-		snap.data = append(snap.data, cur[r.off:r.off+r.n]...)
+		snap.data = append(snap.data, cur[r.Off:r.Off+r.N]...)
 	}
 	return snap, nil
 }
 
-// restore starts an instance from snap: instantiated, nothing run, the
+// Restore implements wasmsnap.Engine: it starts an instance from snap: instantiated, nothing run, the
 // memory grown and its changed pages and the globals restored.
-func (c *compiled) restore(ctx context.Context, snap *snapshot) (runtime.Instance, error) {
+func (c *compiled) Restore(ctx context.Context, snap *snapshot) (runtime.Instance, error) {
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("plugin %s: instantiate from snapshot: %w: %w", c.name, runtime.ErrTimeout, ctx.Err())
 	}
@@ -336,8 +256,8 @@ func (c *compiled) restoreInto(inst *instance, snap *snapshot) (err error) {
 	} else {
 		var k uint64
 		for _, r := range snap.runs {
-			copy(data[r.off:r.off+r.n], snap.data[k:k+r.n])
-			k += r.n
+			copy(data[r.Off:r.Off+r.N], snap.data[k:k+r.N])
+			k += r.N
 		}
 	}
 	for k, g := range c.snaps.plan.Globals {
@@ -352,55 +272,11 @@ func (c *compiled) restoreInto(inst *instance, snap *snapshot) (err error) {
 	return nil
 }
 
-// dirtyRuns returns the host pages where cur differs from base (base read
-// as zero past its end), merged into at most limit runs by joining the
-// runs with the smallest gaps.
-func dirtyRuns(base, cur []byte, limit int) []pageRun {
-	ps := uint64(os.Getpagesize())
-	var runs []pageRun
-	zero := make([]byte, ps)
-	for off := uint64(0); off < uint64(len(cur)); off += ps {
-		end := min(off+ps, uint64(len(cur)))
-		var ref []byte
-		switch {
-		case off >= uint64(len(base)):
-			ref = zero[:end-off]
-		case end > uint64(len(base)):
-			ref = append(bytes.Clone(base[off:]), zero[:end-uint64(len(base))]...)
-		default:
-			ref = base[off:end]
-		}
-		if bytes.Equal(cur[off:end], ref) {
-			continue
-		}
-		if n := len(runs); n > 0 && runs[n-1].off+runs[n-1].n == off {
-			runs[n-1].n += end - off
-		} else {
-			runs = append(runs, pageRun{off, end - off})
-		}
+// release frees the snapshot's memfd (wasmsnap.Options.Release).
+func (snap *snapshot) release() {
+	if snap.image != nil {
+		snap.image.close()
 	}
-	for len(runs) > limit {
-		best := 1
-		for k := 2; k < len(runs); k++ {
-			if gap(runs[k-1], runs[k]) < gap(runs[best-1], runs[best]) {
-				best = k
-			}
-		}
-		runs[best-1].n = runs[best].off + runs[best].n - runs[best-1].off
-		runs = append(runs[:best], runs[best+1:]...)
-	}
-	return runs
-}
-
-func gap(a, b pageRun) uint64 { return b.off - (a.off + a.n) }
-
-func (snap *snapshot) close() {
-	snap.once.Do(func() {
-		snap.users.Wait()
-		if snap.image != nil {
-			snap.image.close()
-		}
-	})
 }
 
 // close releases every owner's snapshot (compiled.Close).
@@ -408,33 +284,16 @@ func (s *snapshots) close() {
 	if s == nil {
 		return
 	}
+	s.Owners.Close()
 	s.mu.Lock()
-	s.closed = true
-	owners := s.owners
-	s.owners = map[string]*snapshot{}
 	s.base = nil
 	s.mu.Unlock()
-	for _, snap := range owners {
-		if snap != nil {
-			snap.close()
-		}
-	}
 }
 
 // Forget implements runtime.Owned: owner's snapshot is released (its
 // instances keep their memories).
 func (c *compiled) Forget(owner string) {
-	s := c.snaps
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	snap := s.owners[owner]
-	if snap != nil {
-		delete(s.owners, owner)
-	}
-	s.mu.Unlock()
-	if snap != nil {
-		snap.close()
+	if c.snaps != nil {
+		c.snaps.Forget(owner)
 	}
 }

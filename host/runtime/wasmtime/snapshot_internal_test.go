@@ -71,15 +71,13 @@ func TestSnapshotCycles(t *testing.T) {
 				inst.Close(ctx)
 			}
 			cycle("o")
-			c.snaps.mu.Lock()
-			snap := c.snaps.owners["o"]
-			c.snaps.mu.Unlock()
-			if snap == nil {
+			snap, ok := c.snaps.Lookup("o")
+			if !ok {
 				t.Fatal("no snapshot after the owner's first instance")
 			}
 			var dirty uint64
 			for _, r := range snap.runs {
-				dirty += r.n
+				dirty += r.N
 			}
 			t.Logf("snapshot: %d bytes of memory, %d of them restored in %d runs", snap.size, dirty, len(snap.runs))
 			for range 100 {

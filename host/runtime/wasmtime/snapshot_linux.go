@@ -27,8 +27,8 @@ func newMemfdImage(cur []byte, runs []pageRun) (*memfdImage, error) {
 		return nil, fmt.Errorf("memfd: %w", err)
 	}
 	for _, r := range runs {
-		for off := r.off; off < r.off+r.n; {
-			n, err := unix.Pwrite(fd, cur[off:r.off+r.n], int64(off))
+		for off := r.Off; off < r.Off+r.N; {
+			n, err := unix.Pwrite(fd, cur[off:r.Off+r.N], int64(off))
 			if err != nil {
 				img.close()
 				return nil, fmt.Errorf("memfd: %w", err)
@@ -52,7 +52,7 @@ func (img *memfdImage) mapOver(mem []byte, runs []pageRun) error {
 	}
 	base := unsafe.Pointer(unsafe.SliceData(mem))
 	for _, r := range runs {
-		_, err := unix.MmapPtr(img.fd, int64(r.off), unsafe.Add(base, r.off), uintptr(r.n),
+		_, err := unix.MmapPtr(img.fd, int64(r.Off), unsafe.Add(base, r.Off), uintptr(r.N),
 			unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED)
 		if err != nil {
 			return fmt.Errorf("map snapshot pages: %w", err)

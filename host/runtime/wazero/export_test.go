@@ -118,14 +118,12 @@ func Snapshot(c runtime.Compiled, owner string) (ok bool, size uint64, pages, ru
 	if cc == nil || cc.snaps == nil {
 		return false, 0, 0, 0
 	}
-	cc.snaps.mu.Lock()
-	defer cc.snaps.mu.Unlock()
-	s := cc.snaps.owners[owner]
-	if s == nil {
+	s, ok := cc.snaps.Lookup(owner)
+	if !ok {
 		return false, 0, 0, 0
 	}
 	for _, r := range s.runs {
-		pages += int(r.n) / pageSize
+		pages += int(r.N) / pageSize
 	}
 	return true, s.size, pages, len(s.runs)
 }
@@ -137,10 +135,7 @@ func WaitSpare(c runtime.Compiled) bool {
 		return false
 	}
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
-		cc.snaps.mu.Lock()
-		ok := cc.snaps.spare != nil
-		cc.snaps.mu.Unlock()
-		if ok {
+		if cc.snaps.HasSpare() {
 			return true
 		}
 	}

@@ -126,9 +126,9 @@ func newSparseImage(cur []byte, runs []pageRun) (*memImage, error) {
 		return nil, fmt.Errorf("memfd size: %w", err)
 	}
 	for _, r := range runs {
-		b := cur[r.off : r.off+r.n]
+		b := cur[r.Off : r.Off+r.N]
 		for done := 0; done < len(b); {
-			n, err := unix.Pwrite(fd, b[done:], int64(r.off)+int64(done))
+			n, err := unix.Pwrite(fd, b[done:], int64(r.Off)+int64(done))
 			if err != nil {
 				return nil, fmt.Errorf("memfd write: %w", err)
 			}
@@ -161,7 +161,7 @@ func (s *memSlot) applySnapshot(snap *snapshot, mem api.Memory) error {
 		}
 	}
 	refEnd := min(uint64(snap.ref.size), snap.size) / uint64(pageSize) * uint64(pageSize)
-	mapped := s != nil && s.m != nil && s.m.mapRuns(snap.ref, []pageRun{{0, refEnd}}) == nil
+	mapped := s != nil && s.m != nil && s.m.mapRuns(snap.ref, []pageRun{{Off: 0, N: refEnd}}) == nil
 	if mapped && s.m.mapRuns(snap.image, snap.runs) == nil {
 		return nil
 	}
@@ -169,7 +169,7 @@ func (s *memSlot) applySnapshot(snap *snapshot, mem api.Memory) error {
 		return errors.New("snapshot does not fit the memory")
 	}
 	for _, r := range snap.runs { // into the reference's mapping: no new one
-		if !mem.Write(uint32(r.off), snap.image.data[r.off:r.off+r.n]) {
+		if !mem.Write(uint32(r.Off), snap.image.data[r.Off:r.Off+r.N]) {
 			return errors.New("snapshot does not fit the memory")
 		}
 	}
@@ -182,62 +182,16 @@ func (m *mmapMemory) mapRuns(img *memImage, runs []pageRun) error {
 	defer m.mu.Unlock()
 	base := unsafe.Pointer(unsafe.SliceData(m.mapping))
 	for _, r := range runs {
-		if m.unmapped || r.off+r.n > m.committed {
-			return fmt.Errorf("snapshot pages at %d past the %d committed", r.off+r.n, m.committed)
+		if m.unmapped || r.Off+r.N > m.committed {
+			return fmt.Errorf("snapshot pages at %d past the %d committed", r.Off+r.N, m.committed)
 		}
-		if r.n == 0 {
+		if r.N == 0 {
 			continue
 		}
-		if _, err := unix.MmapPtr(img.fd, int64(r.off), unsafe.Add(base, r.off), uintptr(r.n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_FIXED); err != nil {
+		if _, err := unix.MmapPtr(img.fd, int64(r.Off), unsafe.Add(base, r.Off), uintptr(r.N), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_FIXED); err != nil {
 			return fmt.Errorf("map the snapshot: %w", err)
 		}
-		m.imaged = max(m.imaged, r.off+r.n)
+		m.imaged = max(m.imaged, r.Off+r.N)
 	}
 	return nil
-}
-
-// maxRuns bounds the runs of a snapshot: each is a mapping of every
-// instance started from it, and a process has at most vm.max_map_count
-// (65,530 by default) of them. dirtyRuns merges the runs closest together
-// (their gap's unchanged pages then come from the owner's memfd too) until
-// at most maxRuns are left.
-var maxRuns = 16
-
-// dirtyRuns lists the host pages of cur that differ from base (zero past
-// base's end), in at most most runs.
-func dirtyRuns(base, cur []byte, most int) []pageRun {
-	ps := uint64(pageSize)
-	var runs []pageRun
-	n := uint64(len(cur)) / ps * ps
-	for off := uint64(0); off < n; off += ps {
-		page := cur[off : off+ps]
-		var was []byte
-		switch {
-		case off+ps <= uint64(len(base)):
-			was = base[off : off+ps]
-		case off < uint64(len(base)):
-			was = append(append([]byte(nil), base[off:]...), zeroPage[:off+ps-uint64(len(base))]...)
-		default:
-			was = zeroPage[:ps]
-		}
-		if string(page) == string(was) {
-			continue
-		}
-		if k := len(runs); k > 0 && runs[k-1].off+runs[k-1].n == off {
-			runs[k-1].n += ps
-			continue
-		}
-		runs = append(runs, pageRun{off, ps})
-	}
-	for len(runs) > max(most, 1) {
-		best := 0 // the run followed by the smallest gap
-		for k := 1; k < len(runs)-1; k++ {
-			if runs[k+1].off-(runs[k].off+runs[k].n) < runs[best+1].off-(runs[best].off+runs[best].n) {
-				best = k
-			}
-		}
-		runs[best].n = runs[best+1].off + runs[best+1].n - runs[best].off
-		runs = append(runs[:best+1], runs[best+2:]...)
-	}
-	return runs
 }

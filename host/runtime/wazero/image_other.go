@@ -5,6 +5,7 @@ package wazero
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/tetratelabs/wazero/api"
 )
@@ -16,9 +17,10 @@ type memImage struct {
 	size int
 }
 
-func newImage(b []byte) *memImage { return &memImage{data: b, size: len(b)} }
+// pageSize is the host's page size (snapshot pages are counted in it).
+var pageSize = os.Getpagesize()
 
-var maxRuns = 8
+func newImage(b []byte) *memImage { return &memImage{data: b, size: len(b)} }
 
 func (img *memImage) close() {}
 
@@ -42,5 +44,3 @@ func newSparseImage([]byte, []pageRun) (*memImage, error) {
 func (s *memSlot) applySnapshot(*snapshot, api.Memory) error {
 	return errors.New("snapshots need a memfd")
 }
-
-func dirtyRuns(_, _ []byte, _ int) []pageRun { return nil }

@@ -32,29 +32,28 @@ import (
 // (callFrom panics on a capturing call) and a write to stdout or stderr
 // marks it: a module whose initialisation reaches the host for anything but
 // the clock, randomness and its own memory is not snapshotted (the reason
-// is logged once, through Config.Refused) and starts as before.
+// is logged once, through Config.Notice) and starts as before.
+//
+// What both engines share is in host/internal/wasmsnap: the owners' table
+// (wasmsnap.Owners), the runs of changed pages (wasmsnap.Runs, at most
+// wasmsnap.MaxRuns) and the capture's refusals (wasmsnap.EndCapture); this
+// file gives the table wazero's capture and restore.
 
 // snapshots are one compiled module's owners' snapshots (nil: the module
-// is not snapshotted, refused says why).
+// is not snapshotted): the table (wasmsnap.Owners: capture under way,
+// refused once, Forget, close), with each new owner's first instance
+// exchanged for one restored from its snapshot (Options.Reshare) and a
+// spare snapshot captured in the background for the next owner never seen
+// before (Options.Spare).
 type snapshots struct {
+	*wasmsnap.Owners[*snapshot]
 	plan wasmsnap.Plan
 
 	mu sync.Mutex
 	// ref is the memory the first capture left (every non-zero page, in a
 	// sealed memfd): each snapshot keeps only the pages where its own
 	// initialisation left something else.
-	ref    *memImage
-	owners map[string]*snapshot // nil value: a capture is under way
-	// spare is a snapshot captured ahead for the next owner never seen
-	// before (nil: none yet); sparing says a capture of one is under way.
-	spare   *snapshot
-	sparing bool
-	// bg ends the spare's capture at close, which waits for it (wg).
-	bg      context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	refused error // set once a capture is refused: no more tries
-	closed  bool
+	ref *memImage
 }
 
 // snapshot is one owner's captured state.
@@ -64,33 +63,22 @@ type snapshot struct {
 	ref     *memImage // the reference memory (snapshots.ref)
 	runs    []pageRun // the pages that differ from ref
 	image   *memImage // the sealed memfd holding those pages at their offsets
-	users   sync.WaitGroup
 }
 
-// pageRun is a run of host pages [off, off+n).
-type pageRun struct{ off, n uint64 }
+// pageRun is a run of host pages [Off, Off+N).
+type pageRun = wasmsnap.PageRun
 
 // capturing is what a capturing initialisation's context carries under
-// callKey instead of a *hostfn.Call: callFrom refuses it.
+// callKey instead of a *hostfn.Call: callFrom refuses it (panics with
+// errInitReach).
 type capturing struct{ call *hostfn.Call }
 
 // errInitReach is the refusal of a host function called by a capturing
-// initialisation.
-var errInitReach = errors.New("the initialisation calls a host function family")
+// initialisation (instantiate returns it when callFrom panicked with it).
+var errInitReach = wasmsnap.ErrInitReach
 
 // capturingWriter marks a capture whose initialisation writes output.
-type capturingWriter struct {
-	mu      sync.Mutex
-	wrote   bool
-	forward interface{ Write([]byte) (int, error) }
-}
-
-func (w *capturingWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	w.wrote = true
-	w.mu.Unlock()
-	return w.forward.Write(p)
-}
+type capturingWriter = wasmsnap.CapturingWriter
 
 // newSnapshots reads the module's plan; nil when it is not snapshotted.
 func newSnapshots(wasm []byte, img *memImage, instrumented bool) (*snapshots, error) {
@@ -107,142 +95,35 @@ func newSnapshots(wasm []byte, img *memImage, instrumented bool) (*snapshots, er
 	if plan.Refused != "" {
 		return nil, errors.New(plan.Refused)
 	}
-	bg, cancel := context.WithCancel(context.Background())
-	return &snapshots{plan: plan, owners: map[string]*snapshot{}, bg: bg, cancel: cancel}, nil
+	owners := wasmsnap.NewOwners(wasmsnap.Options[*snapshot]{
+		Release: func(snap *snapshot) { snap.image.close() },
+		Reshare: true,
+		Spare:   spareTimeout,
+	})
+	return &snapshots{Owners: owners, plan: plan}, nil
 }
 
 var _ runtime.Owned = (*compiled)(nil)
 
 // InstantiateFor implements runtime.Owned.
 func (c *compiled) InstantiateFor(ctx context.Context, owner string) (runtime.Instance, error) {
-	s := c.snaps
-	if s == nil {
+	if c.snaps == nil {
 		return c.Instantiate(ctx)
 	}
-	s.mu.Lock()
-	snap, seen := s.owners[owner]
-	if s.refused != nil || s.closed {
-		s.mu.Unlock()
-		return c.Instantiate(ctx)
-	}
-	if snap != nil {
-		snap.users.Add(1)
-		s.mu.Unlock()
-		defer snap.users.Done()
-		return c.restore(ctx, snap)
-	}
-	if seen { // another instantiation is capturing: start as before
-		s.mu.Unlock()
-		return c.Instantiate(ctx)
-	}
-	if snap = s.spare; snap != nil { // taken by this owner alone
-		s.spare = nil
-		s.owners[owner] = snap
-		snap.users.Add(1)
-		s.mu.Unlock()
-		defer snap.users.Done()
-		c.spareAhead()
-		return c.restore(ctx, snap)
-	}
-	s.owners[owner] = nil
-	s.mu.Unlock()
-	defer c.spareAhead()
-	inst, snap, err := c.capture(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case err != nil && inst == nil:
-		delete(s.owners, owner) // the instantiation failed: the next one tries again
-	case err != nil:
-		s.refused = err
-		delete(s.owners, owner)
-		if c.refusedLog != nil {
-			c.refusedLog(fmt.Sprintf("instances start without a snapshot: %v", err))
-		}
-	case s.closed:
-		snap.close()
-		delete(s.owners, owner)
-	default:
-		s.owners[owner] = snap
-		// The captured instance holds every page its initialisation
-		// touched as its own; one from the snapshot shares them.
-		snap.users.Add(1)
-		defer snap.users.Done()
-		if r, rerr := c.restore(ctx, snap); rerr == nil {
-			inst.Close(context.WithoutCancel(ctx))
-			return r, nil
-		}
-	}
-	if inst == nil {
-		return nil, err
-	}
-	return inst, nil
-}
-
-// spareAhead captures a spare snapshot in the background, unless there is
-// one, one is being captured, or captures are refused.
-func (c *compiled) spareAhead() {
-	s := c.snaps
-	s.mu.Lock()
-	if s.spare != nil || s.sparing || s.refused != nil || s.closed || s.ref == nil {
-		s.mu.Unlock()
-		return
-	}
-	s.sparing = true
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		// Bounded as an instantiation is by its caller: a guest whose
-		// initialisation does not end is stopped.
-		ctx, cancel := context.WithTimeout(s.bg, spareTimeout)
-		defer cancel()
-		inst, snap, err := c.capture(ctx)
-		if inst != nil {
-			inst.Close(context.Background())
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.sparing = false
-		if err != nil || snap == nil {
-			return
-		}
-		if s.closed || s.spare != nil {
-			snap.close()
-			return
-		}
-		s.spare = snap
-	}()
+	return c.snaps.Instantiate(ctx, owner, c, c.refusedLog)
 }
 
 // spareTimeout bounds a spare's capture.
 const spareTimeout = 30 * time.Second
 
-// capture instantiates from scratch, capturing the initialised state. It
-// returns the instance (nil if the instantiation failed, with the error)
-// and the snapshot, or the instance and why no snapshot was taken.
-func (c *compiled) capture(ctx context.Context) (runtime.Instance, *snapshot, error) {
-	w := &capturingWriter{forward: c.stderr}
+// Capture implements wasmsnap.Engine: it instantiates from scratch,
+// capturing the initialised state. It returns the instance (nil if the
+// instantiation failed, with the error) and the snapshot, or the instance
+// and why no snapshot was taken.
+func (c *compiled) Capture(ctx context.Context) (runtime.Instance, *snapshot, error) {
+	w := &capturingWriter{Forward: c.stderr}
 	inst, err := c.instantiate(ctx, w)
-	if errors.Is(err, errInitReach) {
-		// Refused, not failed: start as before (the reason is recorded).
-		inst, err := c.Instantiate(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		return inst, nil, errInitReach
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if w.wrote {
-		return inst, nil, errors.New("the initialisation writes to stdout or stderr")
-	}
-	snap, err := c.take(inst)
-	if err != nil {
-		return inst, nil, fmt.Errorf("capture: %w", err)
-	}
-	return inst, snap, nil
+	return wasmsnap.EndCapture(ctx, c, inst, err, w, func() (*snapshot, error) { return c.take(inst) })
 }
 
 // take captures an initialised instance's memory and globals.
@@ -263,7 +144,7 @@ func (c *compiled) take(i *instance) (*snapshot, error) {
 	}
 	c.snaps.mu.Lock()
 	if c.snaps.ref == nil {
-		ref, err := newSparseImage(cur, dirtyRuns(nil, cur, 1<<30))
+		ref, err := newSparseImage(cur, wasmsnap.Runs(nil, cur, pageSize, 1<<30))
 		if err != nil {
 			c.snaps.mu.Unlock()
 			return nil, err
@@ -272,7 +153,7 @@ func (c *compiled) take(i *instance) (*snapshot, error) {
 	}
 	snap.ref = c.snaps.ref
 	c.snaps.mu.Unlock()
-	snap.runs = dirtyRuns(snap.ref.data[:min(uint64(snap.ref.size), size)], cur, maxRuns)
+	snap.runs = wasmsnap.Runs(snap.ref.data[:min(uint64(snap.ref.size), size)], cur, pageSize, wasmsnap.MaxRuns)
 	img, err := newSparseImage(cur, snap.runs)
 	if err != nil {
 		return nil, err
@@ -281,8 +162,8 @@ func (c *compiled) take(i *instance) (*snapshot, error) {
 	return snap, nil
 }
 
-// restore starts an instance from snap.
-func (c *compiled) restore(ctx context.Context, snap *snapshot) (runtime.Instance, error) {
+// Restore implements wasmsnap.Engine: it starts an instance from snap.
+func (c *compiled) Restore(ctx context.Context, snap *snapshot) (runtime.Instance, error) {
 	call := &hostfn.Call{Plugin: c.name}
 	ictx, mem := withMemory(context.WithValue(ctx, callKey{}, call))
 	y := newYielder()
@@ -316,54 +197,23 @@ func (c *compiled) restore(ctx context.Context, snap *snapshot) (runtime.Instanc
 	return inst, nil
 }
 
-func (snap *snapshot) close() {
-	snap.users.Wait()
-	snap.image.close()
-}
-
-// close releases every owner's snapshot (compiled.Close).
+// close releases every owner's snapshot and the reference memory
+// (compiled.Close).
 func (s *snapshots) close() {
 	if s == nil {
 		return
 	}
+	s.Owners.Close()
 	s.mu.Lock()
-	s.closed = true
-	s.cancel()
+	ref := s.ref
 	s.mu.Unlock()
-	s.wg.Wait()
-	s.mu.Lock()
-	owners := s.owners
-	s.owners = map[string]*snapshot{}
-	s.mu.Unlock()
-	for _, snap := range owners {
-		if snap != nil {
-			snap.close()
-		}
-	}
-	s.mu.Lock()
-	ref, spare := s.ref, s.spare
-	s.spare = nil
-	s.mu.Unlock()
-	if spare != nil {
-		spare.close()
-	}
 	ref.close() // instances keep their mappings
 }
 
 // Forget implements runtime.Owned: owner's snapshot is released (its
 // instances keep their mappings).
 func (c *compiled) Forget(owner string) {
-	s := c.snaps
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	snap := s.owners[owner]
-	if snap != nil {
-		delete(s.owners, owner)
-	}
-	s.mu.Unlock()
-	if snap != nil {
-		snap.close()
+	if c.snaps != nil {
+		c.snaps.Forget(owner)
 	}
 }

@@ -1,0 +1,261 @@
+package wasmsnap
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aiodhq/aiod/host/runtime"
+)
+
+// Owners is one compiled module's owners' snapshots, of an engine's
+// snapshot type S, and what runtime.Owned does with them: an owner's first
+// instance captures (Engine.Capture) while its later ones start from
+// scratch; once captured, the owner's instances are restored from its
+// snapshot (Engine.Restore). The first refused capture (an error with an
+// instance) stops every further try, with one notice (Instantiate's): the
+// module's instances then start from scratch; a failed one (no instance)
+// leaves the next instance to try again. Forget and Close release
+// snapshots once the restores using them are done (Options.Release).
+// Safe for concurrent use.
+type Owners[S any] struct {
+	opts Options[S]
+
+	mu     sync.Mutex
+	owners map[string]*held[S] // nil value: a capture is under way
+	// spare is a snapshot captured ahead for the next owner never seen
+	// before (nil: none yet); sparing says a capture of one is under way.
+	spare    *held[S]
+	sparing  bool
+	captured bool  // a capture has succeeded (a spare may follow)
+	refused  error // set once a capture is refused: no more tries
+	closed   bool
+	// bg ends a spare's capture at Close, which waits for it (wg).
+	bg     context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Options are an engine's choices for its Owners.
+type Options[S any] struct {
+	// Release frees a snapshot nothing restores from any more (Forget,
+	// Close, or one captured too late). Restored instances outlive it.
+	Release func(S)
+	// Reshare: an owner's first instance, whose initialisation left every
+	// page it touched its own, is exchanged for one restored from the
+	// snapshot just captured (which shares them), when that restore works.
+	Reshare bool
+	// Spare, when not zero, has a snapshot captured in the background
+	// after each new owner (once a capture has succeeded) for the next
+	// owner never seen before, which then starts from it at once; the
+	// spare's capture is bounded by Spare.
+	Spare time.Duration
+}
+
+// Engine is what Owners asks of an engine's compiled module.
+type Engine[S any] interface {
+	// Instantiate starts an instance from scratch, as without snapshots.
+	Instantiate(ctx context.Context) (runtime.Instance, error)
+	// Capture instantiates from scratch, capturing the initialised state:
+	// the instance and its snapshot; or the instance and why its state
+	// was not captured (a refusal); or no instance and why the
+	// instantiation failed.
+	Capture(ctx context.Context) (runtime.Instance, S, error)
+	// Restore starts an instance from snap.
+	Restore(ctx context.Context, snap S) (runtime.Instance, error)
+}
+
+// held is one snapshot in the table, with the restores using it.
+type held[S any] struct {
+	snap  S
+	users sync.WaitGroup // restores from snap
+	once  sync.Once
+}
+
+// close releases h's snapshot once its users are done. Only once h is out
+// of the table (no new user can come).
+func (h *held[S]) close(release func(S)) {
+	h.once.Do(func() {
+		h.users.Wait()
+		if release != nil {
+			release(h.snap)
+		}
+	})
+}
+
+// NewOwners returns an empty table.
+func NewOwners[S any](opts Options[S]) *Owners[S] {
+	o := &Owners[S]{opts: opts, owners: map[string]*held[S]{}}
+	o.bg, o.cancel = context.WithCancel(context.Background())
+	return o
+}
+
+// Instantiate makes an instance of e for owner (runtime.Owned's
+// InstantiateFor): from owner's snapshot, capturing it (or taking the
+// spare) if it has none. notice (nil: none) is told why the module's
+// instances start without a snapshot when the first capture is refused.
+func (o *Owners[S]) Instantiate(ctx context.Context, owner string, e Engine[S], notice func(string)) (runtime.Instance, error) {
+	o.mu.Lock()
+	if o.refused != nil || o.closed {
+		o.mu.Unlock()
+		return e.Instantiate(ctx)
+	}
+	h, seen := o.owners[owner]
+	if h != nil {
+		h.users.Add(1)
+		o.mu.Unlock()
+		defer h.users.Done()
+		return e.Restore(ctx, h.snap)
+	}
+	if seen { // another instantiation is capturing: start as before
+		o.mu.Unlock()
+		return e.Instantiate(ctx)
+	}
+	if h = o.spare; h != nil { // taken by this owner alone
+		o.spare = nil
+		o.owners[owner] = h
+		h.users.Add(1)
+		o.mu.Unlock()
+		defer h.users.Done()
+		o.spareAhead(e)
+		return e.Restore(ctx, h.snap)
+	}
+	o.owners[owner] = nil
+	o.mu.Unlock()
+	defer o.spareAhead(e)
+	inst, snap, err := e.Capture(ctx)
+	o.mu.Lock()
+	switch {
+	case err != nil && inst == nil:
+		delete(o.owners, owner) // the instantiation failed: the next one tries again
+		o.mu.Unlock()
+		return nil, err
+	case err != nil:
+		delete(o.owners, owner)
+		first := o.refused == nil
+		if first {
+			o.refused = err
+		}
+		o.mu.Unlock()
+		if first && notice != nil {
+			notice(fmt.Sprintf("instances start without a snapshot: %v", err))
+		}
+		return inst, nil
+	case o.closed:
+		delete(o.owners, owner)
+		o.mu.Unlock()
+		(&held[S]{snap: snap}).close(o.opts.Release)
+		return inst, nil
+	}
+	h = &held[S]{snap: snap}
+	o.owners[owner] = h
+	o.captured = true
+	if !o.opts.Reshare {
+		o.mu.Unlock()
+		return inst, nil
+	}
+	h.users.Add(1)
+	o.mu.Unlock()
+	defer h.users.Done()
+	if r, err := e.Restore(ctx, snap); err == nil {
+		inst.Close(context.WithoutCancel(ctx))
+		return r, nil
+	}
+	return inst, nil
+}
+
+// spareAhead captures a spare snapshot in the background (Options.Spare),
+// unless there is one, one is being captured, no capture has succeeded
+// yet, or captures are refused.
+func (o *Owners[S]) spareAhead(e Engine[S]) {
+	o.mu.Lock()
+	if o.opts.Spare == 0 || o.spare != nil || o.sparing || !o.captured || o.refused != nil || o.closed {
+		o.mu.Unlock()
+		return
+	}
+	o.sparing = true
+	o.wg.Add(1)
+	o.mu.Unlock()
+	go func() {
+		defer o.wg.Done()
+		// Bounded as an instantiation is by its caller: a guest whose
+		// initialisation does not end is stopped.
+		ctx, cancel := context.WithTimeout(o.bg, o.opts.Spare)
+		defer cancel()
+		inst, snap, err := e.Capture(ctx)
+		if inst != nil {
+			inst.Close(context.Background())
+		}
+		o.mu.Lock()
+		o.sparing = false
+		if err != nil {
+			o.mu.Unlock()
+			return
+		}
+		h := &held[S]{snap: snap}
+		if o.closed || o.spare != nil {
+			o.mu.Unlock()
+			h.close(o.opts.Release)
+			return
+		}
+		o.spare = h
+		o.mu.Unlock()
+	}()
+}
+
+// Forget releases owner's snapshot once the restores from it are done
+// (runtime.Owned.Forget; its instances keep theirs). A capture under way
+// for owner is not stopped: it stores what it captures.
+func (o *Owners[S]) Forget(owner string) {
+	o.mu.Lock()
+	h := o.owners[owner]
+	if h != nil {
+		delete(o.owners, owner)
+	}
+	o.mu.Unlock()
+	if h != nil {
+		h.close(o.opts.Release)
+	}
+}
+
+// Close releases every snapshot once the restores from it are done,
+// after ending a spare's capture; every later instance starts from
+// scratch, and a capture under way releases what it captures.
+func (o *Owners[S]) Close() {
+	o.mu.Lock()
+	o.closed = true
+	o.cancel()
+	o.mu.Unlock()
+	o.wg.Wait()
+	o.mu.Lock()
+	owners, spare := o.owners, o.spare
+	o.owners, o.spare = map[string]*held[S]{}, nil
+	o.mu.Unlock()
+	for _, h := range owners {
+		if h != nil {
+			h.close(o.opts.Release)
+		}
+	}
+	if spare != nil {
+		spare.close(o.opts.Release)
+	}
+}
+
+// Lookup returns owner's snapshot, if it has one (not held: for tests and
+// reports, not to restore from).
+func (o *Owners[S]) Lookup(owner string) (snap S, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if h := o.owners[owner]; h != nil {
+		return h.snap, true
+	}
+	return snap, false
+}
+
+// HasSpare reports whether a spare snapshot is ready.
+func (o *Owners[S]) HasSpare() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.spare != nil
+}
