@@ -109,7 +109,7 @@ test-cache:
 # host/e2e included: it drives bin/aiod from outside, but runs hosts and
 # upstreams in-process too.
 NORACE := ./host/internal/interrupt ./host/internal/wasmbin ./host/internal/wasmsnap ./host/caps/... ./cmd/aiod/internal/author ./host/deploy ./host/internal/pathx ./host/internal/netx ./host/internal/layers ./sdk/... ./plugins/...
-NORACE_RUN := -run '^(TestInterpreter|TestMergeDataSameMemory)$$' ./host/runtime/wazero
+NORACE_RUN := -run '^(TestInterpreter|TestMergeDataSameMemory|TestPreparedCache|TestSnapshotCycles)$$' ./host/runtime/wazero
 # The longest packages first, so that none of them starts last.
 FIRST  := ./host/e2e ./host/runtime/wazero ./host/sandboxtest ./host/plugin
 RACEPKGS = $(FIRST) $(filter-out $(shell $(GO) list $(FIRST) $(NORACE)),$(shell $(GO) list ./...))

@@ -2,11 +2,9 @@ package wazero_test
 
 import (
 	"context"
-	"os"
 	goruntime "runtime"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -48,44 +46,6 @@ func instFor(t *testing.T, c runtime.Compiled, owner string) runtime.Instance {
 	}
 	t.Cleanup(func() { inst.Close(context.Background()) })
 	return inst
-}
-
-// TestSnapshotCycles: an owner's snapshot keeps at most 16 runs of pages,
-// and instantiating from it and closing leaves the process's file
-// descriptors and mappings flat. (The engine-neutral snapshot cases are in
-// the conformance table, runtimetest.)
-func TestSnapshotCycles(t *testing.T) {
-	c, notices := snapCompile(t, "host/runtime/runtimetest/testdata/snapguest")
-	instFor(t, c, "o")
-	ok, size, pages, runs := wazero.Snapshot(c, "o")
-	if !ok || runs > 16 { // maxRuns: each run is a mapping of every instance
-		t.Fatalf("snapshot %v with %d runs (at most 16); notices %q", ok, runs, *notices)
-	}
-	t.Logf("snapshot: %d bytes of memory, %d pages changed by the initialisation in %d runs", size, pages, runs)
-	count := func() (fds, maps int) {
-		ents, _ := os.ReadDir("/proc/self/fd")
-		b, _ := os.ReadFile("/proc/self/maps")
-		return len(ents), strings.Count(string(b), "\n")
-	}
-	cycle := func() {
-		inst, err := runtime.InstantiateFor(context.Background(), c, "o")
-		if err != nil {
-			t.Fatal(err)
-		}
-		inst.Close(context.Background())
-	}
-	for range 100 {
-		cycle()
-	}
-	fds0, maps0 := count()
-	const n = 10000
-	for range n {
-		cycle()
-	}
-	fds1, maps1 := count()
-	if fds1 > fds0+2 || maps1 > maps0+20 {
-		t.Fatalf("after %d cycles: fds %d -> %d, mappings %d -> %d", n, fds0, fds1, maps0, maps1)
-	}
 }
 
 // BenchmarkSnapshotTenants: the memory each tenant (owner) with one warm
