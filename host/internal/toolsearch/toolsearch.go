@@ -152,6 +152,9 @@ func (c *Catalog) index(ctx context.Context) *index {
 	}
 	c.buildMu.Lock()
 	defer c.buildMu.Unlock()
+	// The catalogue again, under the lock: a build from what was read
+	// before waiting could replace a newer one built meanwhile.
+	src = c.source(ctx)
 	if ix := c.cur.Load(); ix != nil && bytes.Equal(ix.src, src) {
 		return ix // built meanwhile
 	}
