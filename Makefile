@@ -28,7 +28,7 @@ NODE_TOOLS ?= $(or $(AIOD_NODE_TOOLS),$(CURDIR)/.tools/node)
 
 GOFILES  := $(shell find . -name '*.go' -not -path './.tools/*' -not -path './build/*')
 
-.PHONY: all build builtins plugins examples run test test-go test-short test-cache conformance conformance-engines bench check fmt vet clean
+.PHONY: all build builtins plugins examples run test test-go test-race test-norace test-short test-cache conformance conformance-engines bench check fmt vet clean
 
 all: build plugins
 
@@ -70,7 +70,15 @@ examples: build
 run: build plugins
 	bin/aiod start --host $(HOST) --port $(PORT) --plugins-dir build/plugins --cache-dir build/cache/wazero --engine $(ENGINE)
 
-test: build plugins examples test-go conformance-engines
+# After the race run, the tests without -race run beside the conformance
+# suites (which wait mostly on their Node clients); their output follows.
+test: build plugins examples test-race
+	@mkdir -p build; \
+	$(MAKE) --no-print-directory test-norace >build/test-norace.log 2>&1 & p=$$!; \
+	s=0; $(MAKE) --no-print-directory conformance-engines || s=$$?; \
+	n=0; wait $$p || n=$$?; \
+	echo "==> the tests without -race (run beside the conformance suites)"; cat build/test-norace.log; \
+	test $$s -eq 0 && test $$n -eq 0
 
 # The conformance suites on both engines at once (each waits mostly on its
 # Node clients): wasmtime's output follows wazero's.
@@ -117,10 +125,18 @@ RACEPKGS = $(FIRST) $(filter-out $(shell $(GO) list $(FIRST) $(NORACE)),$(shell 
 # Every engine-sensitive test iterates the engine table
 # (host/runtime/runtimetest: wazero, and wasmtime in cgo builds) itself;
 # the others say why they run on the default engine only.
-test-go: test-cache
+test-go: test-race test-norace
+
+test-race: test-cache
 	$(GO) test -race -timeout 15m $(RACEPKGS)
-	$(GO) test -timeout 15m $(NORACE)
-	$(GO) test -timeout 15m $(NORACE_RUN)
+
+# The two non-race passes at once: NORACE_RUN is one package (one core).
+test-norace: test-cache
+	@mkdir -p build; \
+	$(GO) test -timeout 15m $(NORACE_RUN) >build/test-norace-run.log 2>&1 & p=$$!; \
+	s=0; $(GO) test -timeout 15m $(NORACE) || s=$$?; \
+	r=0; wait $$p || r=$$?; cat build/test-norace-run.log; \
+	test $$s -eq 0 && test $$r -eq 0
 
 # The edit-compile loop: every package's unit tests, no race detector, no
 # bin/aiod, Chromium, nginx, Node or bubblewrap (the tests that need them,

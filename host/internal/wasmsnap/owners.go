@@ -47,9 +47,11 @@ type Options[S any] struct {
 	// snapshot just captured (which shares them), when that restore works.
 	Reshare bool
 	// Spare, when not zero, has a snapshot captured in the background
-	// after each new owner (once a capture has succeeded) for the next
-	// owner never seen before, which then starts from it at once; the
-	// spare's capture is bounded by Spare.
+	// after each new owner, once the module has served two (and a capture
+	// has succeeded), for the next owner never seen before, which then
+	// starts from it at once; the spare's capture is bounded by Spare. A
+	// module only one owner uses (a host without tenants) never pays for
+	// a spare.
 	Spare time.Duration
 }
 
@@ -167,10 +169,10 @@ func (o *Owners[S]) Instantiate(ctx context.Context, owner string, e Engine[S], 
 
 // spareAhead captures a spare snapshot in the background (Options.Spare),
 // unless there is one, one is being captured, no capture has succeeded
-// yet, or captures are refused.
+// yet, fewer than two owners have come, or captures are refused.
 func (o *Owners[S]) spareAhead(e Engine[S]) {
 	o.mu.Lock()
-	if o.opts.Spare == 0 || o.spare != nil || o.sparing || !o.captured || o.refused != nil || o.closed {
+	if o.opts.Spare == 0 || o.spare != nil || o.sparing || !o.captured || o.refused != nil || o.closed || len(o.owners) < 2 {
 		o.mu.Unlock()
 		return
 	}

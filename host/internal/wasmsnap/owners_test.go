@@ -478,10 +478,10 @@ func TestOwnersCaptureAfter(t *testing.T) {
 	}
 }
 
-// TestOwnersSpare: with Options.Spare, a spare is captured after the first
-// capture; a new owner takes it (restored, no capture of its own) and
-// another is captured; Close ends a spare's capture under way and releases
-// the spare.
+// TestOwnersSpare: with Options.Spare, a spare is captured once a second
+// owner has come (a module one owner uses never pays for one); a new owner
+// takes it (restored, no capture of its own) and another is captured;
+// Close ends a spare's capture under way and releases the spare.
 func TestOwnersSpare(t *testing.T) {
 	wait := func(t *testing.T, o *Owners[*fakeSnap]) {
 		t.Helper()
@@ -498,26 +498,33 @@ func TestOwnersSpare(t *testing.T) {
 		if inst, err := o.Instantiate(ctx, "a", e, nil); err != nil || inst.(*fakeInst).how != "restored 0" {
 			t.Fatal(inst, err)
 		}
-		wait(t, o)
+		time.Sleep(20 * time.Millisecond)
+		if o.HasSpare() {
+			t.Fatal("a spare while one owner has come")
+		}
 		if inst, err := o.Instantiate(ctx, "b", e, nil); err != nil || inst.(*fakeInst).how != "restored 1" {
 			t.Fatal(inst, err)
 		}
-		if s, ok := o.Lookup("b"); !ok || s.id != 1 {
-			t.Fatalf("b's snapshot %v", s)
+		wait(t, o)
+		if inst, err := o.Instantiate(ctx, "c", e, nil); err != nil || inst.(*fakeInst).how != "restored 2" {
+			t.Fatal(inst, err)
+		}
+		if s, ok := o.Lookup("c"); !ok || s.id != 2 {
+			t.Fatalf("c's snapshot %v", s)
 		}
 		wait(t, o)
-		if inst, err := o.Instantiate(ctx, "b", e, nil); err != nil || inst.(*fakeInst).how != "restored 1" {
+		if inst, err := o.Instantiate(ctx, "c", e, nil); err != nil || inst.(*fakeInst).how != "restored 2" {
 			t.Fatal(inst, err)
 		}
 		o.Close()
-		if got := e.released(); !slices.Equal(got, []int{0, 1, 2}) {
+		if got := e.released(); !slices.Equal(got, []int{0, 1, 2, 3}) {
 			t.Fatalf("released %v after Close", got)
 		}
 		// The spare's capture and the restore from the spare taken run
 		// at once: their order is either.
 		got := e.logged()
 		slices.Sort(got)
-		if want := []string{"capture", "capture", "capture", "restore 0", "restore 1", "restore 1"}; !slices.Equal(got, want) {
+		if want := []string{"capture", "capture", "capture", "capture", "restore 0", "restore 1", "restore 2", "restore 2"}; !slices.Equal(got, want) {
 			t.Fatalf("engine asked %q, want %q", got, want)
 		}
 	})
@@ -534,12 +541,14 @@ func TestOwnersSpare(t *testing.T) {
 		}
 	})
 	t.Run("close ends its capture", func(t *testing.T) {
-		e := &fakeEngine{gate: make(chan struct{}), gateFrom: 1, inCap: make(chan struct{}, 2)}
+		e := &fakeEngine{gate: make(chan struct{}), gateFrom: 2, inCap: make(chan struct{}, 3)}
 		o := newTable(Options[*fakeSnap]{Spare: time.Minute})
-		if _, err := o.Instantiate(context.Background(), "a", e, nil); err != nil {
-			t.Fatal(err)
+		for _, owner := range []string{"a", "b"} {
+			if _, err := o.Instantiate(context.Background(), owner, e, nil); err != nil {
+				t.Fatal(err)
+			}
 		}
-		// The spare's capture (the second) waits on the gate until Close
+		// The spare's capture (the third) waits on the gate until Close
 		// cancels it.
 		o.Close()
 		if !slices.Contains(e.logged(), "capture stopped") {
@@ -548,7 +557,7 @@ func TestOwnersSpare(t *testing.T) {
 		if o.HasSpare() {
 			t.Fatal("a spare after Close")
 		}
-		if got := e.released(); !slices.Equal(got, []int{0}) {
+		if got := e.released(); !slices.Equal(got, []int{0, 1}) {
 			t.Fatalf("released %v", got)
 		}
 	})
