@@ -127,8 +127,11 @@ RACEPKGS = $(FIRST) $(filter-out $(shell $(GO) list $(FIRST) $(NORACE)),$(shell 
 # the others say why they run on the default engine only.
 test-go: test-race test-norace
 
+# Three packages at a time on two cores: the long ones wait on processes,
+# browsers and deadlines much of the time (host/sandboxtest alone keeps
+# 1.02 cores busy).
 test-race: test-cache
-	$(GO) test -race -timeout 15m $(RACEPKGS)
+	$(GO) test -race -p 3 -timeout 15m $(RACEPKGS)
 
 # The two non-race passes at once: NORACE_RUN is one package (one core).
 test-norace: test-cache
