@@ -28,7 +28,7 @@ NODE_TOOLS ?= $(or $(AIOD_NODE_TOOLS),$(CURDIR)/.tools/node)
 
 GOFILES  := $(shell find . -name '*.go' -not -path './.tools/*' -not -path './build/*')
 
-.PHONY: all build builtins plugins examples run test test-go test-race test-norace test-short test-cache conformance conformance-engines bench check fmt vet clean
+.PHONY: all build builtins plugins examples run test test-go test-race test-norace test-norace-run test-short test-cache conformance conformance-run conformance-engines conformance-engines-run bench check fmt vet clean
 
 all: build plugins
 
@@ -72,10 +72,11 @@ run: build plugins
 
 # After the race run, the tests without -race run beside the conformance
 # suites (which wait mostly on their Node clients); their output follows.
+# Nothing is built twice: the sub-makes run only tests.
 test: build plugins examples test-race
 	@mkdir -p build; \
-	$(MAKE) --no-print-directory test-norace >build/test-norace.log 2>&1 & p=$$!; \
-	s=0; $(MAKE) --no-print-directory conformance-engines || s=$$?; \
+	$(MAKE) --no-print-directory test-norace-run >build/test-norace.log 2>&1 & p=$$!; \
+	s=0; $(MAKE) --no-print-directory conformance-engines-run || s=$$?; \
 	n=0; wait $$p || n=$$?; \
 	echo "==> the tests without -race (run beside the conformance suites)"; cat build/test-norace.log; \
 	test $$s -eq 0 && test $$n -eq 0
@@ -83,9 +84,12 @@ test: build plugins examples test-race
 # The conformance suites on both engines at once (each waits mostly on its
 # Node clients): wasmtime's output follows wazero's.
 conformance-engines: build plugins
+	$(MAKE) --no-print-directory conformance-engines-run
+
+conformance-engines-run:
 	@mkdir -p build; \
-	$(MAKE) --no-print-directory conformance ENGINE=wasmtime >build/conformance-wasmtime.log 2>&1 & p=$$!; \
-	s=0; $(MAKE) --no-print-directory conformance ENGINE=wazero || s=$$?; \
+	$(MAKE) --no-print-directory conformance-run ENGINE=wasmtime >build/conformance-wasmtime.log 2>&1 & p=$$!; \
+	s=0; $(MAKE) --no-print-directory conformance-run ENGINE=wazero || s=$$?; \
 	w=0; wait $$p || w=$$?; \
 	echo "==> conformance on wasmtime (run beside wazero's)"; cat build/conformance-wasmtime.log; \
 	test $$s -eq 0 && test $$w -eq 0
@@ -94,6 +98,11 @@ conformance-engines: build plugins
 # --requirements 2025-11-25 and 2026-07-28) against one bin/aiod with
 # build/plugins, Node 22 and the suites installed from host/e2e/testdata/node.
 conformance: build plugins
+	$(MAKE) --no-print-directory conformance-run
+
+# The suites against what is built (conformance and conformance-engines
+# build first, once).
+conformance-run:
 	AIO_ENGINE=$(ENGINE) AIOD_E2E_CONFORMANCE=1 $(GO) test -count=1 -timeout 15m -run '^TestConformance$$' -v ./host/e2e
 
 # The tests' compile cache. Test binaries key wazero's compile cache "dev"
@@ -135,6 +144,9 @@ test-race: test-cache
 
 # The two non-race passes at once: NORACE_RUN is one package (one core).
 test-norace: test-cache
+	$(MAKE) --no-print-directory test-norace-run
+
+test-norace-run:
 	@mkdir -p build; \
 	$(GO) test -timeout 15m $(NORACE_RUN) >build/test-norace-run.log 2>&1 & p=$$!; \
 	s=0; $(GO) test -timeout 15m $(NORACE) || s=$$?; \
