@@ -229,17 +229,13 @@ func (c *compiled) restoreInto(inst *instance, snap *snapshot) (err error) {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	wi, err := c.newInstance(inst.s)
-	if err != nil {
+	if err := c.link(inst); err != nil {
 		return err
 	}
-	inst.wi = wi
-	ex := wi.GetExport(inst.s, "memory")
-	if ex == nil || ex.Memory() == nil {
+	mem := inst.st.mem
+	if mem == nil {
 		return errors.New("no exported memory")
 	}
-	mem := ex.Memory()
-	inst.st.mem = mem
 	if have, want := mem.Size(inst.s), snap.size/65536; want > have {
 		if _, err := mem.Grow(inst.s, want-have); err != nil {
 			return fmt.Errorf("grow to the snapshot's %d pages: %w", want, err)
@@ -261,7 +257,7 @@ func (c *compiled) restoreInto(inst *instance, snap *snapshot) (err error) {
 		}
 	}
 	for k, g := range c.snaps.plan.Globals {
-		ex := wi.GetExport(inst.s, g.Name)
+		ex := inst.wi.GetExport(inst.s, g.Name)
 		if ex == nil || ex.Global() == nil {
 			return fmt.Errorf("global %s missing", g.Name)
 		}

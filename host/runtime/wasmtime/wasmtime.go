@@ -526,18 +526,13 @@ func (c *compiled) instantiateSeen(inst *instance, fresh func([]byte)) (err erro
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	wi, err := c.newInstance(inst.s)
-	if err != nil {
+	if err := c.link(inst); err != nil {
 		return err
-	}
-	inst.wi = wi
-	if ex := wi.GetExport(inst.s, "memory"); ex != nil {
-		inst.st.mem = ex.Memory()
 	}
 	if fresh != nil && inst.st.mem != nil {
 		fresh(inst.st.mem.UnsafeData(inst.s))
 	}
-	if f := wi.GetFunc(inst.s, "_initialize"); f != nil {
+	if f := inst.wi.GetFunc(inst.s, "_initialize"); f != nil {
 		if _, err := f.Call(inst.s); err != nil {
 			return err
 		}
@@ -564,15 +559,10 @@ func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []by
 		if err := inst.refuel(); err != nil {
 			return err
 		}
-		wi, err := c.newInstance(s)
-		if err != nil {
+		if err := c.link(inst); err != nil {
 			return err
 		}
-		inst.wi = wi
-		if ex := wi.GetExport(s, "memory"); ex != nil {
-			st.mem = ex.Memory()
-		}
-		f := wi.GetFunc(s, "_start")
+		f := inst.wi.GetFunc(s, "_start")
 		if f == nil {
 			return errors.New("module has no _start")
 		}
@@ -594,6 +584,20 @@ func (c *compiled) RunCommand(ctx context.Context, call *hostfn.Call, stdin []by
 		return nil, 0, classify(ctx, err, inst)
 	}
 	return out.Bytes(), 0, nil
+}
+
+// link instantiates the module into inst's store without running
+// anything, and keeps the instance and its exported memory (nil: none).
+func (c *compiled) link(inst *instance) error {
+	wi, err := c.newInstance(inst.s)
+	if err != nil {
+		return err
+	}
+	inst.wi = wi
+	if ex := wi.GetExport(inst.s, "memory"); ex != nil {
+		inst.st.mem = ex.Memory()
+	}
+	return nil
 }
 
 // newInstance instantiates the module into s without running anything.
