@@ -103,15 +103,21 @@ conformance: build plugins
 # The suites against what is built (conformance and conformance-engines
 # build first, once).
 conformance-run:
-	AIO_ENGINE=$(ENGINE) AIOD_E2E_CONFORMANCE=1 $(GO) test -count=1 -timeout 15m -run '^TestConformance$$' -v ./host/e2e
+	AIO_ENGINE=$(ENGINE) AIOD_E2E_CONFORMANCE=1 $(GO) test $(TESTFLAGS) -count=1 -timeout 15m -run '^TestConformance$$' -v ./host/e2e
 
-# The tests' compile cache. Test binaries key wazero's compile cache "dev"
-# (no module versions in their build info), so the cache `make build`
-# warmed is not theirs: cmd/aiodtestcache compiles the built modules into
-# it as a test binary would, without the race detector, or the first -race
-# test to load the built-ins compiles them all under it (minutes on two
-# cores).
-TESTMODS = $(wildcard plugins/builtin/dist/*/plugin.wasm plugins/browser/dist/*/plugin.wasm build/plugins/*/plugin.wasm)
+# How make links test binaries: without DWARF (-w: a race test binary's
+# link takes a third less processor time, and nothing reads it: stack traces
+# and race reports come from the binary's own tables), and with wazero's
+# release stamped in, so that they key wazero's compile cache as bin/aiod and
+# bin/aiodpack do and find every module `make build plugins examples`
+# compiled (a test binary has no module versions in its build info: unstamped
+# it keys the cache "dev", see cmd/aiodtestcache).
+WAZERO_VERSION := $(shell $(GO) list -m -f '{{.Version}}' github.com/tetratelabs/wazero)
+TESTFLAGS ?= -ldflags='-w -X github.com/tetratelabs/wazero/internal/version.version=$(WAZERO_VERSION)'
+
+# The compile cache for a plain `go test` (unstamped test binaries key it
+# "dev"): compiles the built modules into it as such a binary would, without
+# the race detector. make's own test targets do not need it (TESTFLAGS).
 test-cache:
 	$(GO) run ./cmd/aiodtestcache -cache-dir build/cache/wazero $(TESTMODS)
 
@@ -139,17 +145,17 @@ test-go: test-race test-norace
 # Three packages at a time on two cores: the long ones wait on processes,
 # browsers and deadlines much of the time (host/sandboxtest alone keeps
 # 1.02 cores busy).
-test-race: test-cache
-	$(GO) test -race -p 3 -timeout 15m $(RACEPKGS)
+test-race:
+	$(GO) test $(TESTFLAGS) -race -p 3 -timeout 15m $(RACEPKGS)
 
 # The two non-race passes at once: NORACE_RUN is one package (one core).
-test-norace: test-cache
+test-norace:
 	$(MAKE) --no-print-directory test-norace-run
 
 test-norace-run:
 	@mkdir -p build; \
-	$(GO) test -timeout 15m $(NORACE_RUN) >build/test-norace-run.log 2>&1 & p=$$!; \
-	s=0; $(GO) test -timeout 15m $(NORACE) || s=$$?; \
+	$(GO) test $(TESTFLAGS) -timeout 15m $(NORACE_RUN) >build/test-norace-run.log 2>&1 & p=$$!; \
+	s=0; $(GO) test $(TESTFLAGS) -timeout 15m $(NORACE) || s=$$?; \
 	r=0; wait $$p || r=$$?; cat build/test-norace-run.log; \
 	test $$s -eq 0 && test $$r -eq 0
 
@@ -157,7 +163,7 @@ test-norace-run:
 # bin/aiod, Chromium, nginx, Node or bubblewrap (the tests that need them,
 # or take long, skip in -short and say why). Not a substitute for make test.
 test-short:
-	$(GO) test -short -count=1 ./...
+	$(GO) test $(TESTFLAGS) -short -count=1 ./...
 
 bench: build plugins
 	.ci/bench.sh

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
+	"github.com/aiodhq/aiod/host/internal/testwasm"
 )
 
 // minimal is the smallest module with a function, so that it has code to
@@ -49,9 +50,10 @@ func entries(t *testing.T, dir string) map[string]entry {
 
 // TestWarmCommandKeysLikeATestBinary builds cmd/aiodtestcache as make
 // runs it (a build whose build info names wazero's release), warms a cache
-// with it, then compiles the same module in this test binary, which keys
-// the cache "dev" like every test binary of the repository: it must find
-// the entry the command wrote instead of writing one of its own.
+// with it for this test binary's key ("dev" under a plain `go test`,
+// wazero's release under make's TESTFLAGS), then compiles the same module
+// in this test binary: it must find the entry the command wrote instead of
+// writing one of its own.
 func TestWarmCommandKeysLikeATestBinary(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "aiodtestcache")
@@ -66,7 +68,8 @@ func TestWarmCommandKeysLikeATestBinary(t *testing.T) {
 	}
 	cache := filepath.Join(dir, "cache")
 	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "-cache-dir", cache, mod)
+	key := testwasm.CacheKey()
+	cmd := exec.Command(bin, "-cache-dir", cache, "-key", key, mod)
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("aiodtestcache: %v\n%s", err, stderr.String())
@@ -78,8 +81,8 @@ func TestWarmCommandKeysLikeATestBinary(t *testing.T) {
 			continue // the instrumented module, keyed by its bytes alone
 		}
 		compiled++
-		if !strings.HasPrefix(rel, "wazero-dev-") {
-			t.Errorf("cache entry %s: want it under wazero-dev-* (the name test binaries read)", rel)
+		if !strings.HasPrefix(rel, "wazero-"+key+"-") {
+			t.Errorf("cache entry %s: want it under wazero-%s-* (the name this test binary reads)", rel, key)
 		}
 	}
 	if compiled == 0 {

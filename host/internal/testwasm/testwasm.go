@@ -14,6 +14,9 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	_ "unsafe" // go:linkname
+
+	_ "github.com/tetratelabs/wazero" // links the version CacheKey reads
 )
 
 var (
@@ -98,7 +101,7 @@ func Warm(t testing.TB, wasm []byte) {
 		t.Fatal(err)
 	}
 	// Not bin/aiodpack: see cmd/aiodtestcache.
-	cmd := exec.Command("go", "run", "./cmd/aiodtestcache", "-cache-dir", CacheDir(), in)
+	cmd := exec.Command("go", "run", "./cmd/aiodtestcache", "-cache-dir", CacheDir(), "-key", CacheKey(), in)
 	cmd.Dir = Root()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -109,3 +112,19 @@ func Warm(t testing.TB, wasm []byte) {
 }
 
 var warmed = map[string]bool{}
+
+// CacheKey is the version wazero keys this binary's compile cache by:
+// wazero's release where the link stamped it (make test's TESTFLAGS), else
+// "dev", as in a plain `go test` binary (no module versions in its build
+// info).
+func CacheKey() string {
+	if wazeroVersion != "" {
+		return wazeroVersion
+	}
+	return "dev"
+}
+
+// wazeroVersion is what -X stamps (wazero's internal/version.version).
+//
+//go:linkname wazeroVersion github.com/tetratelabs/wazero/internal/version.version
+var wazeroVersion string
