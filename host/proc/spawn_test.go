@@ -132,7 +132,7 @@ func TestSpawnTimeout(t *testing.T) {
 		start := time.Now()
 		res := spawnSh(t, m, bgPidSh+hostPidSh+`; sleep 300`,
 			func(r *SpawnRequest) { r.Timeout = 500 * time.Millisecond })
-		if d := time.Since(start); d > 1500*time.Millisecond {
+		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("returned after %v, timeout 500ms", d)
 		}
 		if !res.TimedOut || res.Killed != "timeout" || res.Signal != "SIGKILL" || res.ExitCode != -1 {
@@ -153,7 +153,9 @@ func TestSpawnLeftovers(t *testing.T) {
 		m := newManager(t, Config{Isolation: iso})
 		start := time.Now()
 		res := spawnSh(t, m, bgPidSh+`echo parent done`, nil)
-		if d := time.Since(start); d > 1500*time.Millisecond {
+		// "At once" against the child's 300 s: the bound leaves room for a
+		// machine busy with other packages' tests.
+		if d := time.Since(start); d > 10*time.Second {
 			t.Errorf("returned after %v", d)
 		}
 		out := strings.TrimSuffix(string(res.Stdout), "parent done\n")
