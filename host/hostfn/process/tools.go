@@ -169,6 +169,10 @@ func (t *toolChannel) started() {
 // for a line too long, or close is called; each request is one step.
 func (t *toolChannel) serve(ctx context.Context, base ToolCall, maxCalls int, caller ToolCaller) {
 	defer close(t.done)
+	// once serve is done, the program's writes fail and its reads end
+	// rather than wait for nothing
+	defer t.ansW.Close()
+	defer t.reqR.Close()
 	br := bufio.NewReaderSize(t.reqR, 64<<10)
 	for {
 		line, err := readLine(br, MaxToolRequest)
