@@ -142,7 +142,9 @@ func (e *toolEnv) spawn(t *testing.T, grant *caps.Grant, script string, tools *a
 // reading answers on fd 4) against the family's tool channel.
 func TestToolChannel(t *testing.T) {
 	e := newToolEnv(t)
-	ask := func(line string) string { return `printf '%s\n' '` + line + `' >&3; IFS= read -r a <&4; printf '%s\n' "$a"; ` }
+	ask := func(line string) string {
+		return `printf '%s\n' '` + line + `' >&3; IFS= read -r a <&4; printf '%s\n' "$a"; `
+	}
 	for _, tc := range []struct {
 		name, script string
 		tools        *abi.ProcessTools
