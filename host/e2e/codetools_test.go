@@ -62,7 +62,11 @@ func goSDK(t *testing.T, url, key, v string) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	hc := &http.Client{Transport: headerTransport{h: map[string]string{"Authorization": "Bearer " + key}, base: http.DefaultTransport}}
+	h := map[string]string{}
+	if key != "" {
+		h["Authorization"] = "Bearer " + key
+	}
+	hc := &http.Client{Transport: headerTransport{h: h, base: http.DefaultTransport}}
 	c := mcp.NewClient(&mcp.Implementation{Name: "aiod-e2e-code", Version: "1.0.0"}, nil)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: v})
 	if err != nil {
