@@ -153,7 +153,10 @@ _aiod_main()
 // notebook would; code using top-level await runs in an async function.
 // tools.<name>(args) and call(name, args) return a tool's text at once
 // (they block), and throw ToolError when it fails.
-const nodeRunner = `const vm = require('vm'), util = require('util'), fs = require('fs');
+const nodeRunner = `// The runner's own names stay inside a function: a -e script's top-level
+// declarations would be global, and clash with the code's.
+(() => {
+const vm = require('vm'), util = require('util'), fs = require('fs');
 const code = fs.readFileSync(0, 'utf8');
 const channel = process.env.AIOD_TOOLS === '1';
 delete process.env.AIOD_TOOLS;
@@ -213,6 +216,7 @@ try {
   }
   Promise.resolve(r).then((v) => { if (v !== undefined) console.log(util.inspect(v)); }, fail);
 } catch (e) { fail(e); }
+})();
 `
 
 func init() {
