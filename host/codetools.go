@@ -99,7 +99,13 @@ func (ct *codeTools) permitted(ctx context.Context, t *tenant.Tenant, name strin
 	if caps.CodeToolAllowed(globs, name) {
 		return true, ""
 	}
-	a := ct.annotations(ctx, name)
+	return readOnlyClosed(ct.annotations(ctx, name))
+}
+
+// readOnlyClosed reports whether annotations a say read-only and
+// closed-world (MCP's defaults, for hints absent, are the opposite), and
+// if not, what the tool may do.
+func readOnlyClosed(a *abi.ToolAnnotations) (bool, string) {
 	switch {
 	case a == nil || a.ReadOnlyHint == nil || !*a.ReadOnlyHint:
 		return false, "may change something"
