@@ -50,7 +50,7 @@ func (ct *codeTools) call(ctx context.Context, c process.ToolCall) process.ToolA
 		return process.ToolAnswer{Error: kind, Text: text}
 	}
 	// a hidden tool is answered as a missing one, before anything else
-	if !t.Allowed(c.Name) || !ct.exists(ctx, c.Name) {
+	if !t.Allowed(c.Name) || !ct.exists(ctx, t, c.Name) {
 		return refuse(process.ToolUnknown, "unknown", "unknown tool: "+c.Name)
 	}
 	if c.Name == via || c.Name == c.Plugin {
@@ -99,7 +99,7 @@ func (ct *codeTools) permitted(ctx context.Context, t *tenant.Tenant, name strin
 	if caps.CodeToolAllowed(globs, name) {
 		return true, ""
 	}
-	return readOnlyClosed(ct.annotations(ctx, name))
+	return readOnlyClosed(ct.annotations(ctx, t, name))
 }
 
 // readOnlyClosed reports whether annotations a say read-only and
@@ -117,20 +117,20 @@ func readOnlyClosed(a *abi.ToolAnnotations) (bool, string) {
 
 // exists reports whether name is a tool of the catalogue the tenant's
 // calls reach (a plugin's, or a visible upstream's).
-func (ct *codeTools) exists(ctx context.Context, name string) bool {
+func (ct *codeTools) exists(ctx context.Context, t *tenant.Tenant, name string) bool {
 	if ct.h.reg.Catalog().Lookup(name) != nil {
 		return true
 	}
-	_, ok := ct.upstreamTool(ctx, name)
+	_, ok := ct.upstreamTool(ctx, t, name)
 	return ok
 }
 
 // annotations are name's tool annotations (nil: none).
-func (ct *codeTools) annotations(ctx context.Context, name string) *abi.ToolAnnotations {
+func (ct *codeTools) annotations(ctx context.Context, t *tenant.Tenant, name string) *abi.ToolAnnotations {
 	if tl := ct.h.reg.Catalog().Lookup(name); tl != nil {
 		return tl.Decl.Annotations
 	}
-	def, ok := ct.upstreamTool(ctx, name)
+	def, ok := ct.upstreamTool(ctx, t, name)
 	if !ok {
 		return nil
 	}
@@ -146,7 +146,7 @@ func (ct *codeTools) annotations(ctx context.Context, name string) *abi.ToolAnno
 // upstreamTool is the definition of the upstream tool published as name,
 // as the tenant sees it (an upstream it may not use, or a tool its pin
 // withholds, has none).
-func (ct *codeTools) upstreamTool(ctx context.Context, name string) (json.RawMessage, bool) {
+func (ct *codeTools) upstreamTool(ctx context.Context, t *tenant.Tenant, name string) (json.RawMessage, bool) {
 	ups := ct.h.ups
 	if ups == nil {
 		return nil, false
@@ -155,7 +155,7 @@ func (ct *codeTools) upstreamTool(ctx context.Context, name string) (json.RawMes
 	defer cancel()
 	for _, tl := range ups.Tools(lctx) {
 		if tl.Name == name {
-			if !tenant.FromContext(ctx).UpstreamAllowed(tl.Server) {
+			if !t.UpstreamAllowed(tl.Server) {
 				return nil, false
 			}
 			return tl.Definition, true

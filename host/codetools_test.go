@@ -1,0 +1,72 @@
+package host_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aiodhq/aiod/host"
+	"github.com/aiodhq/aiod/host/upstream"
+	"github.com/aiodhq/aiod/plugins/builtin"
+)
+
+// TestCodeToolsUpstreams: a program's calls of an upstream's tools go
+// through the same catalogue as a client's: unannotated, they are the
+// model's to call; widened by --code-tools they run; withheld by the
+// pins, they are unknown to the program as to a client.
+func TestCodeToolsUpstreams(t *testing.T) {
+	if !builtin.Present() {
+		if testing.Short() {
+			t.Skip("the built-in plugins are not built (make build; make test builds them)")
+		}
+		t.Fatal("the built-in plugins are not built (make build)")
+	}
+	up := newGoUpstream(t, true)
+	emptyPins := filepath.Join(t.TempDir(), "pins.json")
+	if err := os.WriteFile(emptyPins, []byte(`{"version":1,"servers":{}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	program := `for n in ["up_echo", "up_nothing"]:
+    try:
+        print(call(n, {"text": "hi"}))
+    except ToolError as e:
+        print(e.kind, e)`
+	for _, tc := range []struct {
+		name  string
+		edit  func(*host.Config)
+		want  string
+		calls string // what a client's tools/call of up_echo answers
+	}{
+		{name: "not annotated read-only", edit: func(*host.Config) {},
+			want: "refused up_echo may change something: it is not called from code; make that call yourself\nunknown unknown tool: up_nothing\n", calls: `"text":"hi"`},
+		{name: "widened", edit: func(c *host.Config) { c.CodeTools = []string{"up_*"} },
+			want: "hi\nunknown unknown tool: up_nothing\n", calls: `"text":"hi"`},
+		{name: "withheld by the pins", edit: func(c *host.Config) { c.CodeTools, c.PinUpstreams = []string{"*"}, emptyPins },
+			want: "unknown unknown tool: up_echo\nunknown unknown tool: up_nothing\n", calls: `"isError":true`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, _ := startUpstreamHost(t, []upstream.Server{{Name: "up", URL: up.URL, Prefix: "up"}}, func(c *host.Config) {
+				c.Builtins = builtin.FS()
+				tc.edit(c)
+			})
+			args, _ := json.Marshal(map[string]any{"language": "python", "code": program})
+			a, raw := rpc(t, url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_execute_code","arguments":`+string(args)+`}}`)
+			if a.Error != nil || len(a.Result.Content) != 1 {
+				t.Fatalf("sandbox_execute_code: %s", raw)
+			}
+			var out struct{ Status, Stdout, Stderr string }
+			if err := json.Unmarshal([]byte(a.Result.Content[0].Text), &out); err != nil {
+				t.Fatal(err)
+			}
+			if out.Status != "ok" || out.Stdout != tc.want {
+				t.Fatalf("program: %s %q, want %q (stderr %q)", out.Status, out.Stdout, tc.want, out.Stderr)
+			}
+			_, raw = rpc(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up_echo","arguments":{"text":"hi"}}}`)
+			if !strings.Contains(raw, tc.calls) {
+				t.Errorf("a client's call of up_echo: %s, want %s", raw, tc.calls)
+			}
+		})
+	}
+}
