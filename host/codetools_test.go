@@ -70,3 +70,37 @@ func TestCodeToolsUpstreams(t *testing.T) {
 		})
 	}
 }
+
+// TestCodeToolsWithoutGrant: an operator's policy entry for the code tool
+// without the process tools grant takes the channel away: programs run,
+// and a call raises ToolError of kind unavailable.
+func TestCodeToolsWithoutGrant(t *testing.T) {
+	if !builtin.Present() {
+		if testing.Short() {
+			t.Skip("the built-in plugins are not built (make build; make test builds them)")
+		}
+		t.Fatal("the built-in plugins are not built (make build)")
+	}
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(policy, []byte(`{"plugins":{"sandbox_execute_code":{"process":{"commands":["python3","node"],"cwd":["$SANDBOX"]}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := startHost(t, host.Config{Builtins: builtin.FS(), PolicyFile: policy})
+	for _, tc := range []struct{ lang, code string }{
+		{"python", "try:\n    tools.sandbox_get_context()\nexcept ToolError as e:\n    print(e.kind, e)"},
+		{"javascript", "try { tools.sandbox_get_context() } catch (e) { console.log(e.kind, e.message) }"},
+	} {
+		args, _ := json.Marshal(map[string]any{"language": tc.lang, "code": tc.code})
+		a, raw := rpc(t, url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_execute_code","arguments":`+string(args)+`}}`)
+		if a.Error != nil || len(a.Result.Content) != 1 {
+			t.Fatalf("sandbox_execute_code: %s", raw)
+		}
+		var out struct{ Status, Stdout string }
+		if err := json.Unmarshal([]byte(a.Result.Content[0].Text), &out); err != nil {
+			t.Fatal(err)
+		}
+		if want := "unavailable programs cannot call tools here (the host gave this run no tool channel)\n"; out.Status != "ok" || out.Stdout != want {
+			t.Errorf("%s: %s %q, want %q", tc.lang, out.Status, out.Stdout, want)
+		}
+	}
+}

@@ -224,3 +224,21 @@ func TestToolChannelTimeout(t *testing.T) {
 		t.Fatalf("spawn took %v", d)
 	}
 }
+
+// TestToolChannelNeverRead: a program that floods requests and never
+// reads an answer fills both pipes; it is killed at its timeout and the
+// spawn returns, its calls counted.
+func TestToolChannelNeverRead(t *testing.T) {
+	e := newToolEnv(t)
+	start := time.Now()
+	code, r, raw := e.spawn(t, toolGrant(true), `while :; do printf '{"name":"x","arguments":{"pad":"%01000d"}}\n' 0 >&3; done`, &abi.ProcessTools{}, time.Second)
+	if code != abi.OK || !r.TimedOut || r.ToolCalls == 0 {
+		t.Fatalf("spawn: %v timed_out %v calls %d %.300s", code, r.TimedOut, r.ToolCalls, raw)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("spawn took %v", d)
+	}
+	if n := len(e.calls); n > abi.MaxToolCalls {
+		t.Fatalf("%d calls made, at most %d", n, abi.MaxToolCalls)
+	}
+}
