@@ -104,3 +104,35 @@ func TestCodeToolsWithoutGrant(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeToolsQuota: a program's calls take their tenant's
+// calls_per_minute tokens: with a bucket of one, the call that runs the
+// program takes it, and the program's call is answered limit, with an
+// audit line of outcome quota.
+func TestCodeToolsQuota(t *testing.T) {
+	const key = "code-quota-key-0123456789"
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	p := `{"tenants":{"slow":{"keys":["` + keyLine(key) + `"],"tools":["sandbox_execute_code","sandbox_get_context"],"quotas":{"calls_per_minute":6}}}}`
+	if err := os.WriteFile(policy, []byte(p), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	auditLog := filepath.Join(t.TempDir(), "audit.jsonl")
+	url := startTenancyHost(t, host.Config{PolicyFile: policy, TenancyConfig: host.TenancyConfig{AuditLog: auditLog}})
+	args, _ := json.Marshal(map[string]any{"language": "python", "code": "try:\n    tools.sandbox_get_context()\nexcept ToolError as e:\n    print(e.kind, e)"})
+	r := do(t, "POST", url, key, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_execute_code","arguments":`+string(args)+`}}`, nil)
+	var a rpcAnswer
+	if r.status != 200 || json.Unmarshal([]byte(r.body), &a) != nil || len(a.Result.Content) != 1 {
+		t.Fatalf("sandbox_execute_code: %d %s", r.status, r.body)
+	}
+	var out struct{ Status, Stdout string }
+	if err := json.Unmarshal([]byte(a.Result.Content[0].Text), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.Stdout, "limit quota exceeded: tenant slow is at its calls_per_minute quota (6)") {
+		t.Fatalf("program: %s %q", out.Status, out.Stdout)
+	}
+	b, err := os.ReadFile(auditLog)
+	if err != nil || !strings.Contains(string(b), `"tool":"sandbox_get_context"`) || !strings.Contains(string(b), `"outcome":"quota"`) || !strings.Contains(string(b), `"via":"sandbox_execute_code","step":1`) {
+		t.Fatalf("audit log: %v\n%s", err, b)
+	}
+}
