@@ -90,6 +90,11 @@ type Config struct {
 	PageToolsConfig
 	// ToolSearchConfig: tool search (host/internal/toolsearch).
 	ToolSearchConfig
+	// CodeTools are globs over the tools programs run by
+	// sandbox_execute_code may call besides those annotated read-only and
+	// closed-world (--code-tools, AIO_CODE_TOOLS; spec/code-tools.md); a
+	// tenant's code_tools in the policy overrides it. Nil: none.
+	CodeTools []string
 }
 
 // Listen defaults (Config.Host and Config.Port when zero; cmd/aiod shows

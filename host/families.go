@@ -134,7 +134,7 @@ func builtinPolicy(p *caps.Policy) *caps.Policy {
 	np := *p
 	np.Default = &abi.Capabilities{
 		Files:   &abi.FilesScope{Paths: []abi.PathScope{{Path: "$SANDBOX", Mode: abi.ReadWrite}}},
-		Process: &abi.ProcessScope{Commands: []string{"*"}, Cwd: []string{"$SANDBOX"}, Shell: true},
+		Process: &abi.ProcessScope{Commands: []string{"*"}, Cwd: []string{"$SANDBOX"}, Shell: true, Tools: true},
 		State:   &abi.StateScope{MaxBytes: 64 << 20},
 		// Any CDP method a built-in names (the sensitive ones only when
 		// named, cdp.Family); new targets for one that asks (the

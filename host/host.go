@@ -27,6 +27,7 @@ import (
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/doctor"
+	"github.com/aiodhq/aiod/host/hostfn/process"
 	"github.com/aiodhq/aiod/host/internal/composite"
 	"github.com/aiodhq/aiod/host/internal/footprint"
 	"github.com/aiodhq/aiod/host/internal/netx"
@@ -113,6 +114,11 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		func() error {
 			return h.provisionProtocol(mcp.Options{MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout,
 				ReplicaID: cfg.ReplicaID, Tasks: taskOptions(p.policy.Limits)}, p.stateKeys, cfg.ToolSearchConfig)
+		},
+		func() error {
+			// programs' tool calls go through the protocol layer just made
+			process.SetToolCaller(h.fams.proc, (&codeTools{h: h, globs: cfg.CodeTools}).call)
+			return nil
 		},
 		func() error {
 			h.provisionServer(server.Options{APIKey: cfg.APIKey, Loopback: netx.Loopback(cfg.Host),

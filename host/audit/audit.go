@@ -47,6 +47,12 @@ type Entry struct {
 	Code        int       `json:"code,omitempty"` // the JSON-RPC error code, when one
 	ResultBytes int       `json:"result_bytes"`
 	Quota       string    `json:"quota,omitempty"`
+	// Via and Step mark a call a program made (spec/code-tools.md): the
+	// tool whose program made it, and which of its calls it was.
+	Via  string `json:"via,omitempty"`
+	Step int    `json:"step,omitempty"`
+	// Reason says why a program's call was refused before it ran.
+	Reason string `json:"reason,omitempty"`
 }
 
 // ErrUnavailable refuses a request whose audit line could not be written
@@ -141,7 +147,7 @@ func (l *Log) Middleware() mcp.Middleware {
 		return func(ctx context.Context, req *mcp.Request) (json.RawMessage, error) {
 			start := time.Now()
 			e := Entry{Time: start.UTC(), Tenant: req.Owner(), Session: req.SessionID, Method: req.Method, Tool: req.Name,
-				ArgsSHA256: argsDigest(req)}
+				ArgsSHA256: argsDigest(req), Via: req.Via, Step: req.Step}
 			if t := tenant.FromContext(ctx); t != nil {
 				e.Tenant = t.Name
 			}

@@ -95,6 +95,7 @@ func FuzzParsePolicy(f *testing.F) {
 		`{}`,
 		`{"plugins":{"notes":{"files":{"paths":[{"path":"$HOME/notes","mode":"rw"}]},"process":{"commands":["git"],"cwd":["$HOME/notes"]}}},"default":{"state":{"max_bytes":65536}}}`,
 		`{"default":{"files":{"paths":[{"path":"$SANDBOX","mode":"rw"}]},"process":{"commands":["*"],"cwd":["$SANDBOX"],"shell":true},"state":{"max_bytes":67108864}}}`,
+		`{"default":{"process":{"commands":["python3"],"tools":true}},"plugins":{"code":{"process":{"commands":["*"],"tools":false}}}}`,
 		`{"default":{"files":{"paths":[{"path":"/","mode":"ro"},{"path":"$SANDBOX/..","mode":"rw"}]},"cdp":{"methods":["*"]},"upstream":{"servers":["*"]}}}`,
 		`{"limits":{"default_timeout_ms":9000,"max_timeout_ms":5000,"default_memory_mib":8192,"max_memory_mib":99999,"max_instances":-1}}`,
 		`{"plugins":{"p":null,"q":{}},"default":null,"limits":null}`,
@@ -262,7 +263,7 @@ func checkGrant(t *testing.T, p *caps.Policy, m *abi.Manifest, env caps.Env) *ca
 			t.Fatalf("root %+v is writable, but no rw request and rw allowance both hold it", r)
 		}
 	}
-	if len(g.Commands) > 0 || len(g.CwdRoots) > 0 || g.Shell {
+	if len(g.Commands) > 0 || len(g.CwdRoots) > 0 || g.Shell || g.Tools {
 		if req.Process == nil || allowed.Process == nil {
 			t.Fatal("process scope without a process request and allowance")
 		}
@@ -290,6 +291,9 @@ func checkGrant(t *testing.T, p *caps.Policy, m *abi.Manifest, env caps.Env) *ca
 		}
 		if g.Shell && !(req.Process.Shell && allowed.Process.Shell) {
 			t.Fatal("shell granted without both sides")
+		}
+		if g.Tools && !(req.Process.Tools && allowed.Process.Tools) {
+			t.Fatal("tools granted without both sides")
 		}
 	}
 	if g.Timeout <= 0 || g.MemoryPages == 0 || g.MemoryPages > 65536 || g.MaxResultBytes <= 0 || g.MaxInstances <= 0 {

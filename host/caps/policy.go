@@ -177,6 +177,8 @@ type Grant struct {
 	Commands []string
 	CwdRoots []string
 	Shell    bool
+	// Tools: spawned programs may call the calling tenant's tools.
+	Tools bool
 	// StateMaxBytes bounds state per owner.
 	StateMaxBytes int64
 	// CDPMethods are the CDP method patterns the cdp family may send
@@ -275,6 +277,7 @@ var grantRules = []struct {
 			g.CwdRoots = append(g.CwdRoots, r.Path)
 		}
 		g.Shell = req.Process.Shell && allowed.Process.Shell
+		g.Tools = req.Process.Tools && allowed.Process.Tools
 		return len(g.Commands) > 0 && len(g.CwdRoots) > 0
 	}},
 	{abi.FamilyState, func(g *Grant, req, allowed abi.Capabilities, _ Env) bool {

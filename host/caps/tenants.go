@@ -46,6 +46,22 @@ type Tenant struct {
 	// whatever the host's --tool-search says (spec/protocol.md, "Tool
 	// search"); nil: the host's setting.
 	ToolSearch *bool `json:"tool_search,omitempty"`
+	// CodeTools are globs over the tools a program run by
+	// sandbox_execute_code may call besides those annotated read-only and
+	// closed-world (spec/code-tools.md), whatever the host's --code-tools
+	// says; nil: the host's setting; empty: none besides those.
+	CodeTools []string `json:"code_tools,omitempty"`
+}
+
+// CodeToolAllowed reports whether a program may call name, a tool not
+// annotated read-only and closed-world, under globs.
+func CodeToolAllowed(globs []string, name string) bool {
+	for _, g := range globs {
+		if matchPattern(g, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // Quotas are per-tenant limits; 0 (or absent) means no limit of this kind.
@@ -130,6 +146,11 @@ func validateTenant(name string, t Tenant, owner map[string]string) error {
 	for _, g := range t.Tools {
 		if !toolGlobRE.MatchString(g) {
 			return fmt.Errorf("tools: glob %q must be 1 to 256 characters without NUL or newline", g)
+		}
+	}
+	for _, g := range t.CodeTools {
+		if !toolGlobRE.MatchString(g) {
+			return fmt.Errorf("code_tools: glob %q must be 1 to 256 characters without NUL or newline", g)
 		}
 	}
 	q := t.Quotas

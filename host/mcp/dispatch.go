@@ -50,6 +50,10 @@ type Request struct {
 	Version string
 	// SessionID is the legacy Mcp-Session-Id, "" outside a session.
 	SessionID string
+	// Via and Step are set on a call made by a program (Server.CallTool):
+	// the tool whose program made it, and which of its calls it is.
+	Via  string
+	Step int
 
 	rc *rpcCall
 }
@@ -124,7 +128,7 @@ func route(ctx context.Context, req *Request) (json.RawMessage, error) {
 	if !ok {
 		return nil, errf(CodeMethodNotFound, "Method not found: "+req.Method)
 	}
-	res, e := m.serve(req.rc, ctx)
+	res, e := m.serve(req.rc, context.WithValue(ctx, requestKey{}, req))
 	if e != nil {
 		return nil, e
 	}
@@ -148,6 +152,9 @@ func (rc *rpcCall) dispatch(ctx context.Context) ([]byte, *Error) {
 	}
 	if rc.sess != nil {
 		r.SessionID = rc.sess.id
+	}
+	if rc.via != "" {
+		r.SessionID, r.Via, r.Step = rc.sessionID, rc.via, rc.step
 	}
 	res, err := rc.s.handler(ctx, r)
 	if err != nil {
@@ -248,6 +255,10 @@ type rpcCall struct {
 	onNotify func(kind string, params any)
 	onInput  func(ctx context.Context, keys []string, reqs map[string]inputRequest) ([]byte, error)
 	r        Request // what the handlers see (dispatch)
+	// via, step and sessionID: a call made by a program (innercall.go)
+	via       string
+	step      int
+	sessionID string
 }
 
 // reply renders the response to a request served synchronously.

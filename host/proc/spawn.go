@@ -37,6 +37,13 @@ type SpawnRequest struct {
 	// Owner is whose sandbox the program runs in (Config.Sandbox); Dir
 	// is then a path inside it.
 	Owner string
+	// ExtraFiles are inherited by the program as descriptors 3, 4, ...
+	// (inside the sandbox too). Spawn does not close them: the caller
+	// closes its copies once Spawn has started the program (OnStart).
+	ExtraFiles []*os.File
+	// OnStart, if set, is called once the program has started (not when
+	// it could not be).
+	OnStart func()
 }
 
 // SpawnResult is the outcome of a spawn.
@@ -116,7 +123,7 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*SpawnResult, er
 			return nil, err
 		}
 	}
-	cmd := &exec.Cmd{Path: req.Path, Args: req.Args, Env: req.Env, Dir: req.Dir, Stdout: outW, Stderr: errW}
+	cmd := &exec.Cmd{Path: req.Path, Args: req.Args, Env: req.Env, Dir: req.Dir, Stdout: outW, Stderr: errW, ExtraFiles: req.ExtraFiles}
 	if inR != nil {
 		cmd.Stdin = inR
 	}
@@ -142,6 +149,9 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*SpawnResult, er
 		return nil, startError(req.Path, err)
 	}
 	defer m.removeUnit(u)
+	if req.OnStart != nil {
+		req.OnStart()
+	}
 
 	var wg sync.WaitGroup
 	stdout := &capBuffer{max: maxOut, onOutput: req.OnOutput}

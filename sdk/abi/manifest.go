@@ -172,6 +172,9 @@ type ProcessScope struct {
 	Cwd []string `json:"cwd,omitempty"`
 	// Shell allows persistent shell sessions owned by the host.
 	Shell bool `json:"shell,omitempty"`
+	// Tools lets the programs the plugin spawns call the calling tenant's
+	// tools over a channel private to each spawn (ProcessSpawnRequest.Tools).
+	Tools bool `json:"tools,omitempty"`
 }
 
 // StateScope scopes the state family.

@@ -13,7 +13,27 @@ type ProcessSpawnRequest struct {
 	// Progress sends the output as progress notifications of the calling
 	// request while the program runs (when the client asked for progress).
 	Progress bool `json:"progress,omitempty"`
+	// Tools opens the program's channel back to the calling tenant's tools
+	// (spec/abi/v1/process.md §3.5, spec/code-tools.md): fd 3 carries its
+	// requests, fd 4 the answers. It needs the process scope's tools grant.
+	Tools *ProcessTools `json:"tools,omitempty"`
 }
+
+// ProcessTools asks for a spawn's tool channel.
+type ProcessTools struct {
+	// MaxCalls is the most tool calls the program may make (at most and
+	// by default MaxToolCalls).
+	MaxCalls int `json:"max_calls,omitempty"`
+}
+
+// MaxToolCalls is the most tool calls one spawned program may make.
+const MaxToolCalls = 200
+
+// The tool channel's descriptors in the spawned program.
+const (
+	ToolRequestFD = 3 // the program writes its requests here
+	ToolAnswerFD  = 4 // and reads the answers here
+)
 
 // ProcessSpawnResponse is the response of aiod:process.spawn.
 type ProcessSpawnResponse struct {
@@ -28,6 +48,9 @@ type ProcessSpawnResponse struct {
 	StderrTruncated bool   `json:"stderr_truncated"`
 	Program         string `json:"program"`
 	Cwd             string `json:"cwd"`
+	// ToolCalls is how many tool calls the program asked for on its tool
+	// channel (refused ones included); 0 without one.
+	ToolCalls int `json:"tool_calls,omitempty"`
 }
 
 // ProcessShellExecRequest is the request of aiod:process.shell_exec.

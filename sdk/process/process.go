@@ -101,6 +101,12 @@ type SpawnRequest struct {
 	// the client asked for progress (a progress token); otherwise it
 	// changes nothing.
 	Progress bool
+	// Tools gives the program a channel back to the calling tenant's
+	// tools (spec/code-tools.md): fd 3 for its requests, fd 4 for the
+	// answers, at most ToolCalls calls (0: abi.MaxToolCalls). It needs the
+	// process scope's tools grant (ErrDenied without it).
+	Tools     bool
+	ToolCalls int
 }
 
 // SpawnResult is the outcome of a program.
@@ -120,6 +126,8 @@ type SpawnResult struct {
 	// Program is the path that ran, Cwd where (symlinks resolved).
 	Program string
 	Cwd     string
+	// ToolCalls is how many tool calls the program asked for.
+	ToolCalls int
 }
 
 // Spawn runs a program to completion and returns its exit status and
@@ -127,6 +135,9 @@ type SpawnResult struct {
 func Spawn(req SpawnRequest) (*SpawnResult, error) {
 	w := abi.ProcessSpawnRequest{Argv: req.Argv, Env: req.Env, Cwd: req.Cwd,
 		TimeoutMs: ms(req.Timeout), MaxOutputBytes: req.MaxOutputBytes, Progress: req.Progress}
+	if req.Tools {
+		w.Tools = &abi.ProcessTools{MaxCalls: req.ToolCalls}
+	}
 	if req.Stdin != "" {
 		w.Stdin = &req.Stdin
 	}
@@ -137,7 +148,7 @@ func Spawn(req SpawnRequest) (*SpawnResult, error) {
 	return &SpawnResult{ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, Killed: r.Killed,
 		DurationMs: r.DurationMs, Duration: time.Duration(r.DurationMs) * time.Millisecond,
 		Stdout: r.Stdout, Stderr: r.Stderr, StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated,
-		Program: r.Program, Cwd: r.Cwd}, nil
+		Program: r.Program, Cwd: r.Cwd, ToolCalls: r.ToolCalls}, nil
 }
 
 // Run is Spawn of argv with the defaults.

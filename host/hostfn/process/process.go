@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/aiodhq/aiod/host/caps"
@@ -24,6 +25,9 @@ import (
 // shell sessions against Shell.
 type Family struct {
 	m *proc.Manager
+
+	mu    sync.Mutex
+	tools ToolCaller // tools.go; nil: spawns get no tool channel
 }
 
 // New returns the process family backed by m. The caller owns m
@@ -71,6 +75,10 @@ func (f *Family) spawn(ctx context.Context, c *hostfn.Call, req *abi.ProcessSpaw
 	if err != nil {
 		return nil, err
 	}
+	maxCalls, caller, err := f.toolsOf(c, req) // tools.go
+	if err != nil {
+		return nil, err
+	}
 	sr := proc.SpawnRequest{
 		Path: path, Args: req.Argv, Env: env, Dir: dir,
 		Timeout:   callTimeout(ctx, req.TimeoutMs, f.m.Config()),
@@ -80,15 +88,39 @@ func (f *Family) spawn(ctx context.Context, c *hostfn.Call, req *abi.ProcessSpaw
 	if req.Stdin != nil {
 		sr.Stdin = []byte(*req.Stdin)
 	}
+	var tc *toolChannel
+	if caller != nil {
+		if tc, err = openToolChannel(); err != nil {
+			return nil, hostfn.Errorf(abi.IO, "tool channel: %v", err)
+		}
+		sr.ExtraFiles = tc.childFiles()
+		callCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		tc.cancel = cancel
+		sr.OnStart = func() {
+			tc.started()
+			go tc.serve(callCtx, ToolCall{Plugin: c.Plugin, Owner: c.Owner}, maxCalls, caller)
+		}
+	}
 	prog := startOutputProgress(c, req.Progress) // progress.go
 	sr.OnOutput = prog.sink()
 	res, err := f.m.Spawn(ctx, sr)
 	prog.finish()
+	calls := 0
+	if tc != nil {
+		if res == nil { // not started: serve never ran
+			tc.started()
+			close(tc.done)
+		}
+		tc.close()
+		calls = tc.calls
+	}
 	if err != nil {
 		return nil, procError(err)
 	}
 	return &abi.ProcessSpawnResponse{
-		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Killed: res.Killed,
+		ToolCalls: calls,
+		ExitCode:  res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Killed: res.Killed,
 		DurationMs: res.Duration.Milliseconds(),
 		Stdout:     string(res.Stdout), Stderr: string(res.Stderr),
 		StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated,

@@ -214,6 +214,7 @@ var fields = map[string]field{
 	"ProcessScope.cwd": {desc: "Directory trees a process may start in. Absent or empty: $SANDBOX.",
 		schema: object{{"items", ref("scopePath")}}},
 	"ProcessScope.shell": {desc: "Persistent shell sessions kept by the host (shell_exec)."},
+	"ProcessScope.tools": {desc: "Spawned programs may call the calling tenant's tools over a channel private to each spawn (spec/code-tools.md)."},
 
 	"StateScope.max_bytes": {desc: "Most bytes (keys plus values) stored per client. The grant takes the smaller of this and the policy's; 1 MiB when neither sets it.",
 		schema: object{{"minimum", 0}}},

@@ -36,8 +36,10 @@ func Generate() ([]byte, error) {
 				}},
 			"upstreams": map[string]any{"type": "array", "description": "Upstream MCP servers (registered names) whose tools the tenant may see and call; \"*\" for all. Absent or empty: none.",
 				"items": map[string]any{"type": "string", "pattern": `^(\*|[a-z0-9][a-z0-9_-]{0,63})$`}},
-			"browser":     map[string]any{"type": "boolean", "default": false, "description": "Whether the tenant's plugins may use the browser (the cdp family)."},
-			"workspace":   map[string]any{"type": "string", "pattern": `^/[^\x00]*$`, "description": "The tenant's /workspace directory, absolute; absent: one under the host's data directory."},
+			"browser":   map[string]any{"type": "boolean", "default": false, "description": "Whether the tenant's plugins may use the browser (the cdp family)."},
+			"workspace": map[string]any{"type": "string", "pattern": `^/[^\x00]*$`, "description": "The tenant's /workspace directory, absolute; absent: one under the host's data directory."},
+			"code_tools": map[string]any{"type": "array", "description": "Globs ('*' matches any run of characters) over the tools a program run by sandbox_execute_code may call besides those annotated read-only and closed-world (spec/code-tools.md), whatever --code-tools says. Absent: the host's --code-tools; empty: none besides those.",
+				"items": map[string]any{"type": "string", "pattern": caps.ToolGlobPattern}},
 			"tool_search": map[string]any{"type": "boolean", "description": "Tool search for this tenant (spec/protocol.md, \"Tool search\"): true lists only the search and describe tools and the pinned tools, false the whole catalogue, whatever --tool-search says; absent: the host's --tool-search."},
 		},
 	}
