@@ -39,8 +39,26 @@ func Generate() ([]byte, error) {
 			"browser":     map[string]any{"type": "boolean", "default": false, "description": "Whether the tenant's plugins may use the browser (the cdp family)."},
 			"workspace":   map[string]any{"type": "string", "pattern": `^/[^\x00]*$`, "description": "The tenant's /workspace directory, absolute; absent: one under the host's data directory."},
 			"tool_search": map[string]any{"type": "boolean", "description": "Tool search for this tenant (spec/protocol.md, \"Tool search\"): true lists only the search and describe tools and the pinned tools, false the whole catalogue, whatever --tool-search says; absent: the host's --tool-search."},
+			"hooks":       map[string]any{"$ref": "#/$defs/Hooks"},
 		},
 	}
+	hook := map[string]any{
+		"type":                 "object",
+		"description":          "An operator command run around the calls of the tools its globs match (spec/hooks.md §2).",
+		"additionalProperties": false,
+		"required":             []string{"event", "command"},
+		"properties": map[string]any{
+			"event": map[string]any{"enum": []string{caps.HookBeforeTool, caps.HookAfterTool},
+				"description": "before-tool: exit 0 lets the call run, exit 2 blocks it (stderr, else stdout, is the reason), anything else blocks it too. after-tool: what it prints on exit 0 is added to the result, marked as the hook's."},
+			"command": map[string]any{"type": "array", "minItems": 1, "maxItems": 64, "description": "The program (an absolute, clean path) and its arguments, run without a shell in the process sandbox.",
+				"prefixItems": []any{map[string]any{"type": "string", "pattern": `^/[^\x00]*$`}}, "items": map[string]any{"type": "string", "pattern": `^[^\x00]*$`}},
+			"tools": map[string]any{"type": "array", "description": "Globs ('*' matches any run of characters) over the tool names the hook is for. Absent or empty: every tool.",
+				"items": map[string]any{"type": "string", "pattern": caps.ToolGlobPattern}},
+			"timeout_ms": map[string]any{"type": "integer", "minimum": 0, "maximum": caps.MaxHookTimeout.Milliseconds(), "description": "The hook's deadline; absent or 0: 30000."},
+		},
+	}
+	hooks := map[string]any{"type": "array", "maxItems": caps.MaxHooks, "items": map[string]any{"$ref": "#/$defs/Hook"},
+		"description": "Hooks run in order around the tenant's tool calls, after the policy's top-level hooks (spec/hooks.md)."}
 	doc := map[string]any{
 		"$schema":     "https://json-schema.org/draft/2020-12/schema",
 		"$id":         "https://aiod.dev/spec/tenants.schema.json",
@@ -55,7 +73,7 @@ func Generate() ([]byte, error) {
 				"additionalProperties": map[string]any{"$ref": "#/$defs/Tenant"},
 			},
 		},
-		"$defs": map[string]any{"Tenant": tenant},
+		"$defs": map[string]any{"Tenant": tenant, "Hook": hook, "Hooks": hooks},
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
