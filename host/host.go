@@ -200,7 +200,7 @@ func (h *Host) provisionProtocol(o mcp.Options, stateKeys [][]byte, ts ToolSearc
 		return err
 	}
 	h.built(func(context.Context) error { return runner.Close() })
-	h.hooks = hooks.New(served, hooks.Options{Runner: runner, Logger: h.log,
+	h.hooks = hooks.New(served, hooks.Options{Runner: runner, Guards: h.reg, Logger: h.log,
 		Tenant: func(ctx context.Context, owner string) (string, []caps.Hook) {
 			t := tenant.FromContext(ctx)
 			if t == nil {

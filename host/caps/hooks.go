@@ -2,6 +2,8 @@ package caps
 
 import (
 	"fmt"
+
+	"github.com/aiodhq/aiod/sdk/abi"
 	"path/filepath"
 	"strings"
 	"time"
@@ -29,19 +31,25 @@ const (
 )
 
 // Hook is one entry of a policy's "hooks" list (top level, or a tenant's,
-// which runs after the top level's): an operator command run for one event
-// around the calls of the tools its globs match.
-//
-// A guard plugin entry ({"plugin": ...}) is reserved for the guard plugins
-// of spec/hooks.md §1 and refused until the host runs them.
+// which runs after the top level's), for the calls of the tools its globs
+// match: either an operator command run for one event (Event, Command),
+// or a guard plugin switched on by name (Plugin), which runs before and
+// after a call as its manifest declares.
 type Hook struct {
 	// Event is HookBeforeTool or HookAfterTool.
 	Event string `json:"event,omitempty"`
 	// Command is the program (an absolute path) and its arguments, run
 	// without a shell.
 	Command []string `json:"command,omitempty"`
-	// Plugin names a guard plugin (reserved: refused for now).
+	// Plugin names a guard plugin (its manifest declares hooks).
 	Plugin string `json:"plugin,omitempty"`
+	// FailOpen lets the call go on when the guard fails (traps, runs out
+	// of time or memory, answers nonsense, is not loaded); the default
+	// fails the call closed. Guard plugins only: a failing before-tool
+	// command always blocks.
+	FailOpen bool `json:"fail_open,omitempty"`
+	// Config is given to the guard with every event (HookEvent.Config).
+	Config map[string]string `json:"config,omitempty"`
 	// Tools are globs ('*' matches any run of characters) over the
 	// published tool names the hook is for. Absent or empty: every tool.
 	Tools []string `json:"tools,omitempty"`
@@ -108,8 +116,23 @@ func ValidateHooks(hs []Hook) error {
 }
 
 func validateHook(h Hook) error {
+	if err := validateHookGlobs(h.Tools); err != nil {
+		return err
+	}
 	if h.Plugin != "" {
-		return fmt.Errorf("guard plugins (%q) are not supported by this host yet: use an operator command (\"event\" and \"command\")", h.Plugin)
+		if !nameRE.MatchString(h.Plugin) {
+			return fmt.Errorf("plugin %q is not a plugin name", h.Plugin)
+		}
+		if h.Event != "" || len(h.Command) > 0 || h.TimeoutMs != 0 {
+			return fmt.Errorf("plugin %s: a guard plugin entry takes no event, command or timeout_ms (the guard's manifest says when it runs, its limits bound it)", h.Plugin)
+		}
+		if len(h.Config) > 64 {
+			return fmt.Errorf("plugin %s: config: %d entries, at most 64", h.Plugin, len(h.Config))
+		}
+		return nil
+	}
+	if h.FailOpen || h.Config != nil {
+		return fmt.Errorf("fail_open and config are for guard plugins (\"plugin\")")
 	}
 	switch h.Event {
 	case HookBeforeTool, HookAfterTool:
@@ -132,11 +155,6 @@ func validateHook(h Hook) error {
 	if p := h.Command[0]; !filepath.IsAbs(p) || filepath.Clean(p) != p {
 		return fmt.Errorf("command[0] %q: must be an absolute, clean path (hooks are not looked up on a PATH)", p)
 	}
-	for _, g := range h.Tools {
-		if !toolGlobRE.MatchString(g) {
-			return fmt.Errorf("tools: glob %q must be 1 to 256 characters without NUL or newline", g)
-		}
-	}
 	if h.TimeoutMs < 0 || h.TimeoutMs > MaxHookTimeout.Milliseconds() {
 		return fmt.Errorf("timeout_ms %d: must be between 0 (the default, %s) and %d", h.TimeoutMs, DefaultHookTimeout, MaxHookTimeout.Milliseconds())
 	}
@@ -152,6 +170,52 @@ func (p *Policy) HasCommandHooks() bool {
 	}
 	for _, t := range p.Tenants {
 		if HasCommands(t.Hooks) {
+			return true
+		}
+	}
+	return false
+}
+
+func validateHookGlobs(globs []string) error {
+	for _, g := range globs {
+		if !toolGlobRE.MatchString(g) {
+			return fmt.Errorf("tools: glob %q must be 1 to 256 characters without NUL or newline", g)
+		}
+	}
+	return nil
+}
+
+// validateManifestHooks checks a guard's declared hooks: at least one
+// glob, each a valid one; only a reactor can be a guard (the command and
+// Extism forms have no hook ops).
+func validateManifestHooks(m *abi.Manifest) error {
+	h := m.Hooks
+	if h == nil {
+		return nil
+	}
+	if len(h.Before) == 0 && len(h.After) == 0 {
+		return fmt.Errorf("hooks: declare the tool globs of \"before\" or \"after\"")
+	}
+	if m.Form != "" && m.Form != abi.FormReactor {
+		return fmt.Errorf("hooks: only a reactor can be a guard (form %q)", m.Form)
+	}
+	for _, list := range [][]string{h.Before, h.After} {
+		if len(list) > MaxHooks {
+			return fmt.Errorf("hooks: %d globs, at most %d", len(list), MaxHooks)
+		}
+		for _, g := range list {
+			if !toolGlobRE.MatchString(g) {
+				return fmt.Errorf("hooks: glob %q must be 1 to 256 characters without NUL or newline", g)
+			}
+		}
+	}
+	return nil
+}
+
+// MatchAny reports whether one of globs matches name.
+func MatchAny(globs []string, name string) bool {
+	for _, g := range globs {
+		if matchPattern(g, name) {
 			return true
 		}
 	}

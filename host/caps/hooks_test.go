@@ -16,7 +16,10 @@ func TestPolicyHooks(t *testing.T) {
 	}{
 		{"before and after", `{"hooks":[{"event":"before-tool","command":["/etc/aiod/guard.sh","-v"],"tools":["sandbox_*"],"timeout_ms":5000},{"event":"after-tool","command":["/usr/bin/logger"]}]}`, ""},
 		{"in a tenant", `{"tenants":{"alice":{"keys":[],"hooks":[{"event":"after-tool","command":["/bin/true"]}]}}}`, ""},
-		{"guard plugins not yet", `{"hooks":[{"plugin":"secrets","tools":["*"]}]}`, "guard plugins"},
+		{"a guard plugin", `{"hooks":[{"plugin":"secrets","tools":["*"],"fail_open":true,"config":{"mode":"block"}}]}`, ""},
+		{"a guard with a command", `{"hooks":[{"plugin":"secrets","command":["/bin/true"]}]}`, "takes no event, command"},
+		{"a guard with a bad name", `{"hooks":[{"plugin":"../x"}]}`, "not a plugin name"},
+		{"fail_open on a command", `{"hooks":[{"event":"before-tool","command":["/bin/true"],"fail_open":true}]}`, "for guard plugins"},
 		{"no event", `{"hooks":[{"command":["/bin/true"]}]}`, "event is required"},
 		{"unknown event", `{"hooks":[{"event":"run-start","command":["/bin/true"]}]}`, `event "run-start"`},
 		{"no command", `{"hooks":[{"event":"before-tool"}]}`, "command is required"},

@@ -29,6 +29,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/mcp"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // MetaKey is the _meta member that marks a content block a hook added:
@@ -53,6 +54,9 @@ type Options struct {
 	// Runner runs the command hooks. Nil: a command hook fails (a
 	// before-tool one blocks every call it matches).
 	Runner *Runner
+	// Guards run the guard plugins. Nil: a guard entry fails (closed
+	// unless it says fail_open).
+	Guards Guards
 	// Logger receives the failures of hooks that do not block; nil:
 	// slog.Default().
 	Logger *slog.Logger
@@ -116,9 +120,29 @@ func (c *listingChain) OnToolsChanged(f func()) {
 	}
 }
 
-// CallTool runs the before-tool hooks that match the call, then the call,
-// then the after-tool hooks. A call no hook matches costs an atomic load
-// and the tenant lookup.
+// Guards are the loaded guard plugins (the plugin registry).
+type Guards interface {
+	// Guard returns the hooks guard plugin name declares; false when it
+	// is not loaded or declares none.
+	Guard(name string) (*abi.Hooks, bool)
+	// CallGuard runs hook op of guard name about a call of tool by
+	// owner; event is the abi.HookEvent, the answer the guard's
+	// abi.HookAnswer, both JSON.
+	CallGuard(ctx context.Context, name string, op uint64, owner, tool string, event []byte) ([]byte, error)
+}
+
+// step is one hook that applies to a call, in one phase.
+type step struct {
+	h     caps.Hook
+	guard bool // a guard plugin (h.Plugin), else a command
+}
+
+// label names a step's hook in what the model is shown and in logs.
+func (s step) label() string { return s.h.Label() }
+
+// CallTool runs the hooks that apply to the call before it, in order,
+// then the call, then the hooks after it. A call no hook applies to costs
+// an atomic load and the tenant lookup.
 func (c *Chain) CallTool(ctx context.Context, req mcp.CallRequest) ([]byte, error) {
 	tenant, own := caps.ReservedTenant, []caps.Hook(nil)
 	if c.o.Tenant != nil {
@@ -128,27 +152,25 @@ func (c *Chain) CallTool(ctx context.Context, req mcp.CallRequest) ([]byte, erro
 	if len(top) == 0 && len(own) == 0 {
 		return c.inner.CallTool(ctx, req)
 	}
-	var before, after []caps.Hook
-	for _, list := range [2][]caps.Hook{top, own} {
-		for _, h := range list {
-			if !h.Matches(req.Name) {
-				continue
-			}
-			if h.Event == caps.HookBeforeTool {
-				before = append(before, h)
-			} else {
-				after = append(after, h)
-			}
-		}
-	}
+	before, after := c.steps(req.Name, top, own)
 	if len(before) == 0 && len(after) == 0 {
 		return c.inner.CallTool(ctx, req)
 	}
 	ev := Event{Tenant: tenant, Session: req.Session, Era: req.Era, Tool: req.Name, Input: input(req.Args)}
-	for _, h := range before {
-		ev.Event = h.Event
-		if reason, ok := c.before(ctx, h, &ev); !ok {
-			return Blocked(h.Label(), reason), nil
+	for _, st := range before {
+		if st.guard {
+			args, res := c.guardBefore(ctx, st.h, req, &ev)
+			if res != nil {
+				return res, nil
+			}
+			if args != nil {
+				req.Args, ev.Input = args, args
+			}
+			continue
+		}
+		ev.Event = caps.HookBeforeTool
+		if reason, ok := c.before(ctx, st.h, &ev); !ok {
+			return Blocked(st.label(), reason), nil
 		}
 	}
 	res, err := c.inner.CallTool(ctx, req)
@@ -156,20 +178,61 @@ func (c *Chain) CallTool(ctx context.Context, req mcp.CallRequest) ([]byte, erro
 		return res, err
 	}
 	ev.Outcome = &Outcome{Result: res}
-	for _, h := range after {
-		ev.Event = h.Event
-		text, ok := c.after(ctx, h, &ev)
+	for _, st := range after {
+		if st.guard {
+			res = c.guardAfter(ctx, st.h, req, &ev, res)
+			ev.Outcome.Result = res
+			continue
+		}
+		ev.Event = caps.HookAfterTool
+		text, ok := c.after(ctx, st.h, &ev)
 		if !ok || text == "" {
 			continue
 		}
-		if b, aerr := AddText(res, h.Label(), text); aerr == nil {
+		if b, aerr := AddText(res, st.label(), text); aerr == nil {
 			res = b
 			ev.Outcome.Result = res
 		} else {
-			c.o.Logger.Warn("hook output not added: the result is not a tool result object", "hook", h.Label(), "tool", req.Name, "err", aerr)
+			c.o.Logger.Warn("hook output not added: the result is not a tool result object", "hook", st.label(), "tool", req.Name, "err", aerr)
 		}
 	}
 	return res, nil
+}
+
+// steps are the hooks of top, then own, that apply to tool, in each
+// phase: a command by its event, a guard plugin by the globs of its
+// manifest (a guard that is not loaded is a before step: it fails there).
+func (c *Chain) steps(tool string, top, own []caps.Hook) (before, after []step) {
+	for _, list := range [2][]caps.Hook{top, own} {
+		for _, h := range list {
+			if !h.Matches(tool) {
+				continue
+			}
+			if h.Plugin == "" {
+				if h.Event == caps.HookBeforeTool {
+					before = append(before, step{h: h})
+				} else {
+					after = append(after, step{h: h})
+				}
+				continue
+			}
+			var decl *abi.Hooks
+			if c.o.Guards != nil {
+				decl, _ = c.o.Guards.Guard(h.Plugin)
+			}
+			if decl == nil {
+				before = append(before, step{h: h, guard: true})
+				continue
+			}
+			if caps.MatchAny(decl.Before, tool) {
+				before = append(before, step{h: h, guard: true})
+			}
+			if caps.MatchAny(decl.After, tool) {
+				after = append(after, step{h: h, guard: true})
+			}
+		}
+	}
+	return before, after
 }
 
 // before runs one before-tool hook: ok when it lets the call go on, else

@@ -44,9 +44,12 @@ func Generate() ([]byte, error) {
 	}
 	hook := map[string]any{
 		"type":                 "object",
-		"description":          "An operator command run around the calls of the tools its globs match (spec/hooks.md §2).",
+		"description":          "Around the calls of the tools its globs match: an operator command (event and command, spec/hooks.md §2) or a guard plugin switched on by name (plugin, spec/hooks.md §1).",
 		"additionalProperties": false,
-		"required":             []string{"event", "command"},
+		"oneOf": []any{
+			map[string]any{"required": []string{"event", "command"}, "properties": map[string]any{"plugin": false, "fail_open": false, "config": false}},
+			map[string]any{"required": []string{"plugin"}, "properties": map[string]any{"event": false, "command": false, "timeout_ms": false}},
+		},
 		"properties": map[string]any{
 			"event": map[string]any{"enum": []string{caps.HookBeforeTool, caps.HookAfterTool},
 				"description": "before-tool: exit 0 lets the call run, exit 2 blocks it (stderr, else stdout, is the reason), anything else blocks it too. after-tool: what it prints on exit 0 is added to the result, marked as the hook's."},
@@ -55,6 +58,10 @@ func Generate() ([]byte, error) {
 			"tools": map[string]any{"type": "array", "description": "Globs ('*' matches any run of characters) over the tool names the hook is for. Absent or empty: every tool.",
 				"items": map[string]any{"type": "string", "pattern": caps.ToolGlobPattern}},
 			"timeout_ms": map[string]any{"type": "integer", "minimum": 0, "maximum": caps.MaxHookTimeout.Milliseconds(), "description": "The hook's deadline; absent or 0: 30000."},
+			"plugin":     map[string]any{"type": "string", "pattern": caps.TenantNamePattern, "description": "A guard plugin (its manifest declares hooks), run before and after the calls as its manifest says, within its own limits."},
+			"fail_open":  map[string]any{"type": "boolean", "default": false, "description": "Guard plugins: let the call go on when the guard fails (traps, times out, answers nonsense, is not loaded). Default: the call fails closed."},
+			"config": map[string]any{"type": "object", "maxProperties": 64, "additionalProperties": map[string]any{"type": "string"},
+				"description": "Guard plugins: settings given to the guard with every event."},
 		},
 	}
 	hooks := map[string]any{"type": "array", "maxItems": caps.MaxHooks, "items": map[string]any{"$ref": "#/$defs/Hook"},

@@ -1,0 +1,133 @@
+package host_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aiodhq/aiod/host"
+	"github.com/aiodhq/aiod/host/internal/testplugins"
+)
+
+// guardCase is one tenant of TestGuardPlugins: its own guard entry, a
+// call of echo, and what the model must be shown.
+type guardCase struct {
+	name   string // the tenant
+	entry  string // its hooks entry
+	era    string // "legacy" or "modern"
+	want   []string
+	isErr  bool
+	within time.Duration // 0: 5 s
+}
+
+func guardEntry(before, after string, failOpen bool) string {
+	return fmt.Sprintf(`{"plugin":"testguard","tools":["echo"],"fail_open":%v,"config":{"before":%q,"after":%q}}`, failOpen, before, after)
+}
+
+// TestGuardPlugins: each answer of each hook op, under both eras, and
+// guards that trap, loop, flood, answer nonsense, rewrite into arguments
+// the tool refuses, or are not loaded: a call fails closed (or goes on
+// when the entry says fail_open), and the host keeps serving. Each case
+// is a tenant of one policy whose own hooks entry is the guard under test.
+func TestGuardPlugins(t *testing.T) {
+	stopped := "Stopped: the operator's guard testguard failed (the call fails closed): "
+	cases := []guardCase{
+		{name: "allow", entry: guardEntry("allow", "keep", false), want: []string{"hi"}},
+		{name: "deny", entry: guardEntry("deny", "keep", false), isErr: true,
+			want: []string{"Blocked by the operator's hook (guard testguard): testguard says no to echo for deny (legacy)"}},
+		{name: "deny-modern", era: "modern", entry: guardEntry("deny", "keep", false), isErr: true,
+			want: []string{"Blocked by the operator's hook (guard testguard): testguard says no to echo for deny-modern (modern)"}},
+		{name: "rewrite", entry: guardEntry("rewrite", "keep", false), want: []string{"rewritten by testguard"}},
+		{name: "rewrite-modern", era: "modern", entry: guardEntry("rewrite", "keep", false), want: []string{"rewritten by testguard"}},
+		{name: "rewrite-invalid", entry: guardEntry("rewrite-invalid", "keep", false), isErr: true, want: []string{"invalid arguments"}},
+		{name: "rewrite-not-object", entry: guardEntry("rewrite-not-object", "keep", false), isErr: true,
+			want: []string{stopped + "a rewrite whose arguments are not a JSON object"}},
+		{name: "replace", entry: guardEntry("allow", "replace", false), want: []string{"replaced by testguard"}},
+		{name: "add", entry: guardEntry("allow", "add", false),
+			want: []string{"hi", `[guard testguard] testguard saw echo: {"content":[{"type":"text","text":"hi"}],"isError":false}`}},
+		{name: "add-modern", era: "modern", entry: guardEntry("allow", "add", false),
+			want: []string{"hi", `[guard testguard] testguard saw echo: {"content":[{"type":"text","text":"hi"}],"isError":false}`}},
+		{name: "nonsense", entry: guardEntry("nonsense", "keep", false), isErr: true,
+			want: []string{stopped + `the answer "maybe" before a call (want allow, deny or rewrite)`}},
+		{name: "nonsense-after", entry: guardEntry("allow", "nonsense", false), isErr: true,
+			want: []string{stopped + `the answer "maybe" after a call (want keep, replace or add)`}},
+		{name: "trap", entry: guardEntry("trap", "keep", false), isErr: true, want: []string{stopped}},
+		{name: "trap-after", entry: guardEntry("allow", "trap", false), isErr: true, want: []string{stopped}},
+		{name: "loop", entry: guardEntry("loop", "keep", false), isErr: true, want: []string{stopped}, within: 10 * time.Second},
+		{name: "flood", entry: guardEntry("flood", "keep", false), isErr: true, want: []string{stopped}},
+		{name: "trap-fail-open", entry: guardEntry("trap", "trap", true), want: []string{"hi"}},
+		{name: "not-loaded", entry: `{"plugin":"nosuchguard"}`, isErr: true,
+			want: []string{"Stopped: the operator's guard nosuchguard failed (the call fails closed): guard plugin nosuchguard is not loaded (or declares no hooks)"}},
+		{name: "not-loaded-fail-open", entry: `{"plugin":"nosuchguard","fail_open":true}`, want: []string{"hi"}},
+		{name: "other-tools-only", entry: `{"plugin":"testguard","tools":["other_*"],"config":{"before":"deny"}}`, want: []string{"hi"}},
+	}
+	work := t.TempDir()
+	plugins := filepath.Join(work, "plugins")
+	testplugins.Package(t, plugins, "plugins/examples/echo", nil, nil)
+	testplugins.Package(t, plugins, "host/hooks/testdata/testguard", nil, nil)
+	var tenants []string
+	for _, c := range cases {
+		tenants = append(tenants, fmt.Sprintf(`%q:{"keys":[%q],"tools":["echo"],"hooks":[%s]}`, c.name, keyLine(c.name+"-secret-key-0123456789"), c.entry))
+	}
+	policy := filepath.Join(work, "policy.json")
+	writeHookPolicy(t, policy, `{"limits":{"default_timeout_ms":2000,"max_memory_mib":64,"default_memory_mib":64},"tenants":{`+strings.Join(tenants, ",")+`}}`, 0o600)
+	_, url := serveHost(t, host.Config{PluginsDir: plugins, PolicyFile: policy})
+
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			texts, isErr := callEcho(t, url, c.name+"-secret-key-0123456789", c.era, `{"text":"hi"}`)
+			if isErr != c.isErr || len(texts) != len(c.want) {
+				t.Fatalf("%q (isError %v), want %q (%v)", texts, isErr, c.want, c.isErr)
+			}
+			for i, w := range c.want {
+				if !strings.HasPrefix(texts[i], w) {
+					t.Errorf("block %d: %q, want it to start with %q", i, texts[i], w)
+				}
+			}
+			within := c.within
+			if within == 0 {
+				within = 5 * time.Second
+			}
+			if d := time.Since(start); d > within {
+				t.Errorf("took %s, want at most %s", d, within)
+			}
+			// the host keeps serving
+			if texts, isErr := callEcho(t, url, "allow-secret-key-0123456789", "", `{"text":"still here"}`); isErr || texts[0] != "still here" {
+				t.Fatalf("after %s: %q", c.name, texts)
+			}
+		})
+	}
+}
+
+// callEcho calls echo as the key's tenant under era ("" or "legacy", or
+// "modern") and returns the result's texts and isError.
+func callEcho(t *testing.T, url, key, era, args string) ([]string, bool) {
+	t.Helper()
+	body := call("echo", args)
+	var hdr map[string]string
+	if era == "modern" {
+		body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":` + args + `,` + modernMeta + `}}`
+		hdr = map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
+	}
+	r := do(t, "POST", url+"/mcp", key, body, hdr)
+	var env struct {
+		Result *struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+			IsError bool `json:"isError"`
+		} `json:"result"`
+	}
+	if r.status != 200 || json.Unmarshal([]byte(r.body), &env) != nil || env.Result == nil {
+		t.Fatalf("echo: %d %s", r.status, r.body)
+	}
+	var out []string
+	for _, c := range env.Result.Content {
+		out = append(out, c.Text)
+	}
+	return out, env.Result.IsError
+}

@@ -1,0 +1,132 @@
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/mcp"
+	"github.com/aiodhq/aiod/sdk/abi"
+)
+
+// guardEvent is the abi.HookEvent of ev for guard h.
+func guardEvent(h caps.Hook, ev *Event) ([]byte, error) {
+	he := abi.HookEvent{Tenant: ev.Tenant, Era: ev.Era, Session: ev.Session, Tool: ev.Tool, Arguments: ev.Input, Config: h.Config}
+	if ev.Outcome != nil {
+		he.Result = ev.Outcome.Result
+	}
+	return json.Marshal(he)
+}
+
+// askGuard runs hook op of guard h and decodes its answer; an error is a
+// failure of the guard (not loaded, trapped, out of time or memory, an
+// answer that does not decode).
+func (c *Chain) askGuard(ctx context.Context, h caps.Hook, op uint64, req mcp.CallRequest, ev *Event) (*abi.HookAnswer, error) {
+	if c.o.Guards == nil {
+		return nil, errors.New("no guard plugins on this host")
+	}
+	if _, ok := c.o.Guards.Guard(h.Plugin); !ok {
+		return nil, fmt.Errorf("guard plugin %s is not loaded (or declares no hooks)", h.Plugin)
+	}
+	in, err := guardEvent(h, ev)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.o.Guards.CallGuard(ctx, h.Plugin, op, req.Owner, req.Name, in)
+	if err != nil {
+		return nil, err
+	}
+	var a abi.HookAnswer
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return nil, fmt.Errorf("an answer that is not a hook answer: %v", err)
+	}
+	return &a, nil
+}
+
+// guardBefore runs guard h before a call: the rewritten arguments (nil:
+// unchanged) or, when the call must not run, the result to answer with.
+func (c *Chain) guardBefore(ctx context.Context, h caps.Hook, req mcp.CallRequest, ev *Event) (args, res []byte) {
+	a, err := c.askGuard(ctx, h, abi.OpHookBefore, req, ev)
+	if err == nil {
+		switch a.Action {
+		case abi.HookAllow:
+			return nil, nil
+		case abi.HookDeny:
+			reason := a.Reason
+			if reason == "" {
+				reason = "no reason given"
+			}
+			return nil, Blocked(h.Label(), reason)
+		case abi.HookRewrite:
+			if isObject(a.Arguments) {
+				return a.Arguments, nil
+			}
+			err = errors.New("a rewrite whose arguments are not a JSON object")
+		default:
+			err = fmt.Errorf("the answer %q before a call (want allow, deny or rewrite)", a.Action)
+		}
+	}
+	if h.FailOpen {
+		c.o.Logger.Warn("guard failed before a call; fail_open: the call goes on", "guard", h.Plugin, "tool", req.Name, "tenant", ev.Tenant, "err", err)
+		return nil, nil
+	}
+	c.o.Logger.Warn("guard failed before a call: the call is stopped", "guard", h.Plugin, "tool", req.Name, "tenant", ev.Tenant, "err", err)
+	return nil, Failed(h.Label(), err)
+}
+
+// guardAfter runs guard h after a call: the result to go on with.
+func (c *Chain) guardAfter(ctx context.Context, h caps.Hook, req mcp.CallRequest, ev *Event, res []byte) []byte {
+	a, err := c.askGuard(ctx, h, abi.OpHookAfter, req, ev)
+	if err == nil {
+		switch a.Action {
+		case abi.HookKeep:
+			return res
+		case abi.HookReplace:
+			if isObject(a.Result) {
+				return a.Result
+			}
+			err = errors.New("a replacement that is not a JSON object")
+		case abi.HookAdd:
+			if a.Text == "" {
+				return res
+			}
+			b, aerr := AddText(res, h.Label(), clip(a.Text, MaxAddedBytes))
+			if aerr == nil {
+				return b
+			}
+			c.o.Logger.Warn("guard's text not added: the result is not a tool result object", "guard", h.Plugin, "tool", req.Name, "err", aerr)
+			return res
+		default:
+			err = fmt.Errorf("the answer %q after a call (want keep, replace or add)", a.Action)
+		}
+	}
+	if h.FailOpen {
+		c.o.Logger.Warn("guard failed after a call; fail_open: the result goes on", "guard", h.Plugin, "tool", req.Name, "tenant", ev.Tenant, "err", err)
+		return res
+	}
+	c.o.Logger.Warn("guard failed after a call: the result is withheld", "guard", h.Plugin, "tool", req.Name, "tenant", ev.Tenant, "err", err)
+	return Failed(h.Label(), err)
+}
+
+// Failed is the CallToolResult of a call a failing guard stopped (before
+// it ran, or its result withheld after): an isError result naming the
+// guard and the failure.
+func Failed(label string, err error) []byte {
+	text := "Stopped: the operator's " + label + " failed (the call fails closed): " + clip(err.Error(), MaxReasonBytes)
+	b, _ := json.Marshal(map[string]any{
+		"content": []any{map[string]any{"type": "text", "text": text, "_meta": map[string]string{MetaKey: label}}},
+		"isError": true,
+	})
+	return b
+}
+
+// isObject reports whether b is one JSON object.
+func isObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 1 && b[0] == '{' && json.Valid(b)
+}
