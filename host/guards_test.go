@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
+	"github.com/aiodhq/aiod/plugins/builtin"
 )
 
 // guardCase is one tenant of TestGuardPlugins: its own guard entry, a
@@ -130,4 +132,53 @@ func callEcho(t *testing.T, url, key, era, args string) ([]string, bool) {
 		out = append(out, c.Text)
 	}
 	return out, env.Result.IsError
+}
+
+// TestSecretsGuard: the embedded secrets guard, switched on by name in the
+// policy, denies a call whose arguments hold a credential, and (told to
+// let arguments through) redacts the credential the result echoes; a
+// tenant without the guard sees the result as it is.
+func TestSecretsGuard(t *testing.T) {
+	work := t.TempDir()
+	policy := filepath.Join(work, "policy.json")
+	writeHookPolicy(t, policy, `{"hooks":[{"plugin":"secrets","tools":["echo"]}],"tenants":{
+	  "alice":{"keys":[`+fmt.Sprintf("%q", keyLine(aliceKey))+`],"tools":["echo"]},
+	  "bob":{"keys":[`+fmt.Sprintf("%q", keyLine(bobKey))+`],"tools":["echo"],"hooks":[{"plugin":"secrets","tools":["echo"],"config":{"arguments":"allow"}}]}}}`, 0o600)
+	_, url := serveHost(t, host.Config{PluginsDir: echoDir(t), PolicyFile: policy, Builtins: builtin.FS()})
+	key := "AKIAIOSFODNN7EXAMPLE"
+	for _, tc := range []struct {
+		name, key, text, want string
+		isErr                 bool
+	}{
+		{"clean text passes", aliceKey, "nothing to hide", "nothing to hide", false},
+		{"a key in the arguments is denied", aliceKey, "use " + key,
+			"Blocked by the operator's hook (guard secrets): the arguments hold a credential (aws_access_key_id): the call was not made", true},
+		// bob's own entry lets arguments through; the top-level entry
+		// runs first and still denies them
+		{"the top-level guard runs first", bobKey, "use " + key, "Blocked by the operator's hook (guard secrets)", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			texts, isErr := callEcho(t, url, tc.key, "", fmt.Sprintf(`{"text":%q}`, tc.text))
+			if isErr != tc.isErr || len(texts) != 1 || !strings.HasPrefix(texts[0], tc.want) {
+				t.Fatalf("%q (isError %v), want %q (%v)", texts, isErr, tc.want, tc.isErr)
+			}
+		})
+	}
+
+	// a result that holds a credential is redacted
+	writeHookPolicy(t, policy, `{"hooks":[{"plugin":"secrets","tools":["echo"],"config":{"arguments":"allow"}}]}`, 0o600)
+	h, url2 := serveHost(t, host.Config{PluginsDir: echoDir(t), PolicyFile: policy, Builtins: builtin.FS()})
+	texts, isErr := callEcho(t, url2, "", "modern", fmt.Sprintf(`{"text":%q}`, "the key is "+key+"."))
+	if isErr || len(texts) != 1 || texts[0] != "the key is [redacted:aws_access_key_id]." {
+		t.Fatalf("%q (isError %v)", texts, isErr)
+	}
+	// results: block withholds it
+	writeHookPolicy(t, policy, `{"hooks":[{"plugin":"secrets","tools":["echo"],"config":{"arguments":"allow","results":"block"}}]}`, 0o600)
+	if err := h.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	texts, isErr = callEcho(t, url2, "", "", fmt.Sprintf(`{"text":%q}`, "the key is "+key+"."))
+	if !isErr || len(texts) != 1 || texts[0] != "the result of echo held a credential (aws_access_key_id) and was withheld by the secrets guard" {
+		t.Fatalf("%q (isError %v)", texts, isErr)
+	}
 }
