@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/aiodhq/aiod/sdk/abi"
+	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
 // Guard plugins (ABI v1.1, spec/hooks.md §1): a plugin that registers a
@@ -93,14 +94,77 @@ func handleHook(op int32, name, args []byte) (out []byte, ret int32) {
 		return nil, abi.RetUnknownOp
 	}
 	var ev HookEvent
-	if err := json.Unmarshal(args, &ev); err != nil {
+	if err := decodeEvent(args, &ev); err != nil {
 		return []byte("invalid hook event: " + err.Error()), abi.RetBadInput
 	}
 	ctx.tool = string(name)
-	a := hk.h(&ctx, &ev)
-	b, err := json.Marshal(a)
-	if err != nil {
-		return []byte("invalid hook answer: " + err.Error()), abi.RetBadInput
+	return appendAnswer(nil, hk.h(&ctx, &ev)), abi.RetOK
+}
+
+// decodeEvent decodes the host's HookEvent in one pass over its top
+// level (jsonx.Members): encoding/json costs tens of microseconds per
+// event in wasm, and validating the nested arguments and result again
+// most of the rest (the host made them).
+func decodeEvent(b []byte, ev *HookEvent) error {
+	var err error
+	str := func(raw []byte, dst *string) {
+		if err == nil && string(raw) != "null" {
+			*dst, err = jsonx.String(raw)
+		}
 	}
-	return b, abi.RetOK
+	if merr := jsonx.Members(b, func(key string, raw []byte) bool {
+		switch key {
+		case "tenant":
+			str(raw, &ev.Tenant)
+		case "era":
+			str(raw, &ev.Era)
+		case "session":
+			str(raw, &ev.Session)
+		case "tool":
+			str(raw, &ev.Tool)
+		case "arguments":
+			ev.Arguments = append(json.RawMessage(nil), raw...)
+		case "result":
+			ev.Result = append(json.RawMessage(nil), raw...)
+		case "config":
+			if err == nil {
+				ev.Config, err = jsonx.StringMap(raw)
+			}
+		}
+		return err == nil
+	}); merr != nil {
+		return merr
+	}
+	return err
+}
+
+// appendAnswer encodes a as JSON without encoding/json's reflection. A
+// RawMessage member that is not valid JSON is sent as null (the host then
+// finds the answer wanting).
+func appendAnswer(b []byte, a HookAnswer) []byte {
+	b = append(b, `{"action":`...)
+	b = jsonx.AppendString(b, a.Action)
+	if a.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = jsonx.AppendString(b, a.Reason)
+	}
+	if a.Text != "" {
+		b = append(b, `,"text":`...)
+		b = jsonx.AppendString(b, a.Text)
+	}
+	for _, m := range []struct {
+		key string
+		v   json.RawMessage
+	}{{"arguments", a.Arguments}, {"result", a.Result}} {
+		if len(m.v) == 0 {
+			continue
+		}
+		b = append(b, `,"`+m.key+`":`...)
+		if json.Valid(m.v) {
+			b = append(b, m.v...)
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	return append(b, '}')
 }

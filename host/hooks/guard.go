@@ -10,15 +10,43 @@ import (
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/sdk/abi"
+	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
-// guardEvent is the abi.HookEvent of ev for guard h.
+// guardEvent is the abi.HookEvent of ev for guard h, as JSON (what
+// json.Marshal of an abi.HookEvent gives, keys aside, without its
+// reflection: a guard is asked on every call it applies to). The
+// arguments and the result are spliced in as they are: the protocol layer
+// decoded the arguments, and the result is a checked JSON object.
 func guardEvent(h caps.Hook, ev *Event) ([]byte, error) {
-	he := abi.HookEvent{Tenant: ev.Tenant, Era: ev.Era, Session: ev.Session, Tool: ev.Tool, Arguments: ev.Input, Config: h.Config}
+	n := 96 + len(ev.Tenant) + len(ev.Era) + len(ev.Session) + len(ev.Tool) + len(ev.Input)
 	if ev.Outcome != nil {
-		he.Result = ev.Outcome.Result
+		n += len(ev.Outcome.Result)
 	}
-	return json.Marshal(he)
+	b := make([]byte, 0, n)
+	b = append(b, `{"tenant":`...)
+	b = jsonx.AppendString(b, ev.Tenant)
+	if ev.Era != "" {
+		b = append(b, `,"era":`...)
+		b = jsonx.AppendString(b, ev.Era)
+	}
+	if ev.Session != "" {
+		b = append(b, `,"session":`...)
+		b = jsonx.AppendString(b, ev.Session)
+	}
+	b = append(b, `,"tool":`...)
+	b = jsonx.AppendString(b, ev.Tool)
+	b = append(b, `,"arguments":`...)
+	b = append(b, ev.Input...)
+	if ev.Outcome != nil {
+		b = append(b, `,"result":`...)
+		b = append(b, ev.Outcome.Result...)
+	}
+	if len(h.Config) > 0 {
+		b = append(b, `,"config":`...)
+		b = jsonx.Append(b, h.Config)
+	}
+	return append(b, '}'), nil
 }
 
 // askGuard runs hook op of guard h and decodes its answer; an error is a

@@ -2,10 +2,12 @@ package hooks_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/aiodhq/aiod/host/hooks"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 func TestAddText(t *testing.T) {
@@ -84,4 +86,41 @@ func FuzzAddText(f *testing.F) {
 			t.Fatalf("last block %v is not the hook's", last)
 		}
 	})
+}
+
+// TestGuardEventIsAHookEvent: the event a guard reads decodes to the
+// abi.HookEvent of the call, whatever its strings hold.
+func TestGuardEventIsAHookEvent(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ev   hooks.Event
+		cfg  map[string]string
+	}{
+		{"before", hooks.Event{Tenant: "alice", Era: "legacy", Session: "s-1", Tool: "echo", Input: json.RawMessage(`{"text":"hi"}`)}, map[string]string{"mode": "block"}},
+		{"after", hooks.Event{Tenant: "default", Era: "modern", Tool: "up_x", Input: json.RawMessage(`{}`),
+			Outcome: &hooks.Outcome{Result: json.RawMessage(`{"content":[],"isError":true}`)}}, nil},
+		{"hostile strings", hooks.Event{Tenant: "t\"\\\n\u2028<>&", Tool: "a\x00b\xff", Input: json.RawMessage(`{"k":"\u0000"}`)}, map[string]string{"\"": "\n\xff"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := hooks.GuardEvent(tc.cfg, &tc.ev)
+			if err != nil || !json.Valid(b) {
+				t.Fatalf("%s: %v", b, err)
+			}
+			var got abi.HookEvent
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			want := abi.HookEvent{Tenant: tc.ev.Tenant, Era: tc.ev.Era, Session: tc.ev.Session, Tool: tc.ev.Tool, Arguments: tc.ev.Input, Config: tc.cfg}
+			if tc.ev.Outcome != nil {
+				want.Result = tc.ev.Outcome.Result
+			}
+			// what encoding/json makes of the same strings
+			wb, _ := json.Marshal(want)
+			var w abi.HookEvent
+			json.Unmarshal(wb, &w)
+			if !reflect.DeepEqual(got, w) {
+				t.Fatalf("got %+v\nwant %+v", got, w)
+			}
+		})
+	}
 }
