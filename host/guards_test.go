@@ -182,3 +182,34 @@ func TestSecretsGuard(t *testing.T) {
 		t.Fatalf("%q (isError %v)", texts, isErr)
 	}
 }
+
+// TestArgPolicyGuard: the argument-policy guard denies a call whose
+// argument at a JSON path matches the operator's pattern, and lets the
+// others run; a rule that does not parse denies every call.
+func TestArgPolicyGuard(t *testing.T) {
+	work := t.TempDir()
+	plugins := filepath.Join(work, "plugins")
+	testplugins.Package(t, plugins, "plugins/examples/echo", nil, nil)
+	testplugins.Package(t, plugins, "plugins/guards/argpolicy", nil, nil)
+	policy := filepath.Join(work, "policy.json")
+	writeHookPolicy(t, policy, `{"hooks":[{"plugin":"argpolicy","tools":["echo"],"config":{"deny:text":"(^|[;&|]\\s*)rm\\s+-rf\\s+/"}}],"tenants":{
+	  "alice":{"keys":[`+fmt.Sprintf("%q", keyLine(aliceKey))+`],"tools":["echo"],"hooks":[{"plugin":"argpolicy","config":{"deny:text":"("}}]},
+	  "bob":{"keys":[`+fmt.Sprintf("%q", keyLine(bobKey))+`],"tools":["echo"]}}}`, 0o600)
+	_, url := serveHost(t, host.Config{PluginsDir: plugins, PolicyFile: policy})
+	for _, tc := range []struct {
+		name, key, era, text, want string
+		isErr                      bool
+	}{
+		{"allowed", bobKey, "", "ls -la", "ls -la", false},
+		{"denied", bobKey, "", "cd /; rm -rf /", "Blocked by the operator's hook (guard argpolicy): argument text matches the operator's rule deny:text", true},
+		{"denied, modern", bobKey, "modern", "rm -rf /home", "Blocked by the operator's hook (guard argpolicy): argument text matches", true},
+		{"a broken rule denies all", aliceKey, "", "ls", "Blocked by the operator's hook (guard argpolicy): the argument policy does not parse: deny:text", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			texts, isErr := callEcho(t, url, tc.key, tc.era, fmt.Sprintf(`{"text":%q}`, tc.text))
+			if isErr != tc.isErr || len(texts) != 1 || !strings.HasPrefix(texts[0], tc.want) {
+				t.Fatalf("%q (isError %v), want %q (%v)", texts, isErr, tc.want, tc.isErr)
+			}
+		})
+	}
+}
