@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -211,5 +212,44 @@ func TestArgPolicyGuard(t *testing.T) {
 				t.Fatalf("%q (isError %v), want %q (%v)", texts, isErr, tc.want, tc.isErr)
 			}
 		})
+	}
+}
+
+// TestAuditGuard: the audit-enrichment guard's additions (argument names,
+// never values; content kinds; the error flag; the operator's labels)
+// reach the audit log's entry of the call.
+func TestAuditGuard(t *testing.T) {
+	work := t.TempDir()
+	plugins := filepath.Join(work, "plugins")
+	testplugins.Package(t, plugins, "plugins/examples/echo", nil, nil)
+	testplugins.Package(t, plugins, "plugins/guards/audit", nil, nil)
+	policy := filepath.Join(work, "policy.json")
+	writeHookPolicy(t, policy, `{"hooks":[{"plugin":"audit","config":{"label:team":"payments","other":"x"}}]}`, 0o600)
+	auditPath := filepath.Join(work, "audit.log")
+	_, url := serveHost(t, host.Config{PluginsDir: plugins, PolicyFile: policy, TenancyConfig: host.TenancyConfig{AuditLog: auditPath}})
+	texts, isErr := callEcho(t, url, "", "", `{"text":"a secret value"}`)
+	if isErr || len(texts) != 1 || texts[0] != "a secret value" {
+		t.Fatalf("%q (isError %v): the guard must not change what the model is shown", texts, isErr)
+	}
+	var entry struct {
+		Method   string          `json:"method"`
+		Tool     string          `json:"tool"`
+		Enriched json.RawMessage `json:"enriched"`
+	}
+	waitFor(t, 5*time.Second, "the audit line", func() bool {
+		b, _ := os.ReadFile(auditPath)
+		for _, line := range strings.Split(string(b), "\n") {
+			if json.Unmarshal([]byte(line), &entry) == nil && entry.Method == "tools/call" {
+				return true
+			}
+		}
+		return false
+	})
+	want := `{"argument_names":["text"],"content_types":["text"],"is_error":false,"labels":{"team":"payments"}}`
+	if entry.Tool != "echo" || string(entry.Enriched) != want {
+		t.Fatalf("audit entry of %s enriched with %s, want %s", entry.Tool, entry.Enriched, want)
+	}
+	if strings.Contains(string(entry.Enriched), "secret value") {
+		t.Fatal("an argument value reached the audit log")
 	}
 }
