@@ -253,3 +253,36 @@ func TestAuditGuard(t *testing.T) {
 		t.Fatal("an argument value reached the audit log")
 	}
 }
+
+// TestGuardFamilies: a guard gets the families its grant gives it, like
+// any plugin. Without the grant of the state family it imports, the host
+// refuses it at load and the calls it guards fail closed; once a reloaded
+// policy grants it, it keeps its count in state and denies every third.
+func TestGuardFamilies(t *testing.T) {
+	work := t.TempDir()
+	plugins := filepath.Join(work, "plugins")
+	testplugins.Package(t, plugins, "plugins/examples/echo", nil, nil)
+	testplugins.Package(t, plugins, "host/hooks/testdata/stateguard", host.AllFamilies(), nil)
+	policy := filepath.Join(work, "policy.json")
+	hooks := `"hooks":[{"plugin":"stateguard","tools":["echo"]}]`
+	writeHookPolicy(t, policy, `{`+hooks+`}`, 0o600)
+	h, url := serveHost(t, host.Config{PluginsDir: plugins, PolicyFile: policy})
+	texts, isErr := callEcho(t, url, "", "", `{"text":"hi"}`)
+	if !isErr || len(texts) != 1 || !strings.HasPrefix(texts[0], "Stopped: the operator's guard stateguard failed (the call fails closed): guard plugin stateguard is not loaded") {
+		t.Fatalf("ungranted guard: %q (isError %v)", texts, isErr)
+	}
+	writeHookPolicy(t, policy, `{`+hooks+`,"plugins":{"stateguard":{"state":{}}}}`, 0o600)
+	if err := h.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 6; i++ {
+		texts, isErr := callEcho(t, url, "", "", `{"text":"hi"}`)
+		want := "hi"
+		if i%3 == 0 {
+			want = fmt.Sprintf("Blocked by the operator's hook (guard stateguard): call %d of default", i)
+		}
+		if len(texts) != 1 || texts[0] != want || isErr != (i%3 == 0) {
+			t.Fatalf("call %d: %q (isError %v), want %q", i, texts, isErr, want)
+		}
+	}
+}
