@@ -61,6 +61,7 @@ func TestGuardPlugins(t *testing.T) {
 		{name: "trap-after", entry: guardEntry("allow", "trap", false), isErr: true, want: []string{stopped}},
 		{name: "loop", entry: guardEntry("loop", "keep", false), isErr: true, want: []string{stopped}, within: 10 * time.Second},
 		{name: "flood", entry: guardEntry("flood", "keep", false), isErr: true, want: []string{stopped}},
+		{name: "flood-output", entry: guardEntry("allow", "flood-output", false), isErr: true, want: []string{stopped}},
 		{name: "trap-fail-open", entry: guardEntry("trap", "trap", true), want: []string{"hi"}},
 		{name: "not-loaded", entry: `{"plugin":"nosuchguard"}`, isErr: true,
 			want: []string{"Stopped: the operator's guard nosuchguard failed (the call fails closed): guard plugin nosuchguard is not loaded (or declares no hooks)"}},

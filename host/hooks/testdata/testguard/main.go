@@ -38,6 +38,8 @@ func answer(mode string, ev *sdk.HookEvent) sdk.HookAnswer {
 	case "loop":
 		for {
 		}
+	case "flood-output":
+		return sdk.Add(strings.Repeat("x", 32<<20))
 	case "flood":
 		for {
 			sink = append(sink, make([]byte, 1<<20)...)
