@@ -9,8 +9,10 @@ PORT    ?= 18091
 # The engine `make conformance` and `make run` use: wazero or wasmtime.
 ENGINE  ?= wazero
 
-# Built-in plugins, in tools/list order (plugins/builtin/dist/order).
-BUILTINS := $(sort $(dir $(wildcard plugins/sandbox/*/main.go)))
+# Built-in plugins, in tools/list order (plugins/builtin/dist/order), and
+# the shipped guard plugins (spec/hooks.md), which have no tools: an
+# operator switches one on by name in the policy.
+BUILTINS := $(sort $(dir $(wildcard plugins/sandbox/*/main.go))) $(sort $(dir $(wildcard plugins/guards/*/main.go)))
 # The page tools (spec/page-tools.md): embedded apart from the built-ins
 # (plugins/browser/dist), served after them with --browser launch or --page-tools.
 PAGETOOLS := plugins/browser/page

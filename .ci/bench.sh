@@ -100,6 +100,7 @@ bench_table() {
   r=$(ratio bash_aiod_us bash_native_us)
   row "\`sandbox_execute_bash\` \`echo hi\`, per call" "$(if have bash_aiod_us; then echo "$(thousands "${fig[bash_aiod_us]}") µs"; else echo –; fi)" "\`bash -c\` $(if have bash_native_us; then echo "$(thousands "${fig[bash_native_us]}") µs"; else echo –; fi)" "$(x "$r")" "≤ 1.5x" "$(meets "$r" le 1.5)"
   row "in-process \`BenchmarkCallEcho\`" "$(if have callecho_us; then echo "${fig[callecho_us]} µs, ${fig[callecho_allocs]:-?} allocs"; else echo –; fi)" – – – –
+  row "three no-op guard plugins around echo, added per call (\`BenchmarkChain\`, mean)" "$(if have chain_added_us; then echo "${fig[chain_added_us]} µs"; else echo –; fi)" "$(if have chain_none_us; then echo "echo through the chain, no hooks ${fig[chain_none_us]} µs"; else echo –; fi)" – "≤ 5 µs" "$(meets "${fig[chain_added_us]:-}" le 5)"
   r=$(ratio snap_wz_scratch snap_wz)
   row "warm-pool instance of the Go echo from its owner's snapshot, wazero" "$(ms snap_wz)" "$(peer "from scratch" "$(ms snap_wz_scratch)")" "$(x "$r" faster)" "≤ 0.2 ms" "$(meets "${fig[snap_wz]:-}" le 0.2)"
   r=$(ratio snap_wt_scratch snap_wt)
@@ -249,6 +250,12 @@ section "Go micro-benchmarks (in-process call path)"
 go test -run '^$' -bench . -benchmem -benchtime 20000x ./host/plugin ./host/mcp 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/go-bench.txt" || true
 ns=$(bench_val "$WORK/go-bench.txt" BenchmarkCallEcho ns/op)
 [[ -n $ns ]] && fig[callecho_us]=$(calc '"%.1f", '"$ns / 1000") fig[callecho_allocs]=$(bench_val "$WORK/go-bench.txt" BenchmarkCallEcho allocs/op)
+
+section "Hook chain (in-process: echo alone, and behind three no-op guard plugins; spec/hooks.md)"
+go test -run '^$' -bench 'BenchmarkChain' -benchtime 5000x ./host/hooks 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/hooks-bench.txt" || true
+n0=$(bench_val "$WORK/hooks-bench.txt" BenchmarkChain/none ns/op)
+n3=$(bench_val "$WORK/hooks-bench.txt" BenchmarkChain/guards=3 ns/op)
+[[ -n $n0 && -n $n3 ]] && fig[chain_none_us]=$(calc '"%.1f", '"$n0 / 1000") fig[chain_added_us]=$(calc '"%.1f", '"($n3 - $n0) / 1000")
 
 section "Instances from snapshots (in-process, the Go echo; RATIONALE, \"Instances from snapshots\")"
 go test -run '^$' -bench 'Instantiate$|SnapshotTenants|SnapshotNewTenant' -benchtime 200x ./host/runtime/wazero 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/snap-wazero.txt" || true

@@ -27,6 +27,7 @@ import (
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/doctor"
+	"github.com/aiodhq/aiod/host/hooks"
 	"github.com/aiodhq/aiod/host/hostfn/process"
 	"github.com/aiodhq/aiod/host/internal/composite"
 	"github.com/aiodhq/aiod/host/internal/footprint"
@@ -61,6 +62,7 @@ type Host struct {
 	srv     *server.Server
 	watch   *plugin.Watcher
 	tenancy tenancy // tenancy.go
+	hooks   *hooks.Chain
 	// teardown closes the parts built so far, in the order they were
 	// built; Close runs it in reverse (built).
 	teardown []func(context.Context) error
@@ -113,7 +115,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		func() error { return h.wireTenancy(cfg.TenancyConfig, p.auditRequired, cfg.AdminKey, p.policy, p.lock) },
 		func() error {
 			return h.provisionProtocol(mcp.Options{MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout,
-				ReplicaID: cfg.ReplicaID, Tasks: taskOptions(p.policy.Limits)}, p.stateKeys, cfg.ToolSearchConfig)
+				ReplicaID: cfg.ReplicaID, Tasks: taskOptions(p.policy.Limits)}, p.stateKeys, cfg.ToolSearchConfig, p.policy.Hooks)
 		},
 		func() error {
 			// programs' tool calls go through the protocol layer just made
@@ -182,8 +184,10 @@ func (h *Host) provisionFamilies(ctx context.Context, lock *lockdown.Lockdown) e
 // middleware and its owners' quotas are the host's) and gives it the
 // replicas' state keys. The catalogue is the registry's (with the
 // upstreams' tools after its own when there are upstreams), behind the
+// hook chain (top, the policy's top-level hooks, then each tenant's own:
+// the one point every tool call passes, spec/hooks.md), behind the
 // tenants' allow-lists, behind tool search (ts).
-func (h *Host) provisionProtocol(o mcp.Options, stateKeys [][]byte, ts ToolSearchConfig) error {
+func (h *Host) provisionProtocol(o mcp.Options, stateKeys [][]byte, ts ToolSearchConfig, top []caps.Hook) error {
 	var served mcp.Catalog = h.reg
 	// what tool search indexes: every tenant's tools
 	source := func(context.Context) []byte { return h.reg.Snapshot().ToolsJSON() }
@@ -197,6 +201,21 @@ func (h *Host) provisionProtocol(o mcp.Options, stateKeys [][]byte, ts ToolSearc
 		}
 	}
 	set := h.tenancy.set
+	runner, err := hooks.NewRunner("", h.log)
+	if err != nil {
+		return err
+	}
+	h.built(func(context.Context) error { return runner.Close() })
+	h.hooks = hooks.New(served, hooks.Options{Runner: runner, Guards: h.reg, Logger: h.log,
+		Tenant: func(ctx context.Context, owner string) (string, []caps.Hook) {
+			t := tenant.FromContext(ctx)
+			if t == nil {
+				t = set.ForOwner(owner)
+			}
+			return t.Name, t.Policy.Hooks
+		}})
+	h.hooks.SetHooks(top)
+	served = h.hooks.Catalog()
 	enabled := func(ctx context.Context, owner string) bool {
 		t := tenant.FromContext(ctx)
 		if t == nil {

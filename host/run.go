@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/hooks"
 	"github.com/aiodhq/aiod/host/plugin"
 )
 
@@ -132,6 +133,7 @@ func (h *Host) reload(ctx context.Context) (*ReloadResult, error) {
 		} else {
 			h.reg.SetPolicy(p, builtinPolicy(p))
 			h.tenancy.update(p, h.apiKey)
+			h.hooks.SetHooks(p.Hooks)
 		}
 		h.policyErr.Store(&res.PolicyError)
 	}
@@ -153,6 +155,9 @@ func readPolicy(path string) (*caps.Policy, error) {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	p, err := caps.ParsePolicy(b)
+	if err == nil {
+		err = hooks.CheckPolicyFile(path, p)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("policy %s: %w", path, err)
 	}

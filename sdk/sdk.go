@@ -203,6 +203,10 @@ func handle(op int32, name, args []byte) int32 {
 		// client.go: a *RPCError becomes the request's error, an unanswered
 		// input request (2026-07-28) ends the call with input_required.
 		return finishCall(func() (*Result, error) { return t.call(&ctx, args) })
+	case abi.OpHookBefore, abi.OpHookAfter:
+		out, ret := handleHook(op, name, args)
+		guest.WriteOutput(out)
+		return ret
 	}
 	return handleSurface(op, name, args)
 }
@@ -247,8 +251,9 @@ func Describe() ([]byte, error) {
 		Templates    any              `json:"resourceTemplates,omitempty"`
 		Capabilities abi.Capabilities `json:"capabilities"`
 		Limits       abi.Limits       `json:"limits"`
+		Hooks        *abi.Hooks       `json:"hooks,omitempty"`
 	}{Name: info.Name, Version: info.Version, ABI: abi.Version, Description: info.Description,
-		Capabilities: info.Capabilities, Limits: info.Limits}
+		Tools: []toolDoc{}, Capabilities: info.Capabilities, Limits: info.Limits, Hooks: declaredHooks()}
 	doc.Prompts, doc.Resources, doc.Templates = describeSurface()
 	for _, t := range tools {
 		td := toolDoc{Name: t.decl.Name, Title: t.decl.Title,

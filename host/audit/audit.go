@@ -53,6 +53,36 @@ type Entry struct {
 	Step int    `json:"step,omitempty"`
 	// Reason says why a program's call was refused before it ran.
 	Reason string `json:"reason,omitempty"`
+	// Enriched is what the audit-enrichment guard added to the result
+	// (its _meta's EnrichmentKey object; spec/hooks.md §3), when there
+	// is one: argument names, content kinds, the operator's labels.
+	Enriched json.RawMessage `json:"enriched,omitempty"`
+}
+
+// EnrichmentKey is the result _meta member the audit-enrichment guard
+// writes and the log records (at most MaxEnrichedBytes of it).
+const EnrichmentKey = "aiod.dev/audit"
+
+// MaxEnrichedBytes bounds the enrichment one entry records.
+const MaxEnrichedBytes = 4 << 10
+
+// enrichment is the EnrichmentKey object of a tools/call result, nil when
+// it has none (or one that is not an object, or too large).
+func enrichment(req *mcp.Request, res json.RawMessage) json.RawMessage {
+	if req.Method != "tools/call" || !bytes.Contains(res, []byte(`"`+EnrichmentKey+`"`)) {
+		return nil
+	}
+	var r struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(res, &r) != nil {
+		return nil
+	}
+	v := bytes.TrimSpace(r.Meta[EnrichmentKey])
+	if len(v) < 2 || v[0] != '{' || len(v) > MaxEnrichedBytes {
+		return nil
+	}
+	return v
 }
 
 // ErrUnavailable refuses a request whose audit line could not be written
@@ -161,6 +191,7 @@ func (l *Log) Middleware() mcp.Middleware {
 			e.DurationMs = float64(time.Since(start).Microseconds()) / 1000
 			e.Outcome, e.Code = Classify(ctx, req, res, err)
 			e.ResultBytes = len(res)
+			e.Enriched = enrichment(req, res)
 			if werr := l.Write(e); werr != nil && l.required {
 				return nil, refusal()
 			}

@@ -107,3 +107,28 @@ func TestRequired(t *testing.T) {
 		t.Fatal("Close must be idempotent")
 	}
 }
+
+func TestEnrichment(t *testing.T) {
+	call := &mcp.Request{Method: "tools/call", Name: "echo"}
+	big := `{"content":[],"_meta":{"aiod.dev/audit":{"x":"` + strings.Repeat("a", MaxEnrichedBytes) + `"}}}`
+	for _, tc := range []struct {
+		name string
+		req  *mcp.Request
+		res  string
+		want string
+	}{
+		{"recorded", call, `{"content":[],"_meta":{"aiod.dev/audit":{"labels":{"team":"p"}},"other":1}}`, `{"labels":{"team":"p"}}`},
+		{"none", call, `{"content":[]}`, ""},
+		{"not an object", call, `{"_meta":{"aiod.dev/audit":"x"}}`, ""},
+		{"too large", call, big, ""},
+		{"only in _meta", call, `{"content":[{"type":"text","text":"\"aiod.dev/audit\""}]}`, ""},
+		{"not a tool call", &mcp.Request{Method: "prompts/get"}, `{"_meta":{"aiod.dev/audit":{"a":1}}}`, ""},
+		{"not JSON", call, `{"_meta":{"aiod.dev/audit":`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := enrichment(tc.req, json.RawMessage(tc.res)); string(got) != tc.want {
+				t.Fatalf("enrichment = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -169,8 +169,11 @@ func ValidateManifest(m *abi.Manifest) error {
 	if m.SHA256 != "" && !sha256RE.MatchString(m.SHA256) {
 		return bad("plugin %s: sha256 must be 64 lowercase hex digits", m.Name)
 	}
-	if len(m.Tools) == 0 && len(m.Prompts) == 0 && len(m.Resources) == 0 && len(m.ResourceTemplates) == 0 {
-		return bad("plugin %s declares no tools, prompts or resources", m.Name)
+	if len(m.Tools) == 0 && len(m.Prompts) == 0 && len(m.Resources) == 0 && len(m.ResourceTemplates) == 0 && m.Hooks == nil {
+		return bad("plugin %s declares no tools, prompts, resources or hooks", m.Name)
+	}
+	if err := validateManifestHooks(m); err != nil {
+		return bad("plugin %s: %v", m.Name, err)
 	}
 	seen := map[string]bool{}
 	for i, t := range m.Tools {

@@ -76,7 +76,7 @@ func TestValidateErrors(t *testing.T) {
 		{"sha256 65", func(m *abi.Manifest) { m.SHA256 += "a" },
 			`invalid manifest: plugin notes: sha256 must be 64 lowercase hex digits`},
 		{"nothing declared", func(m *abi.Manifest) { m.Tools, m.Prompts, m.Resources, m.ResourceTemplates = nil, nil, nil, nil },
-			`invalid manifest: plugin notes declares no tools, prompts or resources`},
+			`invalid manifest: plugin notes declares no tools, prompts, resources or hooks`},
 		{"tool name", func(m *abi.Manifest) { m.Tools[0].Name = "a b" },
 			`invalid manifest: plugin notes: tool 0: name "a b" must match ^[A-Za-z0-9_.-]{1,128}$`},
 		{"tool name 129", func(m *abi.Manifest) { m.Tools[0].Name = strings.Repeat("t", 129) },

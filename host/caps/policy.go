@@ -29,6 +29,9 @@ type Policy struct {
 	// Tenants are the clients of a multi-tenant host, by name
 	// (spec/tenants.md; tenants.go). Empty: the single-tenant form.
 	Tenants map[string]Tenant `json:"tenants,omitempty"`
+	// Hooks run around every tenant's tool calls, in order, before the
+	// tenant's own (spec/hooks.md; hooks.go).
+	Hooks []Hook `json:"hooks,omitempty"`
 }
 
 // OperatorLimits cap and default the per-call limits.
@@ -98,6 +101,9 @@ func ParsePolicy(data []byte) (*Policy, error) {
 		}
 	}
 	if err := ValidateTenants(p.Tenants); err != nil {
+		return nil, fmt.Errorf("invalid policy: %w", err)
+	}
+	if err := ValidateHooks(p.Hooks); err != nil {
 		return nil, fmt.Errorf("invalid policy: %w", err)
 	}
 	return &p, nil

@@ -46,6 +46,9 @@ type Tenant struct {
 	// whatever the host's --tool-search says (spec/protocol.md, "Tool
 	// search"); nil: the host's setting.
 	ToolSearch *bool `json:"tool_search,omitempty"`
+	// Hooks run around the tenant's tool calls after the policy's
+	// top-level hooks (spec/hooks.md).
+	Hooks []Hook `json:"hooks,omitempty"`
 	// CodeTools are globs over the tools a program run by
 	// sandbox_execute_code may call besides those annotated read-only and
 	// closed-world (spec/code-tools.md), whatever the host's --code-tools
@@ -170,7 +173,7 @@ func validateTenant(name string, t Tenant, owner map[string]string) error {
 	if t.Workspace != "" && (!filepath.IsAbs(t.Workspace) || strings.ContainsRune(t.Workspace, 0)) {
 		return fmt.Errorf("workspace %q: must be an absolute path", t.Workspace)
 	}
-	return nil
+	return ValidateHooks(t.Hooks)
 }
 
 // KeyHashes returns the digests of t's keys (validated entries only).

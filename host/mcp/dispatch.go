@@ -349,6 +349,10 @@ func (rc *rpcCall) hook(creq *CallRequest) {
 		creq.Notify = rc.onNotify
 	}
 	creq.Client = rc
+	creq.Era = rc.era.String()
+	if rc.sess != nil {
+		creq.Session = rc.sess.id
+	}
 }
 
 // callError maps the non-result endings of a plugin call.

@@ -30,8 +30,13 @@ type sandboxState struct {
 	dir   string // holds passwd and group
 }
 
-// bind is one more writable directory of a unit (a session's directory).
-type bind struct{ host, path string }
+// bind is one more directory of a unit: writable (a session's
+// directory), or read-only (ro: a file or directory of one spawn,
+// SpawnRequest.ReadOnly).
+type bind struct {
+	host, path string
+	ro         bool
+}
 
 func (st *sandboxState) init(sb *Sandbox, tmp string) error {
 	st.once.Do(func() {
@@ -120,6 +125,10 @@ func (m *Manager) sandboxCmd(cmd *exec.Cmd, owner string, binds []bind) error {
 		a = append(a, "--bind", mt.Host, mt.Path)
 	}
 	for _, b := range binds {
+		if b.ro {
+			a = append(a, "--ro-bind", b.host, b.path)
+			continue
+		}
 		a = append(a, "--bind", b.host, b.path)
 	}
 	dir := cmd.Dir

@@ -12,7 +12,10 @@ const sessionMount = "/run/aiod"
 
 type sandboxState struct{}
 
-type bind struct{ host, path string }
+type bind struct {
+	host, path string
+	ro         bool
+}
 
 func (*sandboxState) close() {}
 

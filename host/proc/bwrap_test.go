@@ -262,3 +262,45 @@ func TestSandboxSessionDirLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxSpawnReadOnly: a spawn's ReadOnly paths are shown read-only
+// at their place for that program only; a path that is not absolute is
+// refused.
+func TestSandboxSpawnReadOnly(t *testing.T) {
+	m, _ := newSandboxed(t, Config{})
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "prog.sh")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\necho ran; echo x > "+prog+" 2>/dev/null && echo WROTE; ls "+dir+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "other"), []byte("x"), 0o644)
+	for _, tc := range []struct {
+		name    string
+		ro      []string
+		want    string // in stdout
+		notWant string
+		errWant string
+	}{
+		{"the program alone", []string{prog}, "ran\nprog.sh\n", "WROTE", ""},
+		{"not given: not there", nil, "", "ran", ""},
+		{"relative", []string{"prog.sh"}, "", "", "not absolute"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := m.Spawn(ctxT(t), SpawnRequest{Owner: "alice", Path: prog, Args: []string{prog}, Env: m.Config().BaseEnv,
+				Timeout: 20 * time.Second, ReadOnly: tc.ro})
+			if tc.errWant != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errWant) {
+					t.Fatalf("err %v, want %q", err, tc.errWant)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := string(res.Stdout)
+			if !strings.Contains(out, tc.want) || tc.notWant != "" && strings.Contains(out, tc.notWant) {
+				t.Fatalf("stdout %q stderr %q, want %q without %q", out, res.Stderr, tc.want, tc.notWant)
+			}
+		})
+	}
+}

@@ -44,6 +44,12 @@ type SpawnRequest struct {
 	// OnStart, if set, is called once the program has started (not when
 	// it could not be).
 	OnStart func()
+	// ReadOnly are host files or directories shown read-only at the same
+	// place in the sandbox for this program only, besides the Manager's
+	// (Sandbox.ReadOnly): the program itself when it lives outside the
+	// machine's directories (an operator's hook script). Ignored without
+	// a sandbox; each must be absolute.
+	ReadOnly []string
 }
 
 // SpawnResult is the outcome of a spawn.
@@ -128,7 +134,16 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*SpawnResult, er
 		cmd.Stdin = inR
 	}
 	if m.cfg.Sandbox != nil {
-		if err = m.sandboxCmd(cmd, req.Owner, nil); err != nil {
+		var ro []bind
+		for _, p := range req.ReadOnly {
+			c, ok := cleanAbs(p)
+			if !ok {
+				closeAll(outR, outW, errR, errW, inR, inW)
+				return nil, errorf(ErrInvalid, "read-only path %q is not absolute", p)
+			}
+			ro = append(ro, bind{host: c, path: c, ro: true})
+		}
+		if err = m.sandboxCmd(cmd, req.Owner, ro); err != nil {
 			closeAll(outR, outW, errR, errW, inR, inW)
 			return nil, err
 		}

@@ -29,6 +29,10 @@ const (
 	OpPromptGet    = 2
 	OpResourceRead = 3
 	OpComplete     = 4
+	// OpHookBefore and OpHookAfter are a guard plugin's hooks around
+	// another tool's call (v1.1; spec/hooks.md §1, hooks.go).
+	OpHookBefore = 5
+	OpHookAfter  = 6
 )
 
 // Return codes of aiod_call.

@@ -80,6 +80,10 @@ type Manifest struct {
 	// Config is what an Extism plugin reads with config_get (form
 	// "extism" only).
 	Config map[string]string `json:"config,omitempty"`
+	// Hooks make the plugin a guard: the tools whose calls it may see
+	// before and after they run (ABI v1.1, spec/hooks.md §1). The operator
+	// switches a guard on in the policy.
+	Hooks *Hooks `json:"hooks,omitempty"`
 }
 
 // Tool is an MCP tool declaration.

@@ -105,6 +105,69 @@ func decoderFor(t reflect.Type) *decoder {
 
 var errSyntax = errors.New("arguments are not a JSON object")
 
+var (
+	rawMessage = reflect.TypeOf(json.RawMessage(nil))
+	stringMap  = reflect.TypeOf(map[string]string(nil))
+)
+
+// decodeStringMap decodes a JSON object of strings (checked by skipValue)
+// in one pass; a member that is not a string falls back to encoding/json
+// for the whole object (and its error).
+func decodeStringMap(raw []byte) (map[string]string, error) {
+	str := func(i int) (string, int, bool) {
+		if i >= len(raw) || raw[i] != '"' {
+			return "", 0, false
+		}
+		s, e, esc, next := scanString(raw, i)
+		if next < 0 || !utf8.Valid(raw[s:e]) {
+			return "", 0, false
+		}
+		if esc {
+			v, ok := unquote(raw[s:e])
+			return v, next, ok
+		}
+		return string(raw[s:e]), next, true
+	}
+	slow := func() (map[string]string, error) {
+		var m map[string]string
+		err := json.Unmarshal(raw, &m)
+		return m, err
+	}
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return slow()
+	}
+	m := map[string]string{}
+	i = skipWS(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return m, nil
+	}
+	for {
+		k, next, ok := str(i)
+		if !ok {
+			return slow()
+		}
+		i = skipWS(raw, next)
+		if i >= len(raw) || raw[i] != ':' {
+			return slow()
+		}
+		v, next, ok := str(skipWS(raw, i+1))
+		if !ok {
+			return slow()
+		}
+		m[k] = v
+		i = skipWS(raw, next)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipWS(raw, i+1)
+			continue
+		}
+		if i < len(raw) && raw[i] == '}' {
+			return m, nil
+		}
+		return slow()
+	}
+}
+
 // decode decodes data into dst, which must be a pointer to d.typ.
 func (d *decoder) decode(data []byte, dst any) error {
 	i := skipWS(data, 0)
@@ -196,6 +259,19 @@ func (f *field) set(base unsafe.Pointer, raw []byte) error {
 		return nil
 	}
 	p := unsafe.Add(base, f.offset)
+	if f.typ == rawMessage {
+		// skipValue checked it: a copy, not a second pass of encoding/json
+		*(*json.RawMessage)(p) = append(json.RawMessage(nil), raw...)
+		return nil
+	}
+	if f.typ == stringMap {
+		m, err := decodeStringMap(raw)
+		if err != nil {
+			return err
+		}
+		*(*map[string]string)(p) = m
+		return nil
+	}
 	if f.ptr {
 		// allocate the pointee and set through it
 		nv := reflect.New(f.typ.Elem())

@@ -143,3 +143,36 @@ func viaEncodingJSON(s string) string {
 	json.Unmarshal(b, &back)
 	return back
 }
+
+func TestDecodeStringMapAndRaw(t *testing.T) {
+	type ev struct {
+		Config map[string]string `json:"config"`
+		Args   json.RawMessage   `json:"args"`
+	}
+	for _, tc := range []struct {
+		name, in string
+		want     ev
+		bad      bool
+	}{
+		{"strings", `{"config":{"a":"1","b\u0041":"x\ny"},"args":{"k":[1,2]}}`, ev{Config: map[string]string{"a": "1", "bA": "x\ny"}, Args: json.RawMessage(`{"k":[1,2]}`)}, false},
+		{"empty", `{"config":{},"args":[]}`, ev{Config: map[string]string{}, Args: json.RawMessage(`[]`)}, false},
+		{"null map", `{"config":null}`, ev{}, false},
+		{"a number member", `{"config":{"a":1}}`, ev{}, true},
+		{"not an object", `{"config":"x"}`, ev{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got, std ev
+			err := Unmarshal([]byte(tc.in), &got)
+			stdErr := json.Unmarshal([]byte(tc.in), &std)
+			if (err != nil) != tc.bad || (stdErr != nil) != tc.bad {
+				t.Fatalf("errors %v / encoding/json %v, want bad=%v", err, stdErr, tc.bad)
+			}
+			if tc.bad {
+				return
+			}
+			if !reflect.DeepEqual(got.Config, tc.want.Config) || string(got.Args) != string(tc.want.Args) || !reflect.DeepEqual(got, std) {
+				t.Fatalf("got %+v, encoding/json %+v, want %+v", got, std, tc.want)
+			}
+		})
+	}
+}

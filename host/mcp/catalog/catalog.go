@@ -32,6 +32,12 @@ type CallRequest struct {
 	// Client is the MCP client behind the request (input, request
 	// facts, server notifications); may be nil.
 	Client hostfn.Client
+	// Era is the protocol era the request is served under ("legacy" or
+	// "modern"; "" when not an MCP request) and Session its legacy
+	// session id ("" outside one): what the hooks around a call are told
+	// (spec/hooks.md).
+	Era     string
+	Session string
 }
 
 // ErrUnknownTool is returned by CallTool for a name not in the catalogue.

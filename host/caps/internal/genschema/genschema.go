@@ -129,6 +129,7 @@ var defs = map[string]string{
 	"CDPScope":         "The cdp family (aiod:cdp, spec/abi/v1/cdp.md): Chrome DevTools Protocol methods to send to the host's browser.",
 	"UpstreamScope":    "The upstream family (aiod:upstream, spec/abi/v1/upstream.md): upstream MCP servers to list and call.",
 	"HTTPScope":        "The http family (Extism's http_request for form \"extism\", spec/abi/extism.md): host names requests may go to.",
+	"Hooks":            "A guard plugin's hooks (ABI v1.1, spec/hooks.md §1): globs ('*' matches any run of characters) over the tool names whose calls it sees before they run and after. At least one glob; a reactor only. The operator's policy switches a guard on.",
 	"Limits":           "Per-call limits the plugin asks for. 0 (or absent) means the operator's default; the operator's caps always apply (spec/policy.md).",
 }
 
@@ -153,6 +154,11 @@ var fields = map[string]field{
 	"Manifest.capabilities":      {desc: "Host function families the plugin requests. Absent: none (the always-linked aiod:core only)."},
 	"Manifest.limits":            {desc: "Per-call limits the plugin asks for. Absent: the operator's defaults."},
 	"Manifest.config":            {desc: "Form \"extism\" only: the values the plugin reads with Extism's config_get, by key."},
+	"Manifest.hooks":             {desc: "Makes the plugin a guard (spec/hooks.md §1): the tools whose calls it sees. Absent: not a guard."},
+	"Hooks.before": {desc: "Globs over the tool names the guard sees before a call (op 5).",
+		schema: object{{"items", object{{"type", "string"}, {"pattern", `^[^\x00\n]{1,256}$`}}}}},
+	"Hooks.after": {desc: "Globs over the tool names the guard sees after a call (op 6).",
+		schema: object{{"items", object{{"type", "string"}, {"pattern", `^[^\x00\n]{1,256}$`}}}}},
 
 	"Tool.name": {desc: "Tool name as clients see it: 1 to 128 letters, digits, '_', '-' and '.'.",
 		required: true, schema: object{{"pattern", ToolNamePattern}}},

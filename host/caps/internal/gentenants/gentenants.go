@@ -41,8 +41,33 @@ func Generate() ([]byte, error) {
 			"code_tools": map[string]any{"type": "array", "description": "Globs ('*' matches any run of characters) over the tools a program run by sandbox_execute_code may call besides those annotated read-only and closed-world (spec/code-tools.md), whatever --code-tools says. Absent: the host's --code-tools; empty: none besides those.",
 				"items": map[string]any{"type": "string", "pattern": caps.ToolGlobPattern}},
 			"tool_search": map[string]any{"type": "boolean", "description": "Tool search for this tenant (spec/protocol.md, \"Tool search\"): true lists only the search and describe tools and the pinned tools, false the whole catalogue, whatever --tool-search says; absent: the host's --tool-search."},
+			"hooks":       map[string]any{"$ref": "#/$defs/Hooks"},
 		},
 	}
+	hook := map[string]any{
+		"type":                 "object",
+		"description":          "Around the calls of the tools its globs match: an operator command (event and command, spec/hooks.md §2) or a guard plugin switched on by name (plugin, spec/hooks.md §1).",
+		"additionalProperties": false,
+		"oneOf": []any{
+			map[string]any{"required": []string{"event", "command"}, "properties": map[string]any{"plugin": false, "fail_open": false, "config": false}},
+			map[string]any{"required": []string{"plugin"}, "properties": map[string]any{"event": false, "command": false, "timeout_ms": false}},
+		},
+		"properties": map[string]any{
+			"event": map[string]any{"enum": []string{caps.HookBeforeTool, caps.HookAfterTool},
+				"description": "before-tool: exit 0 lets the call run, exit 2 blocks it (stderr, else stdout, is the reason), anything else blocks it too. after-tool: what it prints on exit 0 is added to the result, marked as the hook's."},
+			"command": map[string]any{"type": "array", "minItems": 1, "maxItems": 64, "description": "The program (an absolute, clean path) and its arguments, run without a shell in the process sandbox.",
+				"prefixItems": []any{map[string]any{"type": "string", "pattern": `^/[^\x00]*$`}}, "items": map[string]any{"type": "string", "pattern": `^[^\x00]*$`}},
+			"tools": map[string]any{"type": "array", "description": "Globs ('*' matches any run of characters) over the tool names the hook is for. Absent or empty: every tool.",
+				"items": map[string]any{"type": "string", "pattern": caps.ToolGlobPattern}},
+			"timeout_ms": map[string]any{"type": "integer", "minimum": 0, "maximum": caps.MaxHookTimeout.Milliseconds(), "description": "The hook's deadline; absent or 0: 30000."},
+			"plugin":     map[string]any{"type": "string", "pattern": caps.TenantNamePattern, "description": "A guard plugin (its manifest declares hooks), run before and after the calls as its manifest says, within its own limits."},
+			"fail_open":  map[string]any{"type": "boolean", "default": false, "description": "Guard plugins: let the call go on when the guard fails (traps, times out, answers nonsense, is not loaded). Default: the call fails closed."},
+			"config": map[string]any{"type": "object", "maxProperties": 64, "additionalProperties": map[string]any{"type": "string"},
+				"description": "Guard plugins: settings given to the guard with every event."},
+		},
+	}
+	hooks := map[string]any{"type": "array", "maxItems": caps.MaxHooks, "items": map[string]any{"$ref": "#/$defs/Hook"},
+		"description": "Hooks run in order around the tenant's tool calls, after the policy's top-level hooks (spec/hooks.md)."}
 	doc := map[string]any{
 		"$schema":     "https://json-schema.org/draft/2020-12/schema",
 		"$id":         "https://aiod.dev/spec/tenants.schema.json",
@@ -57,7 +82,7 @@ func Generate() ([]byte, error) {
 				"additionalProperties": map[string]any{"$ref": "#/$defs/Tenant"},
 			},
 		},
-		"$defs": map[string]any{"Tenant": tenant},
+		"$defs": map[string]any{"Tenant": tenant, "Hook": hook, "Hooks": hooks},
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

@@ -1,0 +1,137 @@
+package jsonx
+
+import (
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Members calls f with each member of the JSON object data, its key
+// unescaped and its value raw, in order, until f returns false. It trusts
+// the nesting inside member values (brackets are matched, strings skipped,
+// nothing is validated there): it is for documents the host wrote, such
+// as a guard's hook event, where encoding/json's validation of every
+// nested value costs more than the rest of the call. The object's own
+// syntax is checked.
+func Members(data []byte, f func(key string, raw []byte) bool) error {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return errSyntax
+	}
+	i = skipWS(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return checkTrailing(data, i+1)
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return errSyntax
+		}
+		ks, ke, esc, next := scanString(data, i)
+		if next < 0 {
+			return errSyntax
+		}
+		key := unsafe.String(unsafe.SliceData(data[ks:ke]), ke-ks)
+		if esc {
+			k, ok := unquote(data[ks:ke])
+			if !ok {
+				return errSyntax
+			}
+			key = k
+		}
+		i = skipWS(data, next)
+		if i >= len(data) || data[i] != ':' {
+			return errSyntax
+		}
+		i = skipWS(data, i+1)
+		vs := i
+		ve := skipTrusted(data, i)
+		if ve < 0 {
+			return errSyntax
+		}
+		if !f(key, data[vs:ve]) {
+			return nil
+		}
+		i = skipWS(data, ve)
+		if i >= len(data) {
+			return errSyntax
+		}
+		switch data[i] {
+		case ',':
+			i = skipWS(data, i+1)
+		case '}':
+			return checkTrailing(data, i+1)
+		default:
+			return errSyntax
+		}
+	}
+}
+
+// skipTrusted returns the index after the value at b[i] (-1 when it does
+// not end), matching brackets and skipping strings without validating.
+func skipTrusted(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		_, _, _, next := scanString(b, i)
+		return next
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				_, _, _, next := scanString(b, j)
+				if next < 0 {
+					return -1
+				}
+				j = next - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\t' && b[j] != '\r' {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
+
+// String decodes the JSON string raw (with its quotes).
+func String(raw []byte) (string, error) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", errSyntax
+	}
+	s, e, esc, next := scanString(raw, 0)
+	if next != len(raw) {
+		return "", errSyntax
+	}
+	if !utf8.Valid(raw[s:e]) {
+		return string([]rune(string(raw[s:e]))), nil // invalid bytes become U+FFFD, as encoding/json does
+	}
+	if esc {
+		v, ok := unquote(raw[s:e])
+		if !ok {
+			return "", errSyntax
+		}
+		return v, nil
+	}
+	return string(raw[s:e]), nil
+}
+
+// StringMap decodes a JSON object of strings (null: nil).
+func StringMap(raw []byte) (map[string]string, error) {
+	if string(raw) == "null" {
+		return nil, nil
+	}
+	return decodeStringMap(raw)
+}
