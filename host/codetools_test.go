@@ -136,3 +136,44 @@ func TestCodeToolsQuota(t *testing.T) {
 		t.Fatalf("audit log: %v\n%s", err, b)
 	}
 }
+
+// TestCodeToolsGuarded: a program's calls pass the hook chain like a
+// client's (spec/hooks.md: every kind of call, code mode's too): a guard
+// that denies the tool makes the program's call raise ToolError with the
+// guard's reason, in both languages.
+func TestCodeToolsGuarded(t *testing.T) {
+	if !builtin.Present() {
+		if testing.Short() {
+			t.Skip("the built-in plugins are not built (make build; make test builds them)")
+		}
+		t.Fatal("the built-in plugins are not built (make build)")
+	}
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	// An argument policy that does not parse denies every call it guards.
+	if err := os.WriteFile(policy, []byte(`{"hooks":[{"plugin":"argpolicy","tools":["sandbox_get_context"],"config":{"deny:x":"("}}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := startHost(t, host.Config{Builtins: builtin.FS(), PolicyFile: policy})
+	for _, tc := range []struct{ lang, code string }{
+		{"python", "try:\n    tools.sandbox_get_context()\n    print('ran')\nexcept ToolError as e:\n    print(e.kind, e)"},
+		{"javascript", "try { tools.sandbox_get_context(); console.log('ran') } catch (e) { console.log(e.kind, e.message) }"},
+	} {
+		args, _ := json.Marshal(map[string]any{"language": tc.lang, "code": tc.code})
+		a, raw := rpc(t, url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_execute_code","arguments":`+string(args)+`}}`)
+		if a.Error != nil || len(a.Result.Content) != 1 {
+			t.Fatalf("sandbox_execute_code: %s", raw)
+		}
+		var out struct{ Status, Stdout string }
+		if err := json.Unmarshal([]byte(a.Result.Content[0].Text), &out); err != nil {
+			t.Fatal(err)
+		}
+		if out.Status != "ok" || !strings.Contains(out.Stdout, "Blocked by the operator's hook (guard argpolicy)") || strings.Contains(out.Stdout, "ran") {
+			t.Errorf("%s: %s %q, want the guard's refusal", tc.lang, out.Status, out.Stdout)
+		}
+	}
+	// Without the program, the same guard answers the client the same way.
+	a, raw := rpc(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_get_context","arguments":{}}}`)
+	if a.Error != nil || !a.Result.IsError || len(a.Result.Content) != 1 || !strings.Contains(a.Result.Content[0].Text, "guard argpolicy") {
+		t.Errorf("sandbox_get_context from the client: %s", raw)
+	}
+}
