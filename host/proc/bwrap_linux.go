@@ -97,6 +97,9 @@ func (m *Manager) sandboxCmd(cmd *exec.Cmd, owner string, binds []bind) error {
 		"--cap-drop", "ALL", "--die-with-parent", "--new-session",
 	}
 	ro := append(append([]string{}, DefaultReadOnly...), sb.ReadOnly...)
+	if sb.Extra != nil {
+		ro = append(ro, sb.Extra()...)
+	}
 	for _, p := range ro {
 		fi, err := os.Lstat(p)
 		if err != nil {
