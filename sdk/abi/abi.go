@@ -29,7 +29,18 @@ const (
 	OpPromptGet    = 2
 	OpResourceRead = 3
 	OpComplete     = 4
+	// OpConfigure (ABI v1.1) gives a configured plugin (Manifest.Configured)
+	// its configuration and takes the tools it publishes from it
+	// (Configured).
+	OpConfigure = 5
 )
+
+// MinorVersion is the ABI's minor version: 1.1 added configured plugins
+// (OpConfigure, aiod:core.configuration) and aiod:process start, read
+// and wait. A module still returns Version from aiod_abi_version; a
+// manifest or an import of a later minor version is refused by an earlier
+// host (unknown field, missing import).
+const MinorVersion = 1
 
 // Return codes of aiod_call.
 const (
