@@ -9,8 +9,10 @@ PORT    ?= 18091
 # The engine `make conformance` and `make run` use: wazero or wasmtime.
 ENGINE  ?= wazero
 
-# Built-in plugins, in tools/list order (plugins/builtin/dist/order).
-BUILTINS := $(sort $(dir $(wildcard plugins/sandbox/*/main.go)))
+# Built-in plugins, in tools/list order (plugins/builtin/dist/order), and the
+# Machine Mode adapter (plugins/machine: loaded only with machine tools
+# registered, spec/machine-mode.md).
+BUILTINS := $(sort $(dir $(wildcard plugins/sandbox/*/main.go))) plugins/machine/
 # The page tools (spec/page-tools.md): embedded apart from the built-ins
 # (plugins/browser/dist), served after them with --browser launch or --page-tools.
 PAGETOOLS := plugins/browser/page

@@ -130,11 +130,18 @@ func (h *Host) reload(ctx context.Context) (*ReloadResult, error) {
 			h.log.Error("policy file refused; the previous policy keeps applying", "err", err)
 			res.PolicyError = err.Error()
 		} else {
-			h.reg.SetPolicy(p, builtinPolicy(p))
+			h.policy.Store(p)
 			h.tenancy.update(p, h.apiKey)
 		}
 		h.policyErr.Store(&res.PolicyError)
 	}
+	// the registrations again (the policy's, the programs' pins, the
+	// named variables), whatever else changed: discovery runs again in
+	// the reload
+	p := h.policy.Load()
+	ms := h.machine.setup(p)
+	h.reg.SetPolicy(p, withMachinePolicy(builtinPolicy(p), ms))
+	h.reg.SetConfigurations(ms.configurations())
 	h.reloadStateKeys()
 	rep, err := h.reg.ReloadReport(ctx)
 	res.Report = rep

@@ -29,6 +29,10 @@ type Policy struct {
 	// Tenants are the clients of a multi-tenant host, by name
 	// (spec/tenants.md; tenants.go). Empty: the single-tenant form.
 	Tenants map[string]Tenant `json:"tenants,omitempty"`
+	// MachineTools are Machine Mode command-line tools published as MCP
+	// tools (spec/machine-mode.md; machine.go), besides those of
+	// --machine-tools; reloaded with the policy.
+	MachineTools map[string]MachineTool `json:"machine_tools,omitempty"`
 }
 
 // OperatorLimits cap and default the per-call limits.
@@ -98,6 +102,9 @@ func ParsePolicy(data []byte) (*Policy, error) {
 		}
 	}
 	if err := ValidateTenants(p.Tenants); err != nil {
+		return nil, fmt.Errorf("invalid policy: %w", err)
+	}
+	if err := ValidateMachineTools(p.MachineTools); err != nil {
 		return nil, fmt.Errorf("invalid policy: %w", err)
 	}
 	return &p, nil
