@@ -392,6 +392,14 @@ func TestConfirm(t *testing.T) {
 			if evs := events(sc); res.IsError || len(evs) != 1 || evs[0]["type"] != "aoi:plan" || deleted() {
 				t.Errorf("dry run: %v", sc)
 			}
+			// an operand cannot pass a flag: it comes after "--"
+			res, sc = none.call(t, "docs_delete", map[string]any{"id": "--confirm", "dry_run": true}, nil)
+			if evs := events(sc); res.IsError || len(evs) != 1 || evs[0]["type"] != "aoi:plan" || evs[0]["id"] != "--confirm" {
+				t.Errorf("an operand that looks like a flag: %v", sc)
+			}
+			if _, err := os.Stat(filepath.Join(f.workspace, "deleted---confirm")); err == nil {
+				t.Errorf("an operand confirmed the deletion")
+			}
 
 			yes := f.connect(t, clientOpts{era: era, elicit: answer("accept", true)})
 			res, sc = yes.call(t, "docs_delete", map[string]any{"id": id, "idempotency_key": "k-1"}, nil)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
 // The stream (spec/machine-mode.md §5): the JSONL a command writes on
@@ -87,8 +89,10 @@ func (c *collector) takeLine(line []byte) {
 		c.violation = fmt.Sprintf("line %d is not UTF-8", c.line)
 		return
 	}
+	// jsonx: keys match exactly ("TYPE" is not "type", as it is not to
+	// the client), and it checks the whole line
 	var h header
-	if line[0] != '{' || json.Unmarshal(line, &h) != nil {
+	if line[0] != '{' || jsonx.Unmarshal(line, &h) != nil {
 		c.violation = fmt.Sprintf("line %d is not a JSON object (machine mode allows nothing else on stdout): %s", c.line, excerpt(line))
 		return
 	}
@@ -105,7 +109,7 @@ func (c *collector) takeLine(line []byte) {
 		var m struct {
 			Command *string `json:"command"`
 		}
-		if json.Unmarshal(line, &m) == nil && m.Command != nil && *m.Command != c.command {
+		if jsonx.Unmarshal(line, &m) == nil && m.Command != nil && *m.Command != c.command {
 			c.violation = fmt.Sprintf("the meta event names command %q, not %q", *m.Command, c.command)
 			return
 		}
@@ -126,7 +130,7 @@ func (c *collector) takeLine(line []byte) {
 			NextCursor *any   `json:"next_cursor"`
 			Type       string `json:"type"`
 		}
-		if err := json.Unmarshal(line, &s); err != nil {
+		if err := jsonx.Unmarshal(line, &s); err != nil {
 			c.violation = fmt.Sprintf("the summary does not read: %v", err)
 			return
 		}
@@ -152,7 +156,7 @@ func (c *collector) takeLine(line []byte) {
 			Hint      *string `json:"hint"`
 			Retryable *bool   `json:"retryable"`
 		}
-		if err := json.Unmarshal(line, &e); err != nil {
+		if err := jsonx.Unmarshal(line, &e); err != nil {
 			c.violation = fmt.Sprintf("line %d: the error event does not read: %v", c.line, err)
 			return
 		}

@@ -38,6 +38,9 @@ func TestCollector(t *testing.T) {
 		{"bad UTF-8", meta + "\n{\"type\":\"hit\",\"t\":\"\xff\"}\n", nil, "line 2 is not UTF-8", 0, false, false, false},
 		{"error of process scope", meta + "\n{\"type\":\"aoi:error\",\"scope\":\"process\",\"code\":\"X\",\"retryable\":true}\n{\"type\":\"aoi:summary\",\"ok\":false}\n", nil, "", 1, true, false, true},
 		{"error of item scope", meta + "\n{\"type\":\"error\",\"scope\":\"item\"}\n{\"type\":\"summary\",\"ok\":true}\n", nil, "", 1, true, true, false},
+		{"type in another case", meta + "\n{\"TYPE\":\"hit\"}\n", nil, "line 2 has no \"type\"", 0, false, false, false},
+		{"ok in another case", meta + "\n{\"type\":\"aoi:summary\",\"OK\":true}\n", nil, "", 0, true, false, false},
+		{"trailing data", meta + "\n{\"type\":\"hit\"} x\n", nil, "line 2 is not a JSON object", 0, false, false, false},
 		{"retryable not a boolean", meta + "\n{\"type\":\"aoi:error\",\"retryable\":\"no\"}\n", nil, "line 2: the error event does not read", 0, false, false, false},
 	}
 	for _, tt := range tests {
