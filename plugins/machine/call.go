@@ -364,17 +364,12 @@ func run(c *sdk.Ctx, cli CLI, b *Binding, argv []string) *sdk.Result {
 func result(col *collector, errEv []byte, isError bool) *sdk.Result {
 	n := 64 + len(errEv)
 	if col != nil {
-		n += col.size + len(col.summary)
+		n += len(col.events) + len(col.summary)
 	}
 	buf := make([]byte, 0, n)
 	buf = append(buf, `{"events":[`...)
 	if col != nil {
-		for i, ev := range col.events {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = append(buf, ev...)
-		}
+		buf = append(buf, col.events...)
 	}
 	buf = append(buf, `],"summary":`...)
 	if col != nil && col.summary != nil {

@@ -29,8 +29,10 @@ type collector struct {
 	nprog   int    // progress events read
 	partial []byte // an unfinished last line
 	meta    bool   // the meta event was read
-	events  [][]byte
-	size    int // bytes of events
+	// events are the events kept, as the tool wrote them, joined with
+	// commas (the inside of the result's "events" array), n of them
+	events  []byte
+	n       int
 	summary []byte
 	ok      bool
 	// fatal is the first error of process scope, lastErr the last error
@@ -167,13 +169,17 @@ func (c *collector) takeLine(line []byte) {
 		}
 		c.add(ev)
 	default:
-		c.add(clone(line))
+		c.add(line)
 	}
 }
 
+// add keeps an event (its bytes are copied).
 func (c *collector) add(ev []byte) {
-	c.events = append(c.events, ev)
-	c.size += len(ev) + 1
+	if c.n > 0 {
+		c.events = append(c.events, ',')
+	}
+	c.events = append(c.events, ev...)
+	c.n++
 }
 
 // forwardProgress sends an aoi:progress event on as MCP progress: its

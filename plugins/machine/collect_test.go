@@ -62,8 +62,8 @@ func TestCollector(t *testing.T) {
 			if tt.violation != "" {
 				continue
 			}
-			if len(c.events) != tt.events || (c.summary != nil) != tt.summary || c.ok != tt.ok || (c.fatal != nil) != tt.fatal {
-				t.Errorf("%s (pieces of %d): %d events, summary %s, ok %v, fatal %s", tt.name, size, len(c.events), c.summary, c.ok, c.fatal)
+			if c.n != tt.events || (c.summary != nil) != tt.summary || c.ok != tt.ok || (c.fatal != nil) != tt.fatal {
+				t.Errorf("%s (pieces of %d): %d events, summary %s, ok %v, fatal %s", tt.name, size, c.n, c.summary, c.ok, c.fatal)
 			}
 		}
 	}

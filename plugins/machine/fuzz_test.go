@@ -46,8 +46,8 @@ func FuzzCollector(f *testing.F) {
 		if err := dec.Decode(&sc); err != nil || dec.More() {
 			t.Fatalf("structuredContent does not read: %v\n%s", err, b)
 		}
-		if len(sc.Events) != len(c.events) {
-			t.Fatalf("%d events, kept %d", len(sc.Events), len(c.events))
+		if len(sc.Events) != c.n {
+			t.Fatalf("%d events, kept %d", len(sc.Events), c.n)
 		}
 		for _, e := range sc.Events {
 			if _, ok := e["type"].(string); !ok {
