@@ -39,7 +39,7 @@ var (
 )
 
 // built builds the adapter plugin and the Go fixture once per test binary.
-func built(t *testing.T) (builtins, docs string) {
+func built(t testing.TB) (builtins, docs string) {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "aiod-machinetest-")
@@ -85,7 +85,7 @@ func TestMain(m *testing.M) {
 
 // python is the python3 interpreter's path: the system's (what a
 // sandbox shows), else the one on PATH.
-func python(t *testing.T) string {
+func python(t testing.TB) string {
 	t.Helper()
 	if st, err := os.Stat("/usr/bin/python3"); err == nil && st.Mode()&0o111 != 0 {
 		return "/usr/bin/python3"
@@ -101,7 +101,7 @@ func python(t *testing.T) string {
 // registrations are the test's Machine Mode tools: the Go fixture as
 // "docs" (and, bounded tight, as "tight"), the Python one as "notes", and
 // tools whose registration or discovery is refused.
-func registrations(t *testing.T, docs string) map[string]caps.MachineTool {
+func registrations(t testing.TB, docs string) map[string]caps.MachineTool {
 	notes, _ := filepath.Abs(filepath.Join("testdata", "notes.py"))
 	return map[string]caps.MachineTool{
 		"docs":      {Command: []string{docs, "docs"}, Env: []string{"AIOD_MT_TOKEN", "AIOD_MT_UNSET"}},
@@ -116,6 +116,9 @@ func registrations(t *testing.T, docs string) map[string]caps.MachineTool {
 		"pinned":    {Command: []string{docs, "docs"}, SHA256: strings.Repeat("0", 64)},
 	}
 }
+
+// quiet is a logger that discards.
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // fixture is a running host with the test's registrations.
 type fixture struct {
@@ -138,7 +141,7 @@ func start(t *testing.T, regs map[string]caps.MachineTool, policy string) *fixtu
 var stops []func()
 
 // startShared is start for a host that lives as long as the test binary.
-func startShared(t *testing.T, regs map[string]caps.MachineTool) *fixture {
+func startShared(t testing.TB, regs map[string]caps.MachineTool) *fixture {
 	t.Helper()
 	f, stop := launch(t, regs, "")
 	stops = append(stops, stop)
@@ -146,7 +149,7 @@ func startShared(t *testing.T, regs map[string]caps.MachineTool) *fixture {
 }
 
 // launch runs a host, and returns it with the function that stops it.
-func launch(t *testing.T, regs map[string]caps.MachineTool, policy string) (*fixture, func()) {
+func launch(t testing.TB, regs map[string]caps.MachineTool, policy string) (*fixture, func()) {
 	t.Helper()
 	builtins, _ := built(t)
 	ws, err := os.MkdirTemp("", "aiod-machinetest-ws-")

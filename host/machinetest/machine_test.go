@@ -22,7 +22,7 @@ var (
 	sharedFix  *fixture
 )
 
-func shared(t *testing.T) *fixture {
+func shared(t testing.TB) *fixture {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the adapter plugin and runs a host (not in -short)")

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host"
+	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/plugin"
 )
 
@@ -133,5 +135,39 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, b, 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNotFromPluginsDir: a configured plugin from --plugins-dir is never
+// given the registrations (and their variables), even one called
+// machine_tools with the process grant, when no built-in is.
+func TestNotFromPluginsDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a host (not in -short)")
+	}
+	builtins, docs := built(t)
+	dir := t.TempDir()
+	pkg := filepath.Join(dir, "plugins", host.MachineToolsPlugin)
+	os.MkdirAll(pkg, 0o755)
+	for _, f := range []string{"manifest.json", "plugin.wasm"} {
+		copyFile(t, filepath.Join(builtins, host.MachineToolsPlugin, f), filepath.Join(pkg, f))
+	}
+	policy := filepath.Join(dir, "policy.json")
+	os.WriteFile(policy, []byte(`{"plugins":{"machine_tools":{"process":{"commands":["*"],"cwd":["$SANDBOX"]}}}}`), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h, err := host.New(ctx, host.Config{PluginsDir: filepath.Join(dir, "plugins"), PolicyFile: policy, Workspace: dir,
+		MachineTools: map[string]caps.MachineTool{"docs": {Command: []string{docs, "docs"}, Env: []string{"AIOD_MT_TOKEN"}}},
+		Browser:      browser.Config{Mode: browser.Off}, CacheDir: testplugins.CacheDir(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	if err := h.Registry().WaitLoaded(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cat := h.Registry().Catalog()
+	if len(cat.Plugins) != 0 || len(cat.Tools) != 0 {
+		t.Fatalf("loaded %d plugins, %d tools", len(cat.Plugins), len(cat.Tools))
 	}
 }

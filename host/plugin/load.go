@@ -62,7 +62,13 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 	m := s.m
 	var config json.RawMessage
 	if m.Configured {
-		if config = r.configurationOf(m.Name); config == nil {
+		// only a built-in gets a configuration: one from --plugins-dir
+		// that calls itself machine_tools must not get the registered
+		// tools' variables
+		if s.builtin {
+			config = r.configurationOf(m.Name)
+		}
+		if config == nil {
 			return nil, nil, nil
 		}
 	}

@@ -83,9 +83,10 @@ type Options struct {
 	// not pin by sha256 (caps.Policy.CheckPin; lockdown).
 	RequirePins bool
 	// Configurations are the operator's configurations of configured
-	// plugins (ABI v1.1, configured.go), by plugin name: such a plugin is
-	// loaded only with one, and publishes the tools its configure
-	// operation makes of it. SetConfigurations replaces them.
+	// built-in plugins (ABI v1.1, configured.go), by plugin name: such a
+	// plugin is loaded only with one, and publishes the tools its
+	// configure operation makes of it (a configured plugin from Dir gets
+	// none, so it is not loaded). SetConfigurations replaces them.
 	Configurations map[string]json.RawMessage
 	// OwnerInstances, when set, caps the instances an owner (tenant)
 	// holds across all its plugins, idle or in a call (0: no cap); each
