@@ -191,14 +191,23 @@ func (h *Host) adminPlugins() any {
 		Families   []string `json:"families"`
 		LoadError  string   `json:"last_load_error"`
 		Generation uint64   `json:"generation"`
+		// Configuration is what a configured plugin refused of its
+		// configuration, by name (the Machine Mode tools refused)
+		Configuration map[string]string `json:"configuration_refused,omitempty"`
 	}
 	out := []entry{}
 	for _, p := range cat.Plugins {
 		e := entry{Name: p.Manifest.Name, Version: p.Manifest.Version, SHA256: p.Digest, Builtin: p.Builtin,
 			Source: p.Source, Tools: []string{}, Families: []string{}, Instances: p.IdleInstances(plugin.DefaultOwner),
 			Dormant: p.Dormant(), LoadError: cat.LoadError(p.Manifest.Name), Generation: cat.Generation}
-		for _, t := range p.Manifest.Tools {
+		for _, t := range p.Tools() {
 			e.Tools = append(e.Tools, t.Name)
+		}
+		for _, r := range p.Refused() {
+			if e.Configuration == nil {
+				e.Configuration = map[string]string{}
+			}
+			e.Configuration[r.Name] = r.Reason
 		}
 		for _, f := range p.Grant.GrantedFamilies() {
 			e.Families = append(e.Families, string(f))

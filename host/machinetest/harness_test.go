@@ -117,6 +117,9 @@ func registrations(t testing.TB, docs string) map[string]caps.MachineTool {
 	}
 }
 
+// adminKey opens the test hosts' admin API.
+const adminKey = "machinetest-admin-key"
+
 // quiet is a logger that discards.
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -156,7 +159,7 @@ func launch(t testing.TB, regs map[string]caps.MachineTool, policy string) (*fix
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := host.Config{Builtins: os.DirFS(builtins), MachineTools: regs, Workspace: ws, PolicyFile: policy,
+	cfg := host.Config{Builtins: os.DirFS(builtins), MachineTools: regs, Workspace: ws, PolicyFile: policy, AdminKey: adminKey,
 		Browser: browser.Config{Mode: browser.Off}, CacheDir: testplugins.CacheDir(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if testing.Verbose() {

@@ -2,6 +2,7 @@ package machinetest
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -130,6 +131,31 @@ func TestDiscovery(t *testing.T) {
 	}
 	if len(refused) != 7 {
 		t.Errorf("refused: %v", refused)
+	}
+
+	// the admin API shows the same
+	req, _ := http.NewRequest("GET", strings.TrimSuffix(f.url, "/mcp")+"/admin/plugins", nil)
+	req.Header.Set("Authorization", "Bearer "+adminKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var admin struct {
+		Data struct {
+			Plugins []struct {
+				Name    string            `json:"name"`
+				Tools   []string          `json:"tools"`
+				Refused map[string]string `json:"configuration_refused"`
+			} `json:"plugins"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&admin); err != nil || len(admin.Data.Plugins) != 1 {
+		t.Fatalf("admin plugins: %v %+v", err, admin)
+	}
+	ap := admin.Data.Plugins[0]
+	if ap.Name != host.MachineToolsPlugin || len(ap.Tools) != len(want) || !slices.Contains(ap.Tools, "docs_search") || len(ap.Refused) != 7 || ap.Refused["liar"] != refused["liar"] {
+		t.Errorf("admin plugins: %+v", ap)
 	}
 }
 
