@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,11 +54,24 @@ func ConfigurationState() (config, state json.RawMessage, err error) {
 	if abi.Code(code) != abi.OK {
 		return nil, nil, fmt.Errorf("aiod:core.configuration: %s", b)
 	}
+	// an instance belongs to one load: the same bytes at every call,
+	// decoded once
+	if last := &lastConfiguration; bytes.Equal(b, last.raw) {
+		return last.r.Config, last.r.State, nil
+	}
 	var r abi.ConfigurationResponse
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, nil, fmt.Errorf("aiod:core.configuration: %w", err)
 	}
+	lastConfiguration.raw, lastConfiguration.r = b, r
 	return r.Config, r.State, nil
+}
+
+// lastConfiguration is the configuration last read, and what it decoded
+// to.
+var lastConfiguration struct {
+	raw []byte
+	r   abi.ConfigurationResponse
 }
 
 // handleConfigure answers OpConfigure: args is {"config": <configuration>}.
