@@ -9,10 +9,12 @@ PORT    ?= 18091
 # The engine `make conformance` and `make run` use: wazero or wasmtime.
 ENGINE  ?= wazero
 
-# Built-in plugins, in tools/list order (plugins/builtin/dist/order), and
-# the shipped guard plugins (spec/hooks.md), which have no tools: an
-# operator switches one on by name in the policy.
-BUILTINS := $(sort $(dir $(wildcard plugins/sandbox/*/main.go))) $(sort $(dir $(wildcard plugins/guards/*/main.go)))
+# Built-in plugins, in tools/list order (plugins/builtin/dist/order), the
+# shipped guard plugins (spec/hooks.md), which have no tools: an operator
+# switches one on by name in the policy, and the Machine Mode adapter
+# (plugins/machine: loaded only with machine tools registered,
+# spec/machine-mode.md).
+BUILTINS := $(sort $(dir $(wildcard plugins/sandbox/*/main.go))) $(sort $(dir $(wildcard plugins/guards/*/main.go))) plugins/machine/
 # The page tools (spec/page-tools.md): embedded apart from the built-ins
 # (plugins/browser/dist), served after them with --browser launch or --page-tools.
 PAGETOOLS := plugins/browser/page

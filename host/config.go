@@ -69,6 +69,10 @@ type Config struct {
 	// upstream.DefaultListTimeout).
 	Upstreams           []upstream.Server
 	UpstreamListTimeout time.Duration
+	// MachineTools are the Machine Mode command-line tools published as
+	// MCP tools (--machine-tools, AIO_MACHINE_TOOLS; caps.ParseMachineTools;
+	// spec/machine-mode.md), besides the policy's machine_tools.
+	MachineTools map[string]caps.MachineTool
 	// PinUpstreams, when set, is the pin file of the upstream tools: a tool
 	// whose definition does not match its pin is withheld until accepted
 	// (aiod upstream review --accept; spec/upstream.md).
@@ -290,6 +294,9 @@ func (c Config) validate() (Config, [][]byte, error) {
 		if h, _, err := net.SplitHostPort(c.PprofAddr); err != nil || !netx.Loopback(h) {
 			return c, nil, fmt.Errorf("profiler address %q: must be a loopback host:port (127.0.0.1:6060)", c.PprofAddr)
 		}
+	}
+	if err := caps.ValidateMachineTools(c.MachineTools); err != nil {
+		return c, nil, err
 	}
 	if c.AdminKey != "" && c.AdminKey == c.APIKey {
 		return c, nil, errors.New("the admin key must differ from the API key: every client holding the API key would be an operator")

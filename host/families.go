@@ -40,12 +40,14 @@ type families struct {
 
 // newFamilies makes the families' state; br is the host's browser, ups
 // its upstream set (nil without upstream servers) and lock its lockdown
-// (nil without).
-func newFamilies(log *slog.Logger, br *browser.Browser, ups *upstream.Set, lock *lockdown.Lockdown) *families {
+// (nil without), whose sandbox also shows the paths extraRO gives (nil:
+// none) read-only.
+func newFamilies(log *slog.Logger, br *browser.Browser, ups *upstream.Set, lock *lockdown.Lockdown, extraRO func() []string) *families {
 	pc := proc.Config{BaseEnv: baseEnv(os.Environ()), Logger: log}
 	fs := files.New(fsroot.Options{})
 	if lock != nil {
 		pc = lock.ProcConfig(pc)
+		pc.Sandbox.Extra = extraRO
 		fs.SetOwnerDirs(lock.FileDirs)
 	}
 	m := proc.New(pc)

@@ -57,6 +57,7 @@ type Host struct {
 	browser *browser.Browser
 	ups     *upstream.Set // nil without upstreams
 	fams    *families
+	machine *machineTools // machine.go
 	reg     *plugin.Registry
 	mcp     *mcp.Server
 	srv     *server.Server
@@ -71,6 +72,9 @@ type Host struct {
 	// policyErr is why the policy file was last refused ("" if it was not).
 	reloadMu  sync.Mutex
 	policyErr atomic.Pointer[string]
+	// policy is the operator's policy in force (the file's, as last read
+	// and taken)
+	policy atomic.Pointer[caps.Policy]
 }
 
 // ErrUnauthenticatedExposure is returned when binding beyond loopback
@@ -88,7 +92,9 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		return nil, err
 	}
 	h := &Host{log: cfg.Logger, addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), pprofAddr: cfg.PprofAddr,
-		policyFile: cfg.PolicyFile, apiKey: cfg.APIKey, stateKeyFile: cfg.StateKeyFile}
+		policyFile: cfg.PolicyFile, apiKey: cfg.APIKey, stateKeyFile: cfg.StateKeyFile,
+		machine: &machineTools{flag: cfg.MachineTools, lockdown: cfg.Lockdown, log: cfg.Logger, lookup: os.LookupEnv}}
+	h.policy.Store(p.policy)
 	defer func() {
 		if err != nil {
 			h.Close(ctx)
@@ -108,9 +114,11 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 			if cfg.Builtins == nil {
 				h.log.Warn("this binary has no built-in plugins (build it with `make build`)")
 			}
-			return h.provisionRegistry(ctx, plugin.Options{Policy: p.policy, BuiltinPolicy: builtinPolicy(p.policy), Env: p.env,
+			ms := h.machine.setup(p.policy)
+			return h.provisionRegistry(ctx, plugin.Options{Policy: p.policy, BuiltinPolicy: withMachinePolicy(builtinPolicy(p.policy), ms), Env: p.env,
 				Builtins: cfg.PageToolsConfig.builtins(cfg.Builtins, cfg.Browser.Mode), Dir: cfg.PluginsDir,
-				IdleTimeout: cfg.IdleTimeout, KeepCompiled: cfg.KeepCompiled, RequirePins: cfg.Lockdown})
+				IdleTimeout: cfg.IdleTimeout, KeepCompiled: cfg.KeepCompiled, RequirePins: cfg.Lockdown,
+				Configurations: ms.configurations()})
 		},
 		func() error { return h.wireTenancy(cfg.TenancyConfig, p.auditRequired, cfg.AdminKey, p.policy, p.lock) },
 		func() error {
@@ -168,7 +176,7 @@ func (h *Host) provisionBrowser(c browser.Config) (err error) {
 // provisionFamilies makes the families' state (in lockdown's sandbox when
 // lock is set, whose runtime checks then run).
 func (h *Host) provisionFamilies(ctx context.Context, lock *lockdown.Lockdown) error {
-	h.fams = newFamilies(h.log, h.browser, h.ups, lock)
+	h.fams = newFamilies(h.log, h.browser, h.ups, lock, h.machine.sandboxPaths)
 	h.built(func(context.Context) error { return h.fams.Close() })
 	if lock == nil {
 		return nil

@@ -131,12 +131,19 @@ func (h *Host) reload(ctx context.Context) (*ReloadResult, error) {
 			h.log.Error("policy file refused; the previous policy keeps applying", "err", err)
 			res.PolicyError = err.Error()
 		} else {
-			h.reg.SetPolicy(p, builtinPolicy(p))
+			h.policy.Store(p)
 			h.tenancy.update(p, h.apiKey)
 			h.hooks.SetHooks(p.Hooks)
 		}
 		h.policyErr.Store(&res.PolicyError)
 	}
+	// the registrations again (the policy's, the programs' pins, the
+	// named variables), whatever else changed: discovery runs again in
+	// the reload
+	p := h.policy.Load()
+	ms := h.machine.setup(p)
+	h.reg.SetPolicy(p, withMachinePolicy(builtinPolicy(p), ms))
+	h.reg.SetConfigurations(ms.configurations())
 	h.reloadStateKeys()
 	rep, err := h.reg.ReloadReport(ctx)
 	res.Report = rep
@@ -189,14 +196,23 @@ func (h *Host) adminPlugins() any {
 		Families   []string `json:"families"`
 		LoadError  string   `json:"last_load_error"`
 		Generation uint64   `json:"generation"`
+		// Configuration is what a configured plugin refused of its
+		// configuration, by name (the Machine Mode tools refused)
+		Configuration map[string]string `json:"configuration_refused,omitempty"`
 	}
 	out := []entry{}
 	for _, p := range cat.Plugins {
 		e := entry{Name: p.Manifest.Name, Version: p.Manifest.Version, SHA256: p.Digest, Builtin: p.Builtin,
 			Source: p.Source, Tools: []string{}, Families: []string{}, Instances: p.IdleInstances(plugin.DefaultOwner),
 			Dormant: p.Dormant(), LoadError: cat.LoadError(p.Manifest.Name), Generation: cat.Generation}
-		for _, t := range p.Manifest.Tools {
+		for _, t := range p.Tools() {
 			e.Tools = append(e.Tools, t.Name)
+		}
+		for _, r := range p.Refused() {
+			if e.Configuration == nil {
+				e.Configuration = map[string]string{}
+			}
+			e.Configuration[r.Name] = r.Reason
 		}
 		for _, f := range p.Grant.GrantedFamilies() {
 			e.Families = append(e.Families, string(f))

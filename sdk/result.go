@@ -3,6 +3,7 @@ package sdk
 import (
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 
 	"github.com/aiodhq/aiod/sdk/internal/guest"
 	"github.com/aiodhq/aiod/sdk/jsonx"
@@ -98,6 +99,17 @@ func writeResult(r *Result) {
 }
 
 func appendResult(b []byte, r *Result) []byte {
+	// room for the whole result at once: a large text (escaped, mostly a
+	// little longer) beside its structured copy would otherwise grow the
+	// buffer a dozen times
+	n := 64
+	for i := range r.Content {
+		n += len(r.Content[i].text) + len(r.Content[i].text)/8 + len(r.Content[i].data)*4/3 + 64
+	}
+	if s, ok := r.Structured.(json.RawMessage); ok {
+		n += len(s)
+	}
+	b = slices.Grow(b, n)
 	b = append(b, `{"content":[`...)
 	for i := range r.Content {
 		if i > 0 {

@@ -49,6 +49,9 @@ type Info struct {
 	// Limits the plugin asks for (spec/manifest/v1 §5); zero values take
 	// the operator's defaults.
 	Limits abi.Limits
+	// Configured: the plugin's tools come from the operator's
+	// configuration (OnConfigure, configured.go; ABI v1.1).
+	Configured bool
 }
 
 // Tool declares a tool. InputSchema and OutputSchema may be nil (inferred
@@ -197,6 +200,11 @@ func handle(op int32, name, args []byte) int32 {
 	case abi.OpToolCall:
 		t := lookup(name)
 		if t == nil {
+			if configuredHandle != nil {
+				tool := string(name)
+				ctx.tool = tool
+				return finishCall(func() (*Result, error) { return configuredHandle(&ctx, tool, json.RawMessage(args)) })
+			}
 			return abi.RetUnknownName
 		}
 		ctx.tool = t.decl.Name
@@ -207,6 +215,9 @@ func handle(op int32, name, args []byte) int32 {
 		out, ret := handleHook(op, name, args)
 		guest.WriteOutput(out)
 		return ret
+	}
+	if op == abi.OpConfigure {
+		return handleConfigure(args)
 	}
 	return handleSurface(op, name, args)
 }
@@ -252,8 +263,9 @@ func Describe() ([]byte, error) {
 		Capabilities abi.Capabilities `json:"capabilities"`
 		Limits       abi.Limits       `json:"limits"`
 		Hooks        *abi.Hooks       `json:"hooks,omitempty"`
+		Configured   bool             `json:"configured,omitempty"`
 	}{Name: info.Name, Version: info.Version, ABI: abi.Version, Description: info.Description,
-		Tools: []toolDoc{}, Capabilities: info.Capabilities, Limits: info.Limits, Hooks: declaredHooks()}
+		Tools: []toolDoc{}, Capabilities: info.Capabilities, Limits: info.Limits, Hooks: declaredHooks(), Configured: info.Configured}
 	doc.Prompts, doc.Resources, doc.Templates = describeSurface()
 	for _, t := range tools {
 		td := toolDoc{Name: t.decl.Name, Title: t.decl.Title,

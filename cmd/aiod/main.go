@@ -25,6 +25,7 @@ import (
 
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/browser"
+	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 	_ "github.com/aiodhq/aiod/host/runtime/wasmtime/register" // --engine wasmtime (cgo builds)
@@ -100,6 +101,7 @@ type startFlags struct {
 	pinned   string // --tool-search-pinned
 	code     string // --code-tools
 	servers  serversFlag
+	machine  machineFlag
 	// snapshots is --snapshots (Config.NoSnapshots is its negation)
 	snapshots bool
 }
@@ -138,6 +140,8 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.fs.Var(&s.servers, "mcp-servers", `other MCP servers whose tools are published beside aiod's, {"<name>": {"url": "http://127.0.0.1:PORT/mcp", "prefix": "<prefix>"}} (env EXTRA_MCP_SERVERS)`)
 	s.env["mcp-servers"] = "EXTRA_MCP_SERVERS"
 	s.str(&c.PinUpstreams, "pin-upstreams", "AIO_PIN_UPSTREAMS", "", "pin file of the upstream MCP servers' tools: a tool that is new or whose definition changed is withheld until `aiod upstream review --accept`")
+	s.fs.Var(&s.machine, "machine-tools", `Machine Mode command-line tools published as MCP tools, {"<name>": {"command": ["/abs/path/cli", "fixed-arg"], "prefix": "<prefix>", "env": ["VAR"]}} (env AIO_MACHINE_TOOLS; spec/machine-mode.md)`)
+	s.env["machine-tools"] = "AIO_MACHINE_TOOLS"
 	s.duration(&c.UpstreamListTimeout, "upstream-list-timeout", "AIO_UPSTREAM_LIST_TIMEOUT", upstream.DefaultListTimeout, "longest a tools/list waits for one upstream MCP server; one that has not answered by then is left out (0: the default)")
 	s.bool(&c.ToolSearch, "tool-search", "AIO_TOOL_SEARCH", false, "tools/list lists a search tool (aiod_tool_search), a describe tool (aiod_tool_describe) and the pinned tools instead of every tool; every tool stays callable by name. A tenant's tool_search in the policy overrides it")
 	s.str(&s.pinned, "tool-search-pinned", "AIO_TOOL_SEARCH_PINNED", "", "with tool search: comma-separated names of the tools listed beside the search and describe tools, '-' for none (default: the seven sandbox_* built-ins)")
@@ -270,6 +274,7 @@ func (s *startFlags) parse(args []string, lookup func(string) (string, bool)) er
 	}
 	s.cfg.CodeTools = splitList(s.code)
 	s.cfg.Upstreams = s.servers.servers
+	s.cfg.MachineTools = s.machine.tools
 	s.cfg.NoSnapshots = !s.snapshots
 	return nil
 }
@@ -292,6 +297,24 @@ func (f *serversFlag) Set(v string) error {
 		return err
 	}
 	f.raw, f.servers, f.warns = v, servers, warns
+	return nil
+}
+
+// machineFlag is --machine-tools / AIO_MACHINE_TOOLS: parsed (and
+// refused) when set, like --mcp-servers.
+type machineFlag struct {
+	raw   string
+	tools map[string]caps.MachineTool
+}
+
+func (f *machineFlag) String() string { return f.raw }
+func (f *machineFlag) Get() any       { return f }
+func (f *machineFlag) Set(v string) error {
+	tools, err := caps.ParseMachineTools([]byte(v))
+	if err != nil {
+		return err
+	}
+	f.raw, f.tools = v, tools
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/browser"
+	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/upstream"
@@ -74,6 +75,9 @@ var settings = []setting{
 	{"EXTRA_MCP_SERVERS", `{"a":{"url":"http://127.0.0.1:1/mcp","prefix":"a"}}`, []upstream.Server{{Name: "a", URL: "http://127.0.0.1:1/mcp", Prefix: "a"}},
 		`{"b":{"url":"http://localhost:2/mcp"}}`, []upstream.Server{{Name: "b", URL: "http://localhost:2/mcp"}}, `{"a":`,
 		func(s *startFlags) any { return s.cfg.Upstreams }, []upstream.Server(nil)},
+	{"AIO_MACHINE_TOOLS", `{"a":{"command":["/bin/a"],"env":["A_TOKEN"]}}`, map[string]caps.MachineTool{"a": {Command: []string{"/bin/a"}, Env: []string{"A_TOKEN"}}},
+		`{"b":{"command":["/usr/bin/b","x"],"prefix":"bee"}}`, map[string]caps.MachineTool{"b": {Command: []string{"/usr/bin/b", "x"}, Prefix: "bee"}}, `{"a":{"command":["a"]}}`,
+		func(s *startFlags) any { return s.cfg.MachineTools }, map[string]caps.MachineTool(nil)},
 	{"AIO_PIN_UPSTREAMS", "/env/pins.json", "/env/pins.json", "/flag/pins.json", "/flag/pins.json", "", func(s *startFlags) any { return s.cfg.PinUpstreams }, ""},
 	{"AIO_TOOL_SEARCH", "true", true, "false", false, "maybe", func(s *startFlags) any { return s.cfg.ToolSearch }, false},
 	{"AIO_TOOL_SEARCH_PINNED", "a, b", []string{"a", "b"}, "-", []string{}, "", func(s *startFlags) any { return s.cfg.ToolSearchPinned }, []string(nil)},

@@ -372,3 +372,58 @@ func readFile(tb testing.TB, name string) []byte {
 	}
 	return b
 }
+
+// FuzzParseMachineTools: any bytes as a Machine Mode registration
+// (--machine-tools, the policy's machine_tools) either fail with no value,
+// or give registrations that hold the rules (an absolute clean program,
+// names and prefixes of their pattern, no variable that makes a program
+// run code, unique prefixes) and survive a round trip.
+func FuzzParseMachineTools(f *testing.F) {
+	for _, s := range []string{
+		``, `{}`, `null`, `[]`,
+		`{"docs":{"command":["/opt/docs/bin/docs"],"env":["DOCS_TOKEN"]}}`,
+		`{"n":{"command":["/usr/bin/python3","/opt/notes.py"],"prefix":"notes","sha256":"` + strings.Repeat("ab", 32) + `","timeout_ms":1000,"max_output_bytes":1024}}`,
+		`{"a":{"command":["/a"]},"b":{"command":["/b"],"prefix":"a"}}`,
+		`{"a":{"command":["rel"]}}`, `{"a":{"command":["/a"],"env":["LD_PRELOAD"]}}`, `{"a":{"command":["/a"]},"a":{"command":["/b"]}}`,
+		`{"a":{"command":["/a/../b"]}}`, `{"a":{"command":["/a"],"extra":1}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := caps.ParseMachineTools(data)
+		if err != nil {
+			if m != nil {
+				t.Fatal("registrations returned with an error")
+			}
+			return
+		}
+		prefixes := map[string]bool{}
+		for name, r := range m {
+			if len(r.Command) == 0 || !filepath.IsAbs(r.Command[0]) || filepath.Clean(r.Command[0]) != r.Command[0] {
+				t.Fatalf("%s: command %q", name, r.Command)
+			}
+			for _, e := range r.Env {
+				if strings.HasPrefix(e, "LD_") || e == "BASH_ENV" || strings.ContainsAny(e, "=\x00") {
+					t.Fatalf("%s: env %q", name, e)
+				}
+			}
+			p := r.Prefix
+			if p == "" {
+				p = name
+			}
+			if prefixes[p] {
+				t.Fatalf("prefix %q twice", p)
+			}
+			prefixes[p] = true
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m2, err := caps.ParseMachineTools(b)
+		b2, _ := json.Marshal(m2)
+		if err != nil || len(m) > 0 && string(b) != string(b2) {
+			t.Fatalf("round trip: %v\n%s\n%s", err, b, b2)
+		}
+	})
+}

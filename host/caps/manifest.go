@@ -169,7 +169,10 @@ func ValidateManifest(m *abi.Manifest) error {
 	if m.SHA256 != "" && !sha256RE.MatchString(m.SHA256) {
 		return bad("plugin %s: sha256 must be 64 lowercase hex digits", m.Name)
 	}
-	if len(m.Tools) == 0 && len(m.Prompts) == 0 && len(m.Resources) == 0 && len(m.ResourceTemplates) == 0 && m.Hooks == nil {
+	if m.Configured && m.Form != "" && m.Form != abi.FormReactor {
+		return bad("plugin %s: configured is for form \"reactor\" only", m.Name)
+	}
+	if !m.Configured && len(m.Tools) == 0 && len(m.Prompts) == 0 && len(m.Resources) == 0 && len(m.ResourceTemplates) == 0 && m.Hooks == nil {
 		return bad("plugin %s declares no tools, prompts, resources or hooks", m.Name)
 	}
 	if err := validateManifestHooks(m); err != nil {
@@ -180,16 +183,13 @@ func ValidateManifest(m *abi.Manifest) error {
 		if !toolNameRE.MatchString(t.Name) {
 			return bad("plugin %s: tool %d: name %q must match %s", m.Name, i, t.Name, toolNameRE)
 		}
+		if err := ValidateTool(t); err != nil {
+			return bad("plugin %s: %v", m.Name, err)
+		}
 		if seen[t.Name] {
 			return bad("plugin %s: tool %q declared twice", m.Name, t.Name)
 		}
 		seen[t.Name] = true
-		if err := checkSchema(t.InputSchema, true); err != nil {
-			return bad("plugin %s: tool %s: inputSchema: %v", m.Name, t.Name, err)
-		}
-		if err := checkSchema(t.OutputSchema, false); err != nil {
-			return bad("plugin %s: tool %s: outputSchema: %v", m.Name, t.Name, err)
-		}
 	}
 	if err := validateSurface(m); err != nil {
 		return bad("plugin %s: %v", m.Name, err)
@@ -200,6 +200,23 @@ func ValidateManifest(m *abi.Manifest) error {
 	l := m.Limits
 	if l.MemoryMiB < 0 || l.MemoryMiB > 4096 || l.TimeoutMs < 0 || l.MaxResultBytes < 0 || l.MaxInstances < 0 || l.Fuel < 0 {
 		return bad("plugin %s: limits must be non-negative (memory_mib at most 4096)", m.Name)
+	}
+	return nil
+}
+
+// ValidateTool checks one tool declaration as a manifest's are checked:
+// its name, and that its input schema (and output schema, when it has
+// one) is a JSON Schema object of type "object". It is also how the host
+// checks the tools a configured plugin publishes (OpConfigure).
+func ValidateTool(t abi.Tool) error {
+	if !toolNameRE.MatchString(t.Name) {
+		return fmt.Errorf("name %q must match %s", t.Name, toolNameRE)
+	}
+	if err := checkSchema(t.InputSchema, true); err != nil {
+		return fmt.Errorf("tool %s: inputSchema: %v", t.Name, err)
+	}
+	if err := checkSchema(t.OutputSchema, false); err != nil {
+		return fmt.Errorf("tool %s: outputSchema: %v", t.Name, err)
 	}
 	return nil
 }

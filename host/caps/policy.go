@@ -32,6 +32,10 @@ type Policy struct {
 	// Hooks run around every tenant's tool calls, in order, before the
 	// tenant's own (spec/hooks.md; hooks.go).
 	Hooks []Hook `json:"hooks,omitempty"`
+	// MachineTools are Machine Mode command-line tools published as MCP
+	// tools (spec/machine-mode.md; machine.go), besides those of
+	// --machine-tools; reloaded with the policy.
+	MachineTools map[string]MachineTool `json:"machine_tools,omitempty"`
 }
 
 // OperatorLimits cap and default the per-call limits.
@@ -104,6 +108,9 @@ func ParsePolicy(data []byte) (*Policy, error) {
 		return nil, fmt.Errorf("invalid policy: %w", err)
 	}
 	if err := ValidateHooks(p.Hooks); err != nil {
+		return nil, fmt.Errorf("invalid policy: %w", err)
+	}
+	if err := ValidateMachineTools(p.MachineTools); err != nil {
 		return nil, fmt.Errorf("invalid policy: %w", err)
 	}
 	return &p, nil

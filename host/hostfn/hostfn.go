@@ -129,6 +129,14 @@ type Call struct {
 	// are the parts of Output that aiod:core.output_blob wrote from them.
 	Kept    []Kept
 	Spliced []Span
+	// Configuration is what aiod:core.configuration answers (ABI v1.1):
+	// the configuration and state of the configured plugin's load, as a
+	// JSON object; nil for other plugins.
+	Configuration []byte
+	// Values holds the call's own state of a family (the process
+	// family's started programs), under a key of the family's own type;
+	// Reset clears it.
+	Values map[any]any
 }
 
 // Kept is a response kept on the host for the rest of a call, and whether
@@ -161,6 +169,8 @@ func (c *Call) Reset() {
 	c.Spliced = c.Spliced[:0]
 	c.Notify = nil
 	c.Client = nil
+	c.Configuration = nil
+	clear(c.Values)
 }
 
 // ReqResp wraps a request/response body in the family calling convention.

@@ -69,6 +69,12 @@ func (r *Registry) loader(j loadJob) {
 	if cold != nil {
 		cold.Stop()
 	}
+	configured := err == nil && j.p.Manifest.Configured
+	if configured {
+		// its tools come from its configuration: they are listed once
+		// configure has run, in a new generation (rebuild, below)
+		err = r.configure(ctx, j.p)
+	}
 	if err != nil {
 		j.p.close()
 	}
@@ -81,14 +87,15 @@ func (r *Registry) loader(j loadJob) {
 		r.log.Error("plugin refused", "plugin", j.p.Manifest.Name, "source", j.p.Source, "err", err)
 	}
 	close(j.p.ready)
-	if err != nil {
-		r.dropFailed()
+	if err != nil || configured {
+		r.rebuild()
 	}
 }
 
-// dropFailed swaps in a catalogue without the plugins whose start-up load
-// failed.
-func (r *Registry) dropFailed() {
+// rebuild swaps in a new generation of the catalogue without the plugins
+// whose start-up load failed, and with the tools of those configured
+// since.
+func (r *Registry) rebuild() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed.Load() {
@@ -113,7 +120,7 @@ func (r *Registry) dropFailed() {
 		for _, p := range keep {
 			r.releasePlugin(p)
 		}
-		r.log.Error("drop failed plugins", "err", err)
+		r.log.Error("rebuild the catalogue", "err", err)
 		return
 	}
 	next.loadErrors = errs

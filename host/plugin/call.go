@@ -56,6 +56,16 @@ func (r *Registry) invokeCurrent(ctx context.Context, op uint64, lookup func(*Ca
 // have no such result) they are errors. ErrInputRequired and *RPCError
 // report the plugin's two other ways to end a call.
 func (r *Registry) invoke(ctx context.Context, p *Plugin, op uint64, req CallRequest) ([]byte, error) {
+	return r.invokeOp(ctx, p, op, req, true)
+}
+
+// run is invoke on a plugin being loaded, whose start-up load is not over
+// (its configure operation): it does not wait for the load to end.
+func (r *Registry) run(ctx context.Context, p *Plugin, op uint64, req CallRequest) ([]byte, error) {
+	return r.invokeOp(ctx, p, op, req, false)
+}
+
+func (r *Registry) invokeOp(ctx context.Context, p *Plugin, op uint64, req CallRequest, await bool) ([]byte, error) {
 	// hold the plugin until the call ends, even if a reload retires it
 	p.refs.Add(1)
 	defer r.releasePlugin(p)
@@ -72,7 +82,11 @@ func (r *Registry) invoke(ctx context.Context, p *Plugin, op uint64, req CallReq
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Grant.Timeout)
 	defer cancel()
-	if err := p.await(ctx); err != nil {
+	var loadErr error
+	if await {
+		loadErr = p.await(ctx)
+	}
+	if err := loadErr; err != nil {
 		// listed at start-up, and still compiling or refused since
 		if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) {
 			return nil, ctx.Err()
@@ -89,6 +103,9 @@ func (r *Registry) invoke(ctx context.Context, p *Plugin, op uint64, req CallReq
 	c.MaxOutput = p.Grant.MaxResultBytes
 	c.Notify = req.Notify
 	c.Client = req.Client
+	if conf := p.conf.Load(); conf != nil {
+		c.Configuration = conf.call
+	}
 	in := append(c.Output[:0], req.Name...) // borrow Output's buffer for the input
 	in = append(in, args...)
 	c.Input = in

@@ -56,7 +56,7 @@ func (c *Catalog) Snapshot() *catalog.Snapshot { return c.snap }
 func (r *Registry) build(gen uint64, plugins []*Plugin) (*Catalog, error) {
 	next := &Catalog{Generation: gen, Plugins: plugins, byName: map[string]*Tool{}}
 	for _, p := range plugins {
-		for _, t := range p.Manifest.Tools {
+		for _, t := range p.tools() {
 			if prev, clash := next.byName[t.Name]; clash {
 				r.log.Warn("tool refused: name already taken", "tool", t.Name, "plugin", p.Manifest.Name, "kept", prev.Plugin.Manifest.Name)
 				continue

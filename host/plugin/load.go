@@ -21,10 +21,18 @@ import (
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
+// load loads the plugin of s (nil, nil for a configured plugin without a
+// configuration: not loaded).
 func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin, prev *Plugin) (*Plugin, error) {
 	p, fams, err := r.prepare(s, reuse)
-	if err != nil || fams == nil { // refused, or carried over
+	if err != nil || p == nil {
 		return p, err
+	}
+	if fams == nil { // carried over
+		if p.Manifest.Configured {
+			return r.reconfigure(ctx, s, p) // discovery runs at every reload
+		}
+		return p, nil
 	}
 	if r.background.Load() {
 		// start-up: list it now, compile it on a loader; calls wait for it
@@ -37,14 +45,33 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin,
 		p.close()
 		return nil, err
 	}
+	if p.Manifest.Configured {
+		if err := r.configure(ctx, p); err != nil {
+			p.close()
+			return nil, err
+		}
+	}
 	return p, nil
 }
 
 // prepare does the checks that need no compilation (manifest, digest, wasm
 // magic, grant) and makes the Plugin. A plugin carried over from reuse is
-// returned with nil fams.
+// returned with nil fams; a configured plugin without a configuration is
+// not made (nil, nil, nil).
 func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostfn.Family, error) {
 	m := s.m
+	var config json.RawMessage
+	if m.Configured {
+		// only a built-in gets a configuration: one from --plugins-dir
+		// that calls itself machine_tools must not get the registered
+		// tools' variables
+		if s.builtin {
+			config = r.configurationOf(m.Name)
+		}
+		if config == nil {
+			return nil, nil, nil
+		}
+	}
 	digest := m.SHA256 // a pinned module read late (readPackages)
 	if s.digest != "" {
 		digest = s.digest
@@ -65,6 +92,9 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 	msum := sha256.Sum256(s.manifest)
 	gkey := grantKey(grant)
 	key := fmt.Sprintf("%s/%x/%v/%v", digest, msum[:8], s.builtin, gkey)
+	if config != nil {
+		key += configKey(config)
+	}
 	if p, ok := reuse[key]; ok && !p.closed.Load() {
 		p.refs.Add(1)
 		return p, nil, nil
@@ -83,6 +113,7 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 	p := &Plugin{Manifest: m, Grant: grant, Digest: digest, Builtin: s.builtin, Source: s.where,
 		key: key, modKey: fmt.Sprintf("%s/%s/%s/%s", digest, m.Name, m.Form, gkey), command: m.Form == "command", log: r.log.With("plugin", m.Name), ownerMax: r.opts.OwnerInstances}
 	p.slots = r.slots
+	p.config = config
 	p.refs.Add(1)
 	return p, fams, nil
 }
@@ -137,7 +168,7 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, s *source, fams []host
 		log.Info("fuel not metered: this engine applies the deadline only", "fuel", grant.Fuel, "timeout", grant.Timeout)
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	log.Info("plugin loaded", "version", m.Version, "digest", p.Digest[:12], "tools", len(m.Tools), "families", grant.GrantedFamilies(),
+	log.Info("plugin loaded", "version", m.Version, "digest", p.Digest[:12], "tools", len(m.Tools), "configured", m.Configured, "families", grant.GrantedFamilies(),
 		"compiled", !reused, "checked", !skip, "compile_ms", ms(t1.Sub(t0)), "check_ms", ms(t2.Sub(t1)), "prewarm_ms", ms(time.Since(t2)), "prewarmed", warmed)
 	return nil
 }

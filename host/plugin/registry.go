@@ -17,6 +17,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"io/fs"
 	"log/slog"
 	"strings"
@@ -81,6 +82,12 @@ type Options struct {
 	// RequirePins refuses a plugin from Dir whose module the policy does
 	// not pin by sha256 (caps.Policy.CheckPin; lockdown).
 	RequirePins bool
+	// Configurations are the operator's configurations of configured
+	// built-in plugins (ABI v1.1, configured.go), by plugin name: such a
+	// plugin is loaded only with one, and publishes the tools its
+	// configure operation makes of it (a configured plugin from Dir gets
+	// none, so it is not loaded). SetConfigurations replaces them.
+	Configurations map[string]json.RawMessage
 	// OwnerInstances, when set, caps the instances an owner (tenant)
 	// holds across all its plugins, idle or in a call (0: no cap); each
 	// plugin's pool of the owner is also capped at min(the grant's
@@ -149,6 +156,10 @@ type Plugin struct {
 	// at once instead of waiting for a free loader.
 	want     chan struct{}
 	wantOnce sync.Once
+	// config is a configured plugin's configuration (nil for others),
+	// and conf what its configure made of it, once it has run.
+	config json.RawMessage
+	conf   atomic.Pointer[configured]
 }
 
 // New loads the built-ins and the plugins directory. It returns a usable

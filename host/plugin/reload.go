@@ -24,7 +24,10 @@ type Report struct {
 	// was serving goes on serving.
 	Kept []string `json:"kept"`
 	// Errors are the load errors, one a refused package.
-	Errors     []string `json:"errors"`
+	Errors []string `json:"errors"`
+	// Refused are the parts of configured plugins' configurations they
+	// refused ("<plugin>: <name>: <reason>"), in the new generation.
+	Refused    []string `json:"refused,omitempty"`
 	DurationMs float64  `json:"duration_ms"`
 }
 
@@ -81,6 +84,9 @@ func (r *Registry) ReloadReport(ctx context.Context) (*Report, error) {
 		}
 		if err == nil {
 			p, err = r.load(ctx, s, reuse, oldByName[s.name])
+			if err == nil && p == nil {
+				continue // a configured plugin without a configuration
+			}
 		}
 		if err != nil {
 			r.log.Error("plugin refused", "plugin", s.name, "source", s.where, "err", err)
@@ -119,6 +125,9 @@ func (r *Registry) ReloadReport(ctx context.Context) (*Report, error) {
 	}
 	next.loadErrors = lastErr
 	for _, p := range next.Plugins {
+		for _, f := range p.Refused() {
+			rep.Refused = append(rep.Refused, p.Manifest.Name+": "+f.Name+": "+f.Reason)
+		}
 		switch prev := oldByName[p.Manifest.Name]; {
 		case prev == nil:
 			rep.Added = append(rep.Added, p.Manifest.Name)

@@ -10,10 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aiodhq/aiod/host/internal/pathx"
 )
 
 // sessionMount is where a shell session's private directory (prelude,
@@ -102,6 +105,16 @@ func (m *Manager) sandboxCmd(cmd *exec.Cmd, owner string, binds []bind) error {
 		"--cap-drop", "ALL", "--die-with-parent", "--new-session",
 	}
 	ro := append(append([]string{}, DefaultReadOnly...), sb.ReadOnly...)
+	if sb.Extra != nil {
+		// each not shown already (a symlink or a bind inside a read-only
+		// bind cannot be made)
+		fixed := len(ro)
+		for _, p := range sb.Extra() {
+			if !slices.ContainsFunc(ro[:fixed], func(r string) bool { return pathx.Within(p, r) }) {
+				ro = append(ro, p)
+			}
+		}
+	}
 	for _, p := range ro {
 		fi, err := os.Lstat(p)
 		if err != nil {

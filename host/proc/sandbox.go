@@ -35,6 +35,9 @@ type Sandbox struct {
 	// ReadOnly are host paths shown read-only at the same place, besides
 	// the defaults (DefaultReadOnly); paths that do not exist are skipped.
 	ReadOnly []string
+	// Extra, when set, gives more such paths, asked at every start (the
+	// registered Machine Mode tools' programs, which a reload changes).
+	Extra func() []string
 	// UID and GID inside the sandbox (10001).
 	UID, GID int
 	// CPUSeconds, AddressSpace and FileSize are the per-process limits

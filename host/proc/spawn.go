@@ -69,6 +69,9 @@ type SpawnResult struct {
 	// the cap.
 	StdoutTruncated bool
 	StderrTruncated bool
+	// StdoutBytes is how much of stdout a started program (Start) wrote,
+	// up to its cap; Stdout is nil then, its pieces having gone to Read.
+	StdoutBytes int64
 }
 
 // Spawn runs one program to completion. The program is the first process
@@ -78,33 +81,8 @@ type SpawnResult struct {
 // killed. Pipes still held by an escaped process are closed after
 // Config.KillGrace, so the call always returns.
 func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*SpawnResult, error) {
-	if m.isClosed() {
-		return nil, errorf(ErrClosed, "process manager closed")
-	}
-	if len(req.Args) == 0 {
-		req.Args = []string{req.Path}
-	}
-	size := 0
-	for _, s := range append(req.Args, req.Env...) {
-		if strings.ContainsRune(s, 0) {
-			return nil, errorf(ErrInvalid, "argv and env must not contain NUL bytes")
-		}
-		size += len(s) + 1
-	}
-	if size > MaxArgvEnvBytes {
-		return nil, errorf(ErrTooLarge, "argv and env are %d bytes, max %d", size, MaxArgvEnvBytes)
-	}
-	if len(req.Stdin) > MaxStdinBytes {
-		return nil, errorf(ErrTooLarge, "stdin is %d bytes, max %d", len(req.Stdin), MaxStdinBytes)
-	}
-	if req.Dir != "" {
-		host := req.Dir
-		if m.cfg.Sandbox != nil {
-			host = m.sandboxHostDir(req.Owner, req.Dir)
-		}
-		if fi, err := os.Stat(host); host == "" || err != nil || !fi.IsDir() {
-			return nil, errorf(ErrNotFound, "cwd %s does not exist or is not a directory", req.Dir)
-		}
+	if err := m.checkSpawn(&req); err != nil {
+		return nil, err
 	}
 	timeout := m.clampTimeout(req.Timeout)
 	maxOut := m.clampOutput(req.MaxOutput)
@@ -225,6 +203,41 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*SpawnResult, er
 		res.Signal = SignalName(ws.Signal())
 	}
 	return res, nil
+}
+
+// checkSpawn checks a spawn request before anything runs (Spawn, Start):
+// the manager is open, argv and env have no NUL and fit, stdin fits, and
+// the working directory exists. An empty Args becomes [Path].
+func (m *Manager) checkSpawn(req *SpawnRequest) error {
+	if m.isClosed() {
+		return errorf(ErrClosed, "process manager closed")
+	}
+	if len(req.Args) == 0 {
+		req.Args = []string{req.Path}
+	}
+	size := 0
+	for _, s := range append(req.Args, req.Env...) {
+		if strings.ContainsRune(s, 0) {
+			return errorf(ErrInvalid, "argv and env must not contain NUL bytes")
+		}
+		size += len(s) + 1
+	}
+	if size > MaxArgvEnvBytes {
+		return errorf(ErrTooLarge, "argv and env are %d bytes, max %d", size, MaxArgvEnvBytes)
+	}
+	if len(req.Stdin) > MaxStdinBytes {
+		return errorf(ErrTooLarge, "stdin is %d bytes, max %d", len(req.Stdin), MaxStdinBytes)
+	}
+	if req.Dir != "" {
+		host := req.Dir
+		if m.cfg.Sandbox != nil {
+			host = m.sandboxHostDir(req.Owner, req.Dir)
+		}
+		if fi, err := os.Stat(host); host == "" || err != nil || !fi.IsDir() {
+			return errorf(ErrNotFound, "cwd %s does not exist or is not a directory", req.Dir)
+		}
+	}
+	return nil
 }
 
 func closeAll(fs ...*os.File) {

@@ -33,7 +33,19 @@ const (
 	// another tool's call (v1.1; spec/hooks.md §1, hooks.go).
 	OpHookBefore = 5
 	OpHookAfter  = 6
+	// OpConfigure (ABI v1.1) gives a configured plugin (Manifest.Configured)
+	// its configuration and takes the tools it publishes from it
+	// (Configured).
+	OpConfigure = 7
 )
+
+// MinorVersion is the ABI's minor version: 1.1 added guard plugins
+// (OpHookBefore, OpHookAfter, the manifest's hooks), configured plugins
+// (OpConfigure, aiod:core.configuration), aiod:process start, read and
+// wait, and the process family's tool channel. A module still returns Version from aiod_abi_version; a
+// manifest or an import of a later minor version is refused by an earlier
+// host (unknown field, missing import).
+const MinorVersion = 1
 
 // Return codes of aiod_call.
 const (

@@ -84,6 +84,34 @@ type Manifest struct {
 	// before and after they run (ABI v1.1, spec/hooks.md §1). The operator
 	// switches a guard on in the policy.
 	Hooks *Hooks `json:"hooks,omitempty"`
+	// Configured (ABI v1.1) says the plugin's tools come from the
+	// operator's configuration: the host loads it only when it has a
+	// configuration for it, runs OpConfigure with it at every load and
+	// reload, and publishes the tools that returns (Tools may be empty).
+	Configured bool `json:"configured,omitempty"`
+}
+
+// Configured is what OpConfigure returns: the tools the configuration
+// makes, what of it was refused and why, and the state the plugin's calls
+// read back with aiod:core.configuration.
+type Configured struct {
+	Tools   []Tool          `json:"tools"`
+	Refused []Refusal       `json:"refused,omitempty"`
+	State   json.RawMessage `json:"state,omitempty"`
+}
+
+// Refusal is one part of a configuration a plugin refused, and why.
+type Refusal struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// ConfigurationResponse is the response of aiod:core.configuration
+// (ABI v1.1): the operator's configuration the plugin was configured with,
+// and the state its OpConfigure returned (null when none).
+type ConfigurationResponse struct {
+	Config json.RawMessage `json:"config"`
+	State  json.RawMessage `json:"state"`
 }
 
 // Tool is an MCP tool declaration.

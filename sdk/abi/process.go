@@ -117,3 +117,62 @@ type ProcessWhichResponse struct {
 
 // MaxWhichNames bounds one which request.
 const MaxWhichNames = 64
+
+// ProcessStartRequest is the request of aiod:process.start (ABI v1.1): a
+// program whose stdout the plugin reads while it runs (read) and which it
+// ends with wait. The fields are spawn's, and ClearEnv.
+type ProcessStartRequest struct {
+	Argv           []string          `json:"argv"`
+	Env            map[string]string `json:"env,omitempty"`
+	Cwd            string            `json:"cwd,omitempty"`
+	Stdin          *string           `json:"stdin,omitempty"`
+	TimeoutMs      int64             `json:"timeout_ms,omitempty"`
+	MaxOutputBytes int64             `json:"max_output_bytes,omitempty"`
+	// ClearEnv starts the child from an empty environment instead of the
+	// host's safe base: it gets PATH (the default path, not the host's),
+	// what a sandbox sets, and Env.
+	ClearEnv bool `json:"clear_env,omitempty"`
+}
+
+// ProcessStartResponse is the response of aiod:process.start.
+type ProcessStartResponse struct {
+	// ID names the program in read and wait, within the call.
+	ID      int    `json:"id"`
+	Program string `json:"program"`
+	Cwd     string `json:"cwd"`
+}
+
+// ProcessReadRequest is the request of aiod:process.read. Its response is
+// not JSON: it is the next piece of stdout, raw, at most MaxBytes;
+// empty means stdout has ended; the error code timeout means nothing
+// arrived within TimeoutMs.
+type ProcessReadRequest struct {
+	ID        int   `json:"id"`
+	MaxBytes  int   `json:"max_bytes,omitempty"`
+	TimeoutMs int64 `json:"timeout_ms,omitempty"`
+}
+
+// ProcessWaitRequest is the request of aiod:process.wait.
+type ProcessWaitRequest struct {
+	ID int `json:"id"`
+	// Kill stops the program first; otherwise wait waits for it to end.
+	Kill bool `json:"kill,omitempty"`
+}
+
+// ProcessWaitResponse is the response of aiod:process.wait: spawn's,
+// without stdout, whose size StdoutBytes gives.
+type ProcessWaitResponse struct {
+	ExitCode        int    `json:"exit_code"`
+	Signal          string `json:"signal"`
+	TimedOut        bool   `json:"timed_out"`
+	Killed          string `json:"killed"`
+	DurationMs      int64  `json:"duration_ms"`
+	StdoutBytes     int64  `json:"stdout_bytes"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	Stderr          string `json:"stderr"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+}
+
+// MaxStartedPerCall bounds the programs one call may have started and not
+// yet waited for.
+const MaxStartedPerCall = 8

@@ -44,6 +44,7 @@ var (
 	ErrNotFound    = errors.New("not_found")   // program or cwd missing
 	ErrTooLarge    = errors.New("too_large")   // argv, env, stdin or command too big
 	ErrUnavailable = errors.New("unavailable") // host shutting down, too many busy sessions
+	ErrTimeout     = errors.New("timeout")     // Started.Read: nothing arrived in time
 )
 
 // Error is a failed host call.
@@ -58,7 +59,7 @@ func (e *Error) Error() string { return e.Message }
 
 // Is matches the Err* value of e's code.
 func (e *Error) Is(target error) bool {
-	return guest.CodeIs(e.Code, target, ErrDenied, ErrInvalid, ErrNotFound, ErrTooLarge, ErrUnavailable)
+	return guest.CodeIs(e.Code, target, ErrDenied, ErrInvalid, ErrNotFound, ErrTooLarge, ErrUnavailable, ErrTimeout)
 }
 
 // do marshals req, calls name and decodes the answer into resp.

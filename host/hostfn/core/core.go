@@ -30,7 +30,18 @@ func (core) Defs() []hostfn.Def {
 		{Module: abi.ModuleCore, Name: "progress", Params: []hostfn.ValueType{hostfn.F64, hostfn.F64, hostfn.I32, hostfn.I32}, Fn: progressFn},
 		clientInfoDef, clientInputDef, notifyDef,
 		responseKeepDef, outputBlobDef,
+		hostfn.ReqResp(abi.ModuleCore, "configuration", configuration),
 	}
+}
+
+// configuration answers aiod:core.configuration (ABI v1.1): the
+// configuration and state of a configured plugin's load
+// (abi.ConfigurationResponse), {"config":null,"state":null} for others.
+func configuration(_ context.Context, c *hostfn.Call, _ []byte) ([]byte, error) {
+	if len(c.Configuration) == 0 {
+		return []byte(`{"config":null,"state":null}`), nil
+	}
+	return c.Configuration, nil
 }
 
 func inputRead(_ context.Context, c *hostfn.Call, mem hostfn.Memory, stack []uint64) {

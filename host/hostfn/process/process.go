@@ -44,6 +44,10 @@ func (f *Family) Defs() []hostfn.Def {
 		hostfn.ReqResp(abi.ModuleProcess, "shell_exec", hostfn.StrictJSON(f.shellExec)),
 		hostfn.ReqResp(abi.ModuleProcess, "shell_close", hostfn.StrictJSON(f.shellClose)),
 		hostfn.ReqResp(abi.ModuleProcess, "which", hostfn.StrictJSON(f.which)),
+		// ABI v1.1 (stream.go)
+		hostfn.ReqResp(abi.ModuleProcess, "start", hostfn.StrictJSON(f.start)),
+		hostfn.ReqResp(abi.ModuleProcess, "read", f.read),
+		hostfn.ReqResp(abi.ModuleProcess, "wait", hostfn.StrictJSON(f.wait)),
 	}
 }
 

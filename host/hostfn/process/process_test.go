@@ -82,7 +82,7 @@ func TestProcessDefs(t *testing.T) {
 			t.Errorf("%s: bad signature %+v", d.Name, d)
 		}
 	}
-	if got := strings.Join(names, ","); got != "spawn,shell_exec,shell_close,which" {
+	if got := strings.Join(names, ","); got != "spawn,shell_exec,shell_close,which,start,read,wait" {
 		t.Errorf("functions %s", got)
 	}
 }

@@ -19,19 +19,25 @@ func Do(call func(name string, req []byte) ([]byte, uint32), name string, req, r
 	}
 	out, c := call(name, b)
 	if c != 0 {
-		var e abi.Error
-		if json.Unmarshal(out, &e) != nil || e.Message == "" {
-			e.Message = string(out)
-		}
-		if e.Code == "" {
-			e.Code = abi.CodeName(c)
-		}
-		return e.Code, e.Message
+		return Decode(out, c)
 	}
 	if err := jsonx.Unmarshal(out, resp); err != nil {
 		return "internal", "bad response from the host: " + err.Error()
 	}
 	return "", ""
+}
+
+// Decode is the code name and message of a failed call's error response
+// (code is its numeric code), as Do reads them.
+func Decode(out []byte, c uint32) (code, message string) {
+	var e abi.Error
+	if json.Unmarshal(out, &e) != nil || e.Message == "" {
+		e.Message = string(out)
+	}
+	if e.Code == "" {
+		e.Code = abi.CodeName(c)
+	}
+	return e.Code, e.Message
 }
 
 // CodeIs reports whether target is the one of a family's sentinel errors

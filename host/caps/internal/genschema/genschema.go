@@ -159,6 +159,7 @@ var fields = map[string]field{
 		schema: object{{"items", object{{"type", "string"}, {"pattern", `^[^\x00\n]{1,256}$`}}}}},
 	"Hooks.after": {desc: "Globs over the tool names the guard sees after a call (op 6).",
 		schema: object{{"items", object{{"type", "string"}, {"pattern", `^[^\x00\n]{1,256}$`}}}}},
+	"Manifest.configured": {desc: "ABI v1.1: the plugin's tools come from the operator's configuration (spec/abi/v1.md §2.6). The host loads it only when it holds a configuration for it, runs its configure operation at every load and reload, and publishes the tools that returns; tools may then be empty. Reactor form only."},
 
 	"Tool.name": {desc: "Tool name as clients see it: 1 to 128 letters, digits, '_', '-' and '.'.",
 		required: true, schema: object{{"pattern", ToolNamePattern}}},
@@ -292,7 +293,15 @@ func Schema() (object, error) {
 		{"$schema", "https://json-schema.org/draft/2020-12/schema"},
 		{"title", fmt.Sprintf("aiod plugin manifest, version %d", abi.ManifestVersion)},
 	}, root...)
+	// a configured plugin (ABI v1.1) may declare nothing: its tools come
+	// from its configuration; it is a reactor
+	anyOf = append(anyOf, object{
+		{"required", []string{"configured"}},
+		{"properties", object{{"configured", object{{"const", true}}}}},
+	})
 	root = root.set("anyOf", anyOf)
+	root = root.set("if", object{{"required", []string{"configured"}}, {"properties", object{{"configured", object{{"const", true}}}}}})
+	root = root.set("then", object{{"properties", object{{"form", object{{"enum", []any{"reactor", "", nil}}}}}}})
 	var ds object
 	for len(g.queue) > 0 {
 		t := g.queue[0]

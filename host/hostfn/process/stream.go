@@ -1,0 +1,139 @@
+package process
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/proc"
+	"github.com/aiodhq/aiod/sdk/abi"
+)
+
+// Started programs (ABI v1.1, spec/abi/v1/process.md §3.6): start runs a
+// program whose stdout the plugin reads in pieces while it runs (read)
+// and which it ends with wait. They belong to the call that started them:
+// when it ends, whatever it did not wait for is killed.
+
+// started is a call's started programs, in hostfn.Call.Values.
+type started struct {
+	next int
+	byID map[int]*proc.Running
+}
+
+type startedKey struct{}
+
+func callStarted(c *hostfn.Call) *started {
+	if s, ok := c.Values[startedKey{}].(*started); ok {
+		return s
+	}
+	s := &started{byID: map[int]*proc.Running{}}
+	if c.Values == nil {
+		c.Values = map[any]any{}
+	}
+	c.Values[startedKey{}] = s
+	return s
+}
+
+func (f *Family) start(ctx context.Context, c *hostfn.Call, req *abi.ProcessStartRequest) (*abi.ProcessStartResponse, error) {
+	g, err := processGrant(c)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return nil, hostfn.Errorf(abi.Invalid, "argv is required")
+	}
+	st := callStarted(c)
+	if len(st.byID) >= abi.MaxStartedPerCall {
+		return nil, hostfn.Errorf(abi.Unavailable, "%d programs started and not waited for: wait for one first", abi.MaxStartedPerCall)
+	}
+	anyProgram := slices.Contains(g.Commands, "*")
+	base := f.m.Config().BaseEnv
+	if req.ClearEnv {
+		base = f.m.ClearBaseEnv()
+	}
+	env, err := proc.MergeEnv(base, req.Env, anyProgram)
+	if err != nil {
+		return nil, procError(err)
+	}
+	path, err := f.m.ResolveProgram(req.Argv[0], g.Commands, req.Env["PATH"])
+	if err != nil {
+		return nil, procError(err)
+	}
+	dir, err := cwdFor(f.m, c.Owner, g, req.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	sr := proc.SpawnRequest{
+		Path: path, Args: req.Argv, Env: env, Dir: dir,
+		Timeout:   callTimeout(ctx, req.TimeoutMs, f.m.Config()),
+		MaxOutput: req.MaxOutputBytes,
+		Owner:     c.Owner,
+	}
+	if req.Stdin != nil {
+		sr.Stdin = []byte(*req.Stdin)
+	}
+	r, err := f.m.Start(ctx, sr)
+	if err != nil {
+		return nil, procError(err)
+	}
+	st.next++
+	st.byID[st.next] = r
+	return &abi.ProcessStartResponse{ID: st.next, Program: path, Cwd: dir}, nil
+}
+
+// maxReadBytes bounds one read.
+const maxReadBytes = 4 << 20
+
+// read answers the next piece of a started program's stdout, raw (not
+// JSON): empty at its end, the code timeout when nothing came in time.
+func (f *Family) read(ctx context.Context, c *hostfn.Call, raw []byte) ([]byte, error) {
+	var req abi.ProcessReadRequest
+	if err := hostfn.DecodeRequest(raw, &req); err != nil {
+		return nil, hostfn.Errorf(abi.Invalid, "bad request: %v", err)
+	}
+	if _, err := processGrant(c); err != nil {
+		return nil, err
+	}
+	r := callStarted(c).byID[req.ID]
+	if r == nil {
+		return nil, hostfn.Errorf(abi.NotFound, "no started program %d in this call", req.ID)
+	}
+	n := req.MaxBytes
+	if n <= 0 || n > maxReadBytes {
+		n = maxReadBytes
+	}
+	wait := time.Duration(req.TimeoutMs) * time.Millisecond
+	if req.TimeoutMs <= 0 {
+		wait = 30 * time.Second
+	}
+	b, eof := r.Read(ctx, n, wait)
+	if len(b) == 0 && !eof {
+		if ctx.Err() != nil {
+			return nil, hostfn.Errorf(abi.Timeout, "the call ended")
+		}
+		return nil, hostfn.Errorf(abi.Timeout, "no output within %s", wait)
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return b, nil
+}
+
+func (f *Family) wait(_ context.Context, c *hostfn.Call, req *abi.ProcessWaitRequest) (*abi.ProcessWaitResponse, error) {
+	if _, err := processGrant(c); err != nil {
+		return nil, err
+	}
+	st := callStarted(c)
+	r := st.byID[req.ID]
+	if r == nil {
+		return nil, hostfn.Errorf(abi.NotFound, "no started program %d in this call", req.ID)
+	}
+	delete(st.byID, req.ID)
+	res := r.Wait(req.Kill)
+	return &abi.ProcessWaitResponse{
+		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Killed: res.Killed,
+		DurationMs: res.Duration.Milliseconds(), StdoutBytes: res.StdoutBytes, StdoutTruncated: res.StdoutTruncated,
+		Stderr: string(res.Stderr), StderrTruncated: res.StderrTruncated,
+	}, nil
+}

@@ -1,0 +1,147 @@
+package process
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/hostfn/hostfntest"
+	"github.com/aiodhq/aiod/sdk/abi"
+)
+
+// TestProcessStart: start, read (raw pieces, empty at the end, timeout
+// when nothing came) and wait, within one call; a clear environment;
+// the per-call bound; the grant and the ids checked.
+func TestProcessStart(t *testing.T) {
+	e := newProcEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := &hostfn.Call{Plugin: "p", Owner: "o", Grant: grantProcess([]string{"sh"}, []string{e.root}, false)}
+	raw := func(name string, req any) (abi.Code, []byte) {
+		b, _ := json.Marshal(req)
+		return hostfntest.Call(ctx, e.defs[name], c, b)
+	}
+	start := func(req abi.ProcessStartRequest) int {
+		code, resp := raw("start", req)
+		var r abi.ProcessStartResponse
+		if code != abi.OK || json.Unmarshal(resp, &r) != nil || r.ID == 0 || r.Cwd != e.root {
+			t.Fatalf("start: %v %s", code, resp)
+		}
+		return r.ID
+	}
+	readAll := func(id int) string {
+		var out []byte
+		for {
+			code, b := raw("read", abi.ProcessReadRequest{ID: id, MaxBytes: 5, TimeoutMs: 5000})
+			if code == abi.Timeout {
+				continue
+			}
+			if code != abi.OK {
+				t.Fatalf("read: %v %s", code, b)
+			}
+			if len(b) > 5 {
+				t.Fatalf("read %d bytes, max 5", len(b))
+			}
+			if len(b) == 0 {
+				return string(out)
+			}
+			out = append(out, b...)
+		}
+	}
+	wait := func(id int, kill bool) abi.ProcessWaitResponse {
+		code, b := raw("wait", abi.ProcessWaitRequest{ID: id, Kill: kill})
+		var r abi.ProcessWaitResponse
+		if code != abi.OK || json.Unmarshal(b, &r) != nil {
+			t.Fatalf("wait: %v %s", code, b)
+		}
+		return r
+	}
+
+	id := start(abi.ProcessStartRequest{Argv: []string{"sh", "-c", `echo "$FOO:${HOME-nohome}"; echo err >&2; exit 4`}, Env: map[string]string{"FOO": "bar"}, ClearEnv: true})
+	if out := readAll(id); out != "bar:nohome\n" {
+		t.Errorf("stdout %q", out)
+	}
+	if r := wait(id, false); r.ExitCode != 4 || r.Stderr != "err\n" || r.StdoutBytes != 11 || r.Killed != "" {
+		t.Errorf("wait %+v", r)
+	}
+	if code, _ := raw("wait", abi.ProcessWaitRequest{ID: id}); code != abi.NotFound {
+		t.Errorf("a second wait: %v", code)
+	}
+
+	// nothing yet: timeout; then stopped by wait
+	id = start(abi.ProcessStartRequest{Argv: []string{"sh", "-c", "sleep 30"}})
+	if code, _ := raw("read", abi.ProcessReadRequest{ID: id, TimeoutMs: 50}); code != abi.Timeout {
+		t.Errorf("read of a quiet program: %v", code)
+	}
+	if r := wait(id, true); r.Killed != "stopped" {
+		t.Errorf("wait kill %+v", r)
+	}
+
+	// the flood bound
+	id = start(abi.ProcessStartRequest{Argv: []string{"sh", "-c", "while :; do echo flood; done"}, MaxOutputBytes: 1000})
+	if out := readAll(id); len(out) != 1000 {
+		t.Errorf("read %d bytes of a flood bounded at 1000", len(out))
+	}
+	if r := wait(id, false); r.Killed != "output_limit" || !r.StdoutTruncated {
+		t.Errorf("flood %+v", r)
+	}
+
+	// at most MaxStartedPerCall at once
+	var ids []int
+	for range abi.MaxStartedPerCall {
+		ids = append(ids, start(abi.ProcessStartRequest{Argv: []string{"sh", "-c", "sleep 30"}}))
+	}
+	if code, b := raw("start", abi.ProcessStartRequest{Argv: []string{"sh", "-c", "true"}}); code != abi.Unavailable {
+		t.Errorf("start past the bound: %v %s", code, b)
+	}
+	for _, id := range ids {
+		wait(id, true)
+	}
+
+	for _, tt := range []struct {
+		name string
+		fn   string
+		req  string
+		code abi.Code
+		msg  string
+	}{
+		{"program not granted", "start", `{"argv":["cat"]}`, abi.Denied, "not in the granted commands"},
+		{"cwd outside", "start", fmt.Sprintf(`{"argv":["sh"],"cwd":%q}`, e.out), abi.Denied, "outside"},
+		{"unknown field", "start", `{"argv":["sh"],"progress":true}`, abi.Invalid, "unknown field"},
+		{"unknown id", "read", `{"id":99}`, abi.NotFound, "no started program 99"},
+		{"read unknown field", "read", `{"id":1,"max":3}`, abi.Invalid, "unknown field"},
+		{"wait unknown id", "wait", `{"id":99}`, abi.NotFound, "no started program 99"},
+	} {
+		code, b := hostfntest.Call(ctx, e.defs[tt.fn], c, []byte(tt.req))
+		if code != tt.code || !strings.Contains(string(b), tt.msg) {
+			t.Errorf("%s: %v %s", tt.name, code, b)
+		}
+	}
+	noGrant := &hostfn.Call{Plugin: "p", Grant: grantProcess(nil, nil, false)}
+	if code, _ := hostfntest.Call(ctx, e.defs["start"], noGrant, []byte(`{"argv":["sh"]}`)); code != abi.Denied {
+		t.Errorf("no grant: %v", code)
+	}
+}
+
+// TestProcessStartEndsWithCall: a program the call did not wait for is
+// killed when the call's context ends.
+func TestProcessStartEndsWithCall(t *testing.T) {
+	e := newProcEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &hostfn.Call{Plugin: "p", Owner: "o", Grant: grantProcess([]string{"sh"}, []string{e.root}, false)}
+	code, resp := hostfntest.Call(ctx, e.defs["start"], c, []byte(`{"argv":["sh","-c","echo $$ >pid; exec sleep 60"]}`))
+	if code != abi.OK {
+		t.Fatalf("start: %v %s", code, resp)
+	}
+	var r abi.ProcessStartResponse
+	json.Unmarshal(resp, &r)
+	running := callStarted(c).byID[r.ID]
+	cancel()
+	res := running.Wait(false)
+	if res.Killed != "canceled" {
+		t.Errorf("result %+v", res)
+	}
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"encoding/json"
+	"strconv"
+	"testing"
+
+	"github.com/aiodhq/aiod/sdk/jsonx"
+)
+
+func stream(n int) []byte {
+	b := []byte(`{"type":"aoi:meta","command":"many"}` + "\n")
+	for i := 1; i <= n; i++ {
+		b = strconv.AppendInt(append(b, `{"type":"hit","rank":`...), int64(i), 10)
+		b = append(b, `,"id":"doc_x","title":"A document about agent-operable tools"}`+"\n"...)
+	}
+	return append(b, `{"type":"aoi:summary","ok":true,"count":10000,"truncated":false}`+"\n"...)
+}
+
+func BenchmarkCollect10000(b *testing.B) {
+	s := stream(10000)
+	b.SetBytes(int64(len(s)))
+	for i := 0; i < b.N; i++ {
+		c := &collector{command: "many"}
+		for p := s; len(p) > 0; {
+			k := min(32<<10, len(p))
+			c.write(p[:k])
+			p = p[k:]
+		}
+		c.end()
+		if c.n != 10000 {
+			b.Fatal(c.n)
+		}
+	}
+}
+
+func BenchmarkResult10000(b *testing.B) {
+	s := stream(10000)
+	c := &collector{command: "many"}
+	c.write(s)
+	c.end()
+	b.SetBytes(int64(len(s)))
+	for i := 0; i < b.N; i++ {
+		r := result(c, nil, false)
+		_ = jsonx.AppendString(nil, string(r.Structured.(json.RawMessage)))
+	}
+}

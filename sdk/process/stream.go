@@ -1,0 +1,117 @@
+package process
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/aiodhq/aiod/sdk/abi"
+	"github.com/aiodhq/aiod/sdk/internal/guest"
+)
+
+// StartRequest is a program whose stdout the plugin reads while it runs
+// (ABI v1.1; spec/abi/v1/process.md §3.6).
+type StartRequest struct {
+	// Argv, Env, Cwd and Stdin: as in SpawnRequest ("" stdin is
+	// /dev/null).
+	Argv  []string
+	Env   map[string]string
+	Cwd   string
+	Stdin string
+	// Timeout is the wall-clock limit (0: 30s), shortened to end before
+	// the call's own deadline.
+	Timeout time.Duration
+	// MaxOutputBytes bounds the whole of stdout (0: 1 MiB): past it the
+	// program is killed (Killed "output_limit"); the first MaxOutputBytes
+	// stay readable.
+	MaxOutputBytes int64
+	// ClearEnv starts from an empty environment instead of the host's
+	// safe base: the child gets PATH (the default path), what a sandbox
+	// sets, and Env; nothing of the host's environment.
+	ClearEnv bool
+}
+
+// Started is a program started with Start. It belongs to the call: when
+// the call ends, the host kills it if it was not waited for.
+type Started struct {
+	ID      int
+	Program string // the path that runs
+	Cwd     string // where (symlinks resolved)
+}
+
+// WaitResult is how a started program ended: SpawnResult's fields but
+// Stdout, which went to Read; StdoutBytes counts it.
+type WaitResult struct {
+	ExitCode        int
+	Signal          string
+	TimedOut        bool
+	Killed          string // "timeout", "canceled", "output_limit", "stopped", "process_limit", "closed" or ""
+	Duration        time.Duration
+	StdoutBytes     int64
+	StdoutTruncated bool
+	Stderr          string
+	StderrTruncated bool
+}
+
+// Start starts a program and returns at once; read its stdout with Read
+// and end it with Wait. At most 8 may be started and not yet waited for
+// in one call.
+func Start(req StartRequest) (*Started, error) {
+	w := abi.ProcessStartRequest{Argv: req.Argv, Env: req.Env, Cwd: req.Cwd, TimeoutMs: ms(req.Timeout),
+		MaxOutputBytes: req.MaxOutputBytes, ClearEnv: req.ClearEnv}
+	if req.Stdin != "" {
+		w.Stdin = &req.Stdin
+	}
+	var r abi.ProcessStartResponse
+	if code, msg := guest.Do(callStream, "start", w, &r); code != "" {
+		return nil, &Error{Code: code, Message: msg}
+	}
+	return &Started{ID: r.ID, Program: r.Program, Cwd: r.Cwd}, nil
+}
+
+// Read returns the next piece of the program's stdout (at most max bytes,
+// 0 for the host's limit of 4 MiB), waiting up to wait for one. At the
+// end of stdout it returns (nil, nil); when nothing arrived within wait,
+// an *Error with code "timeout". Pieces are not aligned to lines or
+// characters.
+func (s *Started) Read(max int, wait time.Duration) ([]byte, error) {
+	b, err := marshalRead(abi.ProcessReadRequest{ID: s.ID, MaxBytes: max, TimeoutMs: ms(wait)})
+	if err != nil {
+		return nil, err
+	}
+	out, code := callStream("read", b)
+	if code != 0 {
+		var e Error
+		e.Code, e.Message = guest.Decode(out, code)
+		return nil, &e
+	}
+	return out, nil
+}
+
+// Wait ends the program: with kill it is stopped first (Killed
+// "stopped"), otherwise Wait waits for it to end (within its timeout).
+// Unread stdout is discarded.
+func (s *Started) Wait(kill bool) (*WaitResult, error) {
+	var r abi.ProcessWaitResponse
+	if code, msg := guest.Do(callStream, "wait", abi.ProcessWaitRequest{ID: s.ID, Kill: kill}, &r); code != "" {
+		return nil, &Error{Code: code, Message: msg}
+	}
+	return &WaitResult{ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, Killed: r.Killed,
+		Duration: time.Duration(r.DurationMs) * time.Millisecond, StdoutBytes: r.StdoutBytes, StdoutTruncated: r.StdoutTruncated,
+		Stderr: r.Stderr, StderrTruncated: r.StderrTruncated}, nil
+}
+
+// marshalRead encodes a read request (small and fixed: no reflection).
+func marshalRead(r abi.ProcessReadRequest) ([]byte, error) {
+	b := make([]byte, 0, 64)
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, int64(r.ID), 10)
+	if r.MaxBytes > 0 {
+		b = append(b, `,"max_bytes":`...)
+		b = strconv.AppendInt(b, int64(r.MaxBytes), 10)
+	}
+	if r.TimeoutMs > 0 {
+		b = append(b, `,"timeout_ms":`...)
+		b = strconv.AppendInt(b, r.TimeoutMs, 10)
+	}
+	return append(b, '}'), nil
+}
