@@ -130,10 +130,12 @@ func TestSpawnTimeout(t *testing.T) {
 	isolations(t, func(t *testing.T, iso Isolation) {
 		m := newManager(t, Config{Isolation: iso})
 		start := time.Now()
+		// 2 s: time for the script to print its pids on a machine busy
+		// with other packages' tests (at 500 ms it sometimes had not).
 		res := spawnSh(t, m, bgPidSh+hostPidSh+`; sleep 300`,
-			func(r *SpawnRequest) { r.Timeout = 500 * time.Millisecond })
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("returned after %v, timeout 500ms", d)
+			func(r *SpawnRequest) { r.Timeout = 2 * time.Second })
+		if d := time.Since(start); d > 7*time.Second {
+			t.Errorf("returned after %v, timeout 2s", d)
 		}
 		if !res.TimedOut || res.Killed != "timeout" || res.Signal != "SIGKILL" || res.ExitCode != -1 {
 			t.Errorf("result %+v, want timed out by SIGKILL", res)
