@@ -137,8 +137,11 @@ test-cache:
 # upstreams in-process too.
 NORACE := ./host/internal/interrupt ./host/internal/wasmbin ./host/internal/wasmsnap ./host/caps/... ./cmd/aiod/internal/author ./host/deploy ./host/internal/pathx ./host/internal/netx ./host/internal/layers ./sdk/... ./plugins/...
 NORACE_RUN := -run '^(TestInterpreter|TestMergeDataSameMemory|TestPreparedCache|TestSnapshotCycles)$$' ./host/runtime/wazero
-# The longest packages first, so that none of them starts last.
-FIRST  := ./host/e2e ./host/runtime/wazero ./host/sandboxtest ./host/plugin
+# The longest packages first, longest first, so that none of them starts
+# last (go test starts them in this order; wall times under -race, four at
+# a time: e2e and sandboxtest ~450 s, host ~290, plugin ~265, wazero ~145,
+# mcp ~125, machinetest ~45).
+FIRST  := ./host/e2e ./host/sandboxtest ./host ./host/plugin ./host/runtime/wazero ./host/mcp ./host/machinetest
 RACEPKGS = $(FIRST) $(filter-out $(shell $(GO) list $(FIRST) $(NORACE)),$(shell $(GO) list ./...))
 
 # Every engine-sensitive test iterates the engine table
