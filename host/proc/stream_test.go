@@ -107,8 +107,12 @@ func TestStartEnds(t *testing.T) {
 			t.Fatalf("result: %+v", res)
 		}
 	})
+	// A paced writer, not yes: yes fills the default 1 MiB output bound in
+	// tens of milliseconds, and the bound's kill can come before the one
+	// asked for.
+	const paced = `while :; do echo y; sleep 0.01; done`
 	t.Run("wait kill", func(t *testing.T) {
-		r := startSh(t, ctxT(t), m, `yes`, nil)
+		r := startSh(t, ctxT(t), m, paced, nil)
 		if b, _ := r.Read(context.Background(), 10, 5*time.Second); len(b) == 0 {
 			t.Fatal("nothing read")
 		}
@@ -119,7 +123,7 @@ func TestStartEnds(t *testing.T) {
 	})
 	t.Run("context", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
-		r := startSh(t, ctx, m, `yes`, nil)
+		r := startSh(t, ctx, m, paced, nil)
 		cancel()
 		select {
 		case <-r.done:
