@@ -163,31 +163,7 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*SpawnResult, er
 
 	waitDone := make(chan struct{})
 	go func() { _ = cmd.Wait(); u.exited.Store(true); close(waitDone) }()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case <-waitDone:
-	case <-timer.C:
-		u.kill(reasonTimeout)
-	case <-ctxDone(ctx):
-		u.kill(reasonCanceled)
-	case <-u.killed: // watchdog or Close
-	case <-m.done:
-		u.kill(reasonClosed)
-	}
-	<-waitDone
-	// The program is gone: kill what it left behind, then give the pipes
-	// a grace period to drain before closing them under any escapee.
-	killTree(u)
-	grace := time.Now().Add(m.cfg.KillGrace)
-	_ = outR.SetReadDeadline(grace)
-	_ = errR.SetReadDeadline(grace)
-	if inW != nil {
-		_ = inW.SetWriteDeadline(time.Now())
-	}
-	wg.Wait()
-	outR.Close()
-	errR.Close()
+	m.await(ctx, u, timeout, waitDone, &wg, outR, errR, inW)
 
 	res := &SpawnResult{
 		ExitCode:        cmd.ProcessState.ExitCode(),
@@ -238,6 +214,36 @@ func (m *Manager) checkSpawn(req *SpawnRequest) error {
 		}
 	}
 	return nil
+}
+
+// await waits for a started program to end, killing its unit at its
+// timeout, with its context, or when the Manager closes (or finds it
+// killed already: the watchdog, an output bound, Close); then kills what
+// it left behind and gives its pipes' readers (readers) KillGrace to
+// drain before closing the pipes under any escapee.
+func (m *Manager) await(ctx context.Context, u *unit, timeout time.Duration, waitDone <-chan struct{}, readers *sync.WaitGroup, outR, errR, inW *os.File) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-waitDone:
+	case <-timer.C:
+		u.kill(reasonTimeout)
+	case <-ctxDone(ctx):
+		u.kill(reasonCanceled)
+	case <-u.killed:
+	case <-m.done:
+		u.kill(reasonClosed)
+	}
+	<-waitDone
+	killTree(u)
+	grace := time.Now().Add(m.cfg.KillGrace)
+	_ = outR.SetReadDeadline(grace)
+	_ = errR.SetReadDeadline(grace)
+	if inW != nil {
+		_ = inW.SetWriteDeadline(time.Now())
+	}
+	readers.Wait()
+	closeAll(outR, errR)
 }
 
 func closeAll(fs ...*os.File) {

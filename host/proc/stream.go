@@ -125,31 +125,7 @@ func (m *Manager) Start(ctx context.Context, req SpawnRequest) (*Running, error)
 	go func() {
 		defer close(r.done)
 		defer m.removeUnit(u)
-		timer := time.NewTimer(timeout)
-		defer timer.Stop()
-		select {
-		case <-waitDone:
-		case <-timer.C:
-			u.kill(reasonTimeout)
-		case <-ctxDone(ctx):
-			u.kill(reasonCanceled)
-		case <-u.killed: // the output limit, Wait, the watchdog or Close
-		case <-m.done:
-			u.kill(reasonClosed)
-		}
-		<-waitDone
-		// The program is gone: kill what it left behind, then give the
-		// pipes a grace period to drain before closing them under any
-		// escapee.
-		killTree(u)
-		grace := time.Now().Add(m.cfg.KillGrace)
-		_ = outR.SetReadDeadline(grace)
-		_ = errR.SetReadDeadline(grace)
-		if inW != nil {
-			_ = inW.SetWriteDeadline(time.Now())
-		}
-		readers.Wait()
-		closeAll(outR, errR)
+		m.await(ctx, u, timeout, waitDone, &readers, outR, errR, inW)
 		res := &SpawnResult{
 			ExitCode:        cmd.ProcessState.ExitCode(),
 			Killed:          u.killReason(),
