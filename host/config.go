@@ -206,6 +206,10 @@ type ToolSearchConfig struct {
 	// (--tool-search-pinned, AIO_TOOL_SEARCH_PINNED); nil:
 	// DefaultToolSearchPinned, empty: none.
 	ToolSearchPinned []string
+	// ToolSearchFullPins lists the pinned tools exactly as tools/list would
+	// without tool search (--tool-search-full-pins,
+	// AIO_TOOL_SEARCH_FULL_PINS); false: their short form.
+	ToolSearchFullPins bool
 }
 
 // DefaultToolSearchPinned are the tools tool search lists by default: the

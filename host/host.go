@@ -231,7 +231,7 @@ func (h *Host) provisionProtocol(o mcp.Options, stateKeys [][]byte, ts ToolSearc
 		}
 		return t.ToolSearch(ts.ToolSearch)
 	}
-	search := toolsearch.New(set.Catalog(served), toolsearch.Options{Enabled: enabled, Visible: visible, Pinned: ts.pinned(), Source: source})
+	search := toolsearch.New(set.Catalog(served), toolsearch.Options{Enabled: enabled, Visible: visible, Pinned: ts.pinned(), FullPins: ts.ToolSearchFullPins, Source: source})
 	// the two tools are listed whatever a tenant's allow-list says
 	listed := func(ctx context.Context, name string) bool {
 		return (name == toolsearch.SearchTool || name == toolsearch.DescribeTool) && enabled(ctx, "")

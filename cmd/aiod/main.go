@@ -145,6 +145,7 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.duration(&c.UpstreamListTimeout, "upstream-list-timeout", "AIO_UPSTREAM_LIST_TIMEOUT", upstream.DefaultListTimeout, "longest a tools/list waits for one upstream MCP server; one that has not answered by then is left out (0: the default)")
 	s.bool(&c.ToolSearch, "tool-search", "AIO_TOOL_SEARCH", false, "tools/list lists a search tool (aiod_tool_search), a describe tool (aiod_tool_describe) and the pinned tools instead of every tool; every tool stays callable by name. A tenant's tool_search in the policy overrides it")
 	s.str(&s.pinned, "tool-search-pinned", "AIO_TOOL_SEARCH_PINNED", "", "with tool search: comma-separated names of the tools listed beside the search and describe tools, '-' for none (default: the seven sandbox_* built-ins)")
+	s.bool(&c.ToolSearchFullPins, "tool-search-full-pins", "AIO_TOOL_SEARCH_FULL_PINS", false, "with tool search: list the pinned tools exactly as tools/list would without it, instead of their short form (first sentence of each description, no output schema; aiod_tool_describe gives the rest)")
 	s.str(&s.code, "code-tools", "AIO_CODE_TOOLS", "", "comma-separated globs of the tools a program run by sandbox_execute_code may call besides those annotated read-only and closed-world ('*': every tool the tenant may use). A tenant's code_tools in the policy overrides it")
 	s.tenancyFlags(c)
 	s.replicaFlags(c)

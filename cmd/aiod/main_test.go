@@ -81,6 +81,7 @@ var settings = []setting{
 	{"AIO_PIN_UPSTREAMS", "/env/pins.json", "/env/pins.json", "/flag/pins.json", "/flag/pins.json", "", func(s *startFlags) any { return s.cfg.PinUpstreams }, ""},
 	{"AIO_TOOL_SEARCH", "true", true, "false", false, "maybe", func(s *startFlags) any { return s.cfg.ToolSearch }, false},
 	{"AIO_TOOL_SEARCH_PINNED", "a, b", []string{"a", "b"}, "-", []string{}, "", func(s *startFlags) any { return s.cfg.ToolSearchPinned }, []string(nil)},
+	{"AIO_TOOL_SEARCH_FULL_PINS", "true", true, "false", false, "maybe", func(s *startFlags) any { return s.cfg.ToolSearchFullPins }, false},
 	{"AIO_CODE_TOOLS", "a_*, b", []string{"a_*", "b"}, "*", []string{"*"}, "", func(s *startFlags) any { return s.cfg.CodeTools }, []string(nil)},
 	{"AIO_UPSTREAM_LIST_TIMEOUT", "5s", 5 * time.Second, "500ms", 500 * time.Millisecond, "5", func(s *startFlags) any { return s.cfg.UpstreamListTimeout }, upstream.DefaultListTimeout},
 	{"AIO_PPROF_ADDR", "127.0.0.1:6060", "127.0.0.1:6060", "localhost:6061", "localhost:6061", "", func(s *startFlags) any { return s.cfg.PprofAddr }, ""},

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -57,6 +58,16 @@ type index struct {
 	terms  map[string][]posting
 	length []float32 // each document's weighted length
 	avg    float64
+	short  sync.Map // doc → its short definition (shortDef), made when first listed
+}
+
+// shortDef is tool doc's short definition, made once.
+func (ix *index) shortDef(doc int) json.RawMessage {
+	if d, ok := ix.short.Load(doc); ok {
+		return d.(json.RawMessage)
+	}
+	d, _ := ix.short.LoadOrStore(doc, shortDef(ix.tools[doc].def))
+	return d.(json.RawMessage)
 }
 
 // buildIndex indexes the tools of listing, a JSON array of tool objects (a

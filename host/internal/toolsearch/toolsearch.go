@@ -54,6 +54,10 @@ type Options struct {
 	// name the catalogue does not hold, or that the tenant may not see, is
 	// left out).
 	Pinned []string
+	// FullPins lists the pinned tools exactly as tools/list gives them;
+	// false (the default) lists their short form (shortDef), which keeps
+	// a pinned tool callable and leaves the rest to aiod_tool_describe.
+	FullPins bool
 	// Source is the whole catalogue's tools/list rendering, every tenant's
 	// tools (a JSON array of tool objects), what the index is built from.
 	// Nil: the catalogue's ListTools when it has one, else its snapshot's
@@ -194,7 +198,11 @@ func (c *Catalog) ListTools(ctx context.Context) []byte {
 			continue
 		}
 		b = append(b, ',')
-		b = append(b, ix.tools[i].def...)
+		if c.o.FullPins {
+			b = append(b, ix.tools[i].def...)
+		} else {
+			b = append(b, ix.shortDef(i)...)
+		}
 	}
 	return append(b, ']')
 }
@@ -346,31 +354,22 @@ var (
 	searchDef = compact(`{
   "name": "aiod_tool_search",
   "title": "Search the tools",
-  "description": "Find the tools of this server that fit a task. The server has more tools than it lists: tools/list shows only this tool, aiod_tool_describe and a few pinned tools, and every other tool is found here. Give a few words of what you want to do (\"create a pull request\", \"query postgres\", \"send a slack message\"); the results are the best matching tools, best first, each with its name, title, a one-line description and a score. Then call aiod_tool_describe with the names you want to use to get their input schemas, and call them by name with tools/call.",
+  "description": "Find this server's tools for a task: tools/list shows only a few of them, and every other tool is found here. Give a few words of what to do (\"create a pull request\", \"query postgres\"); the results are the best matching tools, best first. Get the input schemas of those you want with aiod_tool_describe, then call them by name.",
   "inputSchema": {
     "type": "object",
     "properties": {
-      "query": {"type": "string", "minLength": 1, "description": "What the tool should do, in a few words (names and words of the tools' names, descriptions and arguments match)."},
-      "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10, "description": "The most results to return (1-50, default 10)."}
+      "query": {"type": "string", "minLength": 1, "description": "What the tool should do, in a few words."},
+      "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10, "description": "The most results to return."}
     },
     "required": ["query"],
     "additionalProperties": false
   },
-  "outputSchema": {
-    "type": "object",
-    "properties": {
-      "results": {"type": "array", "items": {"type": "object", "properties": {
-        "name": {"type": "string"}, "title": {"type": "string"}, "description": {"type": "string"}, "score": {"type": "number"}},
-        "required": ["name", "description", "score"]}}
-    },
-    "required": ["results"]
-  },
-  "annotations": {"title": "Search the tools", "readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
+  "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
 }`)
 	describeDef = compact(`{
   "name": "aiod_tool_describe",
   "title": "Describe tools",
-  "description": "Get the full definitions of tools found with aiod_tool_search: for each name, the tool as tools/list would list it (title, description, inputSchema, outputSchema, annotations). Names this server does not know are returned under \"unknown\".",
+  "description": "Get the full definitions of tools (title, description, inputSchema, outputSchema, annotations), as tools/list would list them. Names this server does not know are returned under \"unknown\".",
   "inputSchema": {
     "type": "object",
     "properties": {
@@ -379,15 +378,7 @@ var (
     "required": ["names"],
     "additionalProperties": false
   },
-  "outputSchema": {
-    "type": "object",
-    "properties": {
-      "tools": {"type": "array", "items": {"type": "object"}},
-      "unknown": {"type": "array", "items": {"type": "string"}}
-    },
-    "required": ["tools"]
-  },
-  "annotations": {"title": "Describe tools", "readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
+  "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
 }`)
 )
 

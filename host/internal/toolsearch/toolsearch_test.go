@@ -139,12 +139,27 @@ func TestList(t *testing.T) {
 			if n := names(t, got); !slices.Equal(n, tc.want) {
 				t.Fatalf("listed %v, want %v", n, tc.want)
 			}
-			// the pinned tools are listed as tools/list gives them
+			// the pinned tools are listed in their short form, or as
+			// tools/list gives them with FullPins
 			var defs []json.RawMessage
 			_ = json.Unmarshal(got, &defs)
-			for _, d := range defs[2:] {
-				if !strings.Contains(string(full), string(d)) {
-					t.Fatalf("pinned definition %s is not the catalogue's", d)
+			o := testOptions(tc.pinned...)
+			o.FullPins = true
+			var fulls []json.RawMessage
+			_ = json.Unmarshal(New(newStub(full), o).ListTools(tc.ctx), &fulls)
+			if len(fulls) != len(defs) {
+				t.Fatalf("with FullPins %d tools listed, else %d", len(fulls), len(defs))
+			}
+			for i, d := range defs[2:] {
+				f := fulls[i+2]
+				if !strings.Contains(string(full), string(f)) {
+					t.Fatalf("pinned definition %s is not the catalogue's", f)
+				}
+				if want := shortDef(f); string(d) != string(want) {
+					t.Fatalf("pinned definition %s, want the short form %s", d, want)
+				}
+				if len(d) >= len(f) {
+					t.Fatalf("short form %d bytes, the whole definition %d", len(d), len(f))
 				}
 			}
 		})
@@ -444,6 +459,11 @@ func TestListSize(t *testing.T) {
 			len(defs), len(full), len(full)/4, len(with), len(with)/4, 100*float64(len(with))/float64(len(full)))
 		if len(with) >= len(full)/5 {
 			t.Fatalf("the list with tool search is %d bytes, the catalogue's %d", len(with), len(full))
+		}
+		// the target: under 2,000 tokens by bytes/4 (gpt-tokenizer's o200k
+		// counts fewer: BENCHMARKS.md, "Tool search")
+		if len(with) >= 8000 {
+			t.Fatalf("tools/list with tool search and the default pins is %d bytes (~%d tokens), want under 2,000 tokens", len(with), len(with)/4)
 		}
 	}
 }
