@@ -173,8 +173,11 @@ test-norace-run:
 # The edit-compile loop: every package's unit tests, no race detector, no
 # bin/aiod, Chromium, nginx, Node or bubblewrap (the tests that need them,
 # or take long, skip in -short and say why). Not a substitute for make test.
+# Four packages at a time: most of them wait (on processes, deadlines,
+# clients), and at two the cores sat half idle.
+SHORTP ?= 4
 test-short:
-	$(GO) test $(TESTFLAGS) -short -count=1 ./...
+	$(GO) test $(TESTFLAGS) -short -count=1 -p $(SHORTP) ./...
 
 bench: build plugins
 	.ci/bench.sh

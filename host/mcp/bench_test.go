@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/runtime/wazero"
 )
@@ -40,7 +41,7 @@ func echoRegistry(tb testing.TB) *plugin.Registry {
 		tb.Skip("build/plugins/echo is missing: run `make plugins`")
 	}
 	ctx := context.Background()
-	eng, err := wazero.New(wazero.Options{})
+	eng, err := wazero.New(wazero.Options{CacheDir: testplugins.CacheDir()}) // compiled once per machine
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -299,18 +299,31 @@ func TestInfiniteLoops(t *testing.T) { onEngines(t, testInfiniteLoops) }
 func testInfiniteLoops(t *testing.T, engine string) {
 	s := sharedServerOn(t, "", engine)
 	start := time.Now()
-	r := s.call(t, "sandbox_execute_code", map[string]any{"code": "x = 0\nwhile True:\n    x += 1", "timeout": 3})
-	if o := r.Object(t); o["status"] != "timeout" || o["exit_code"] != nil {
-		t.Errorf("python loop: %s", r.Text())
-	}
-	r = s.call(t, "sandbox_execute_code", map[string]any{"code": "for(;;){}", "language": "javascript", "timeout": 3})
-	if o := r.Object(t); o["status"] != "timeout" {
-		t.Errorf("node loop: %s", r.Text())
-	}
-	m, _ := sh(t, s, map[string]any{"cmd": "while :; do :; done", "timeout": 2})
-	if m["status"] != "hard_timeout" {
-		t.Errorf("bash loop: %s", fmtJSON(m))
-	}
+	// the three loops at once: each waits out its own deadline (a group
+	// returns when its parallel subtests have ended)
+	t.Run("loops", func(t *testing.T) {
+		t.Run("python", func(t *testing.T) {
+			t.Parallel()
+			r := s.call(t, "sandbox_execute_code", map[string]any{"code": "x = 0\nwhile True:\n    x += 1", "timeout": 3})
+			if o := r.Object(t); o["status"] != "timeout" || o["exit_code"] != nil {
+				t.Errorf("python loop: %s", r.Text())
+			}
+		})
+		t.Run("node", func(t *testing.T) {
+			t.Parallel()
+			r := s.call(t, "sandbox_execute_code", map[string]any{"code": "for(;;){}", "language": "javascript", "timeout": 3})
+			if o := r.Object(t); o["status"] != "timeout" {
+				t.Errorf("node loop: %s", r.Text())
+			}
+		})
+		t.Run("bash", func(t *testing.T) {
+			t.Parallel()
+			m, _ := sh(t, s, map[string]any{"cmd": "while :; do :; done", "timeout": 2})
+			if m["status"] != "hard_timeout" {
+				t.Errorf("bash loop: %s", fmtJSON(m))
+			}
+		})
+	})
 	if el := time.Since(start); el > 30*time.Second {
 		t.Errorf("loops took %v", el)
 	}

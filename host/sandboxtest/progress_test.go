@@ -28,6 +28,7 @@ func TestProgress(t *testing.T) {
 	for _, v := range []string{"2025-11-25", "2026-07-28"} {
 		for _, c := range calls {
 			t.Run(v+"/"+c.tool, func(t *testing.T) {
+				t.Parallel() // each waits on its commands (the bash calls queue on the shared session)
 				var mu sync.Mutex
 				var got []*mcp.ProgressNotificationParams
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/runtime/wazero"
@@ -178,7 +179,7 @@ func BenchmarkHTTPEcho(b *testing.B) {
 		b.Skip("build/plugins/echo is missing: run `make plugins`")
 	}
 	ctx := context.Background()
-	eng, err := wazero.New(wazero.Options{})
+	eng, err := wazero.New(wazero.Options{CacheDir: testplugins.CacheDir()}) // compiled once per machine
 	if err != nil {
 		b.Fatal(err)
 	}
