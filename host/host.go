@@ -29,6 +29,7 @@ import (
 	"github.com/aiodhq/aiod/host/doctor"
 	"github.com/aiodhq/aiod/host/hooks"
 	"github.com/aiodhq/aiod/host/hostfn/process"
+	"github.com/aiodhq/aiod/host/internal/codetools"
 	"github.com/aiodhq/aiod/host/internal/composite"
 	"github.com/aiodhq/aiod/host/internal/footprint"
 	"github.com/aiodhq/aiod/host/internal/netx"
@@ -127,7 +128,8 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		},
 		func() error {
 			// programs' tool calls go through the protocol layer just made
-			process.SetToolCaller(h.fams.proc, (&codeTools{h: h, globs: cfg.CodeTools}).call)
+			process.SetToolCaller(h.fams.proc, codetools.New(codetools.Options{Tenants: h.tenancy.set, Audit: h.tenancy.audit,
+				MCP: h.mcp, Plugin: h.pluginAnnotations, Upstreams: h.ups, Globs: cfg.CodeTools}).Call)
 			return nil
 		},
 		func() error {
@@ -496,4 +498,17 @@ func newUpstreamSet(servers []upstream.Server, exclude func(string) bool, pins *
 func (h *Host) pluginTool(name string) bool {
 	reg := h.reg
 	return reg != nil && reg.Catalog().Lookup(name) != nil
+}
+
+// pluginAnnotations are the annotations of the plugin tool published as
+// name, if there is one (programs' calls: codetools).
+func (h *Host) pluginAnnotations(name string) (*abi.ToolAnnotations, bool) {
+	if h.reg == nil {
+		return nil, false
+	}
+	tl := h.reg.Catalog().Lookup(name)
+	if tl == nil {
+		return nil, false
+	}
+	return tl.Decl.Annotations, true
 }

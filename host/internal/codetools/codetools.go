@@ -1,4 +1,11 @@
-package host
+// Package codetools makes the tool calls of programs that
+// sandbox_execute_code runs (spec/code-tools.md): a program calls its
+// tenant's tools over its spawn's tool channel (host/hostfn/process), and
+// Caller.Call makes each call as the tenant, through the protocol layer's
+// middleware (the allow-list, the audit log, the metrics) and catalogue
+// (upstream pins, instance quotas): what a client's tools/call goes
+// through, less the HTTP layer, whose place it takes for the rate quota.
+package codetools
 
 import (
 	"context"
@@ -15,28 +22,41 @@ import (
 	"github.com/aiodhq/aiod/host/hostfn/process"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/tenant"
+	"github.com/aiodhq/aiod/host/upstream"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
-// Programs that call tools (spec/code-tools.md): a program that
-// sandbox_execute_code runs calls its tenant's tools over its spawn's tool
-// channel (host/hostfn/process), and codeCall makes each call here, as
-// the tenant, through the protocol layer's middleware (the allow-list,
-// the audit log, the metrics) and catalogue (upstream pins, instance
-// quotas): what a client's tools/call goes through, less the HTTP layer,
-// whose place codeTools takes for the rate quota.
-
-// codeTools makes the programs' tool calls of a host; globs are the
-// host's --code-tools.
-type codeTools struct {
-	h     *Host
-	globs []string
+// Options are what a Caller reaches: the parts of the host a call passes
+// through, and the host's --code-tools.
+type Options struct {
+	// Tenants are the host's tenants; Audit its audit log.
+	Tenants *tenant.Set
+	Audit   *audit.Log
+	// MCP serves the calls (its middleware and catalogue).
+	MCP *mcp.Server
+	// Plugin is the annotations of the plugin tool (a built-in's, a
+	// plugin's) published as name, and whether there is one.
+	Plugin func(name string) (*abi.ToolAnnotations, bool)
+	// Upstreams are the upstream MCP servers (nil: none).
+	Upstreams *upstream.Set
+	// Globs are the host's --code-tools: tools callable from code
+	// whatever their annotations (a tenant's code_tools replaces them).
+	Globs []string
 }
 
-// call makes one call of a program and says what the program is told.
-func (ct *codeTools) call(ctx context.Context, c process.ToolCall) process.ToolAnswer {
-	h := ct.h
-	t := h.tenancy.set.ForOwner(c.Owner)
+// Caller makes the programs' tool calls of a host.
+type Caller struct {
+	o Options
+}
+
+// New returns the Caller of o.
+func New(o Options) *Caller { return &Caller{o: o} }
+
+// Call makes one call of a program and says what the program is told
+// (process.ToolCaller).
+func (ct *Caller) Call(ctx context.Context, c process.ToolCall) process.ToolAnswer {
+	o := ct.o
+	t := o.Tenants.ForOwner(c.Owner)
 	via, session := c.Plugin, ""
 	if parent := mcp.RequestFrom(ctx); parent != nil {
 		if parent.Name != "" {
@@ -45,7 +65,7 @@ func (ct *codeTools) call(ctx context.Context, c process.ToolCall) process.ToolA
 		session = parent.SessionID
 	}
 	refuse := func(kind, reason, text string) process.ToolAnswer {
-		_ = h.tenancy.audit.Write(audit.Entry{Tenant: t.Name, Session: session, Method: "tools/call", Tool: c.Name,
+		_ = o.Audit.Write(audit.Entry{Tenant: t.Name, Session: session, Method: "tools/call", Tool: c.Name,
 			ArgsSHA256: digest(c.Args), Outcome: audit.Denied, Via: via, Step: c.Step, Reason: reason})
 		return process.ToolAnswer{Error: kind, Text: text}
 	}
@@ -63,12 +83,12 @@ func (ct *codeTools) call(ctx context.Context, c process.ToolCall) process.ToolA
 	// concurrent_calls slot of the call that started it
 	release, qe := t.AdmitRate()
 	if qe != nil {
-		_ = h.tenancy.audit.Write(audit.Entry{Tenant: t.Name, Session: session, Method: "tools/call", Tool: c.Name,
+		_ = o.Audit.Write(audit.Entry{Tenant: t.Name, Session: session, Method: "tools/call", Tool: c.Name,
 			ArgsSHA256: digest(c.Args), Outcome: audit.Quota, Quota: qe.Quota, Via: via, Step: c.Step})
 		return process.ToolAnswer{Error: process.ToolLimit, Text: qe.Error()}
 	}
 	defer release()
-	res, rerr := h.mcp.CallTool(tenant.WithTenant(ctx, t), mcp.InnerCall{Principal: mcp.Principal{Owner: c.Owner},
+	res, rerr := o.MCP.CallTool(tenant.WithTenant(ctx, t), mcp.InnerCall{Principal: mcp.Principal{Owner: c.Owner},
 		Name: c.Name, Args: c.Args, SessionID: session, Via: via, Step: c.Step})
 	if rerr != nil {
 		if rerr.Code == mcp.CodeInvalidParams && strings.HasPrefix(rerr.Message, "unknown tool") {
@@ -91,8 +111,8 @@ func (ct *codeTools) call(ctx context.Context, c process.ToolCall) process.ToolA
 // read-only and closed-world (readOnlyHint true, openWorldHint false), or
 // one the tenant's code_tools (else the host's --code-tools) names; why
 // says what the tool does otherwise.
-func (ct *codeTools) permitted(ctx context.Context, t *tenant.Tenant, name string) (bool, string) {
-	globs := ct.globs
+func (ct *Caller) permitted(ctx context.Context, t *tenant.Tenant, name string) (bool, string) {
+	globs := ct.o.Globs
 	if t != nil && t.Policy.CodeTools != nil {
 		globs = t.Policy.CodeTools
 	}
@@ -117,8 +137,8 @@ func readOnlyClosed(a *abi.ToolAnnotations) (bool, string) {
 
 // exists reports whether name is a tool of the catalogue the tenant's
 // calls reach (a plugin's, or a visible upstream's).
-func (ct *codeTools) exists(ctx context.Context, t *tenant.Tenant, name string) bool {
-	if ct.h.reg.Catalog().Lookup(name) != nil {
+func (ct *Caller) exists(ctx context.Context, t *tenant.Tenant, name string) bool {
+	if _, ok := ct.o.Plugin(name); ok {
 		return true
 	}
 	_, ok := ct.upstreamTool(ctx, t, name)
@@ -126,9 +146,9 @@ func (ct *codeTools) exists(ctx context.Context, t *tenant.Tenant, name string) 
 }
 
 // annotations are name's tool annotations (nil: none).
-func (ct *codeTools) annotations(ctx context.Context, t *tenant.Tenant, name string) *abi.ToolAnnotations {
-	if tl := ct.h.reg.Catalog().Lookup(name); tl != nil {
-		return tl.Decl.Annotations
+func (ct *Caller) annotations(ctx context.Context, t *tenant.Tenant, name string) *abi.ToolAnnotations {
+	if a, ok := ct.o.Plugin(name); ok {
+		return a
 	}
 	def, ok := ct.upstreamTool(ctx, t, name)
 	if !ok {
@@ -146,8 +166,8 @@ func (ct *codeTools) annotations(ctx context.Context, t *tenant.Tenant, name str
 // upstreamTool is the definition of the upstream tool published as name,
 // as the tenant sees it (an upstream it may not use, or a tool its pin
 // withholds, has none).
-func (ct *codeTools) upstreamTool(ctx context.Context, t *tenant.Tenant, name string) (json.RawMessage, bool) {
-	ups := ct.h.ups
+func (ct *Caller) upstreamTool(ctx context.Context, t *tenant.Tenant, name string) (json.RawMessage, bool) {
+	ups := ct.o.Upstreams
 	if ups == nil {
 		return nil, false
 	}
