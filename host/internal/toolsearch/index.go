@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"unicode"
-	"unicode/utf8"
 )
 
 // The lexical index: BM25 (Robertson and Zaragoza's Okapi BM25, k1 = 1.2,
@@ -217,17 +216,7 @@ func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = strings.TrimSpace(s[:i])
 	}
-	if len(s) <= lineMax {
-		return s
-	}
-	cut := lineMax
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	if i := strings.LastIndexByte(s[:cut], ' '); i > lineMax/2 {
-		cut = i
-	}
-	return strings.TrimRight(s[:cut], " ,;:.") + "…"
+	return clip(s, lineMax)
 }
 
 // terms splits text into index terms: words of letters and digits (split
