@@ -32,6 +32,7 @@ import (
 	"github.com/aiodhq/aiod/host/internal/codetools"
 	"github.com/aiodhq/aiod/host/internal/composite"
 	"github.com/aiodhq/aiod/host/internal/footprint"
+	"github.com/aiodhq/aiod/host/internal/machinetools"
 	"github.com/aiodhq/aiod/host/internal/netx"
 	"github.com/aiodhq/aiod/host/internal/toolsearch"
 	"github.com/aiodhq/aiod/host/lockdown"
@@ -58,7 +59,7 @@ type Host struct {
 	browser *browser.Browser
 	ups     *upstream.Set // nil without upstreams
 	fams    *families
-	machine *machineTools // machine.go
+	machine *machinetools.Tools
 	reg     *plugin.Registry
 	mcp     *mcp.Server
 	srv     *server.Server
@@ -94,7 +95,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	}
 	h := &Host{log: cfg.Logger, addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), pprofAddr: cfg.PprofAddr,
 		policyFile: cfg.PolicyFile, apiKey: cfg.APIKey, stateKeyFile: cfg.StateKeyFile,
-		machine: &machineTools{flag: cfg.MachineTools, lockdown: cfg.Lockdown, log: cfg.Logger, lookup: os.LookupEnv}}
+		machine: machinetools.New(cfg.MachineTools, cfg.Lockdown, cfg.Logger, os.LookupEnv)}
 	h.policy.Store(p.policy)
 	defer func() {
 		if err != nil {
@@ -115,11 +116,11 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 			if cfg.Builtins == nil {
 				h.log.Warn("this binary has no built-in plugins (build it with `make build`)")
 			}
-			ms := h.machine.setup(p.policy)
-			return h.provisionRegistry(ctx, plugin.Options{Policy: p.policy, BuiltinPolicy: withMachinePolicy(builtinPolicy(p.policy), ms), Env: p.env,
+			ms := h.machine.Setup(p.policy)
+			return h.provisionRegistry(ctx, plugin.Options{Policy: p.policy, BuiltinPolicy: machinetools.WithPolicy(builtinPolicy(p.policy), ms), Env: p.env,
 				Builtins: cfg.PageToolsConfig.builtins(cfg.Builtins, cfg.Browser.Mode), Dir: cfg.PluginsDir,
 				IdleTimeout: cfg.IdleTimeout, KeepCompiled: cfg.KeepCompiled, RequirePins: cfg.Lockdown,
-				Configurations: ms.configurations()})
+				Configurations: ms.Configurations()})
 		},
 		func() error { return h.wireTenancy(cfg.TenancyConfig, p.auditRequired, cfg.AdminKey, p.policy, p.lock) },
 		func() error {
@@ -178,7 +179,7 @@ func (h *Host) provisionBrowser(c browser.Config) (err error) {
 // provisionFamilies makes the families' state (in lockdown's sandbox when
 // lock is set, whose runtime checks then run).
 func (h *Host) provisionFamilies(ctx context.Context, lock *lockdown.Lockdown) error {
-	h.fams = newFamilies(h.log, h.browser, h.ups, lock, h.machine.sandboxPaths)
+	h.fams = newFamilies(h.log, h.browser, h.ups, lock, h.machine.SandboxPaths)
 	h.built(func(context.Context) error { return h.fams.Close() })
 	if lock == nil {
 		return nil

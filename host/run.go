@@ -14,6 +14,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hooks"
+	"github.com/aiodhq/aiod/host/internal/machinetools"
 	"github.com/aiodhq/aiod/host/plugin"
 )
 
@@ -141,9 +142,9 @@ func (h *Host) reload(ctx context.Context) (*ReloadResult, error) {
 	// named variables), whatever else changed: discovery runs again in
 	// the reload
 	p := h.policy.Load()
-	ms := h.machine.setup(p)
-	h.reg.SetPolicy(p, withMachinePolicy(builtinPolicy(p), ms))
-	h.reg.SetConfigurations(ms.configurations())
+	ms := h.machine.Setup(p)
+	h.reg.SetPolicy(p, machinetools.WithPolicy(builtinPolicy(p), ms))
+	h.reg.SetConfigurations(ms.Configurations())
 	h.reloadStateKeys()
 	rep, err := h.reg.ReloadReport(ctx)
 	res.Report = rep
