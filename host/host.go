@@ -108,7 +108,13 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		// the tenants exist before the registry, whose loaders read
 		// their quotas (OwnerInstances) from the start
 		func() error { h.tenancy.set = tenant.New(p.policy.Tenants, cfg.APIKey); return nil },
-		func() error { return h.provisionUpstreams(cfg.Upstreams, p.pinFile, cfg.UpstreamListTimeout) },
+		func() error {
+			servers, err := withPolicyUpstreams(cfg.Upstreams, p.policy, nil)
+			if err != nil {
+				return err
+			}
+			return h.provisionUpstreams(servers, p.pinFile, cfg.UpstreamListTimeout)
+		},
 		func() error { return h.provisionFamilies(ctx, p.lock) },
 		func() error {
 			if cfg.Builtins == nil {

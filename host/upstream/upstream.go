@@ -74,12 +74,7 @@ type refreshOp struct {
 
 func newUpstream(set *Set, srv Server) *upstream {
 	u := &upstream{srv: srv, set: set}
-	base := set.opts.Transport
-	if base == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = 64
-		base = t
-	}
+	base := serverTransport(srv, set.opts.Transport)
 	// Both clients never follow a redirect (client.go).
 	warn := func(status int) {
 		set.warnOnce(fmt.Sprintf("%s\x00redirect\x00%d", srv.Name, status), "%s: the session goes on without its GET stream (no list_changed from it)",
