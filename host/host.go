@@ -56,6 +56,8 @@ type Host struct {
 	engine  runtime.Engine
 	browser *browser.Browser
 	ups     *upstream.Set // nil without upstreams
+	// upsStdio tunes the policy's command servers (upstreams.go).
+	upsStdio func(*upstream.Options)
 	fams    *families
 	machine *machineTools // machine.go
 	reg     *plugin.Registry
@@ -109,10 +111,11 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		// their quotas (OwnerInstances) from the start
 		func() error { h.tenancy.set = tenant.New(p.policy.Tenants, cfg.APIKey); return nil },
 		func() error {
-			servers, err := withPolicyUpstreams(cfg.Upstreams, p.policy, nil)
+			servers, err := withPolicyUpstreams(cfg.Upstreams, p.policy, nil, cfg.Lockdown)
 			if err != nil {
 				return err
 			}
+			h.upsStdio = stdioOptions(cfg)
 			return h.provisionUpstreams(servers, p.pinFile, cfg.UpstreamListTimeout)
 		},
 		func() error { return h.provisionFamilies(ctx, p.lock) },
@@ -300,7 +303,7 @@ func (h *Host) provisionUpstreams(servers []upstream.Server, pinFile string, lis
 		}
 	}
 	if len(servers) > 0 {
-		h.ups = newUpstreamSet(servers, h.pluginTool, pins, listTimeout, h.log)
+		h.ups = newUpstreamSet(servers, h.pluginTool, pins, listTimeout, h.log, h.upsStdio)
 		h.built(func(context.Context) error { return h.ups.Close() })
 	}
 	return nil
@@ -486,15 +489,19 @@ func status(env caps.Env, cacheDir string, bc browser.Config, procs *proc.Manage
 // newUpstreamSet returns the set over servers, excluding the names the
 // plugins publish at the time of each tools/list or call (so a reload that
 // adds a plugin tool takes the name from an upstream).
-func newUpstreamSet(servers []upstream.Server, exclude func(string) bool, pins *upstream.Pins, listTimeout time.Duration, log *slog.Logger) *upstream.Set {
-	return upstream.New(servers, upstream.Options{
+func newUpstreamSet(servers []upstream.Server, exclude func(string) bool, pins *upstream.Pins, listTimeout time.Duration, log *slog.Logger, edit func(*upstream.Options)) *upstream.Set {
+	o := upstream.Options{
 		Exclude:       exclude,
 		Pins:          pins,
 		ListTimeout:   listTimeout,
 		Logger:        log,
 		ClientName:    "aiod",
 		ClientVersion: Version,
-	})
+	}
+	if edit != nil {
+		edit(&o)
+	}
+	return upstream.New(servers, o)
 }
 
 // pluginTool reports whether a plugin publishes name (false before the

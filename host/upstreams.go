@@ -3,16 +3,28 @@ package host
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/upstream"
 )
 
+// stdioOptions are the command servers' settings: their directories under
+// --data-dir when it is given, and pins required in lockdown.
+func stdioOptions(cfg Config) func(*upstream.Options) {
+	return func(o *upstream.Options) {
+		if cfg.DataDir != "" {
+			o.StdioDir = filepath.Join(cfg.DataDir, "upstreams")
+		}
+		o.RequirePins = cfg.Lockdown
+	}
+}
+
 // withPolicyUpstreams appends the servers the policy names (its
 // "upstreams", spec/upstream.md) to those of EXTRA_MCP_SERVERS, in the
 // policy's order: their headers' ${VAR} are taken from aiod's environment
 // now. A name in both is an error.
-func withPolicyUpstreams(servers []upstream.Server, p *caps.Policy, lookup func(string) (string, bool)) ([]upstream.Server, error) {
+func withPolicyUpstreams(servers []upstream.Server, p *caps.Policy, lookup func(string) (string, bool), lockdown bool) ([]upstream.Server, error) {
 	if p == nil || len(p.Upstreams) == 0 {
 		return servers, nil
 	}
@@ -25,6 +37,9 @@ func withPolicyUpstreams(servers []upstream.Server, p *caps.Policy, lookup func(
 			if s.Name == e.Name {
 				return nil, fmt.Errorf("upstream MCP server %q is named both by EXTRA_MCP_SERVERS (--mcp-servers) and by the policy's upstreams", e.Name)
 			}
+		}
+		if lockdown && e.Stdio() && e.SHA256 == "" {
+			return nil, fmt.Errorf("upstream MCP server %q: lockdown runs only command servers pinned by sha256 (give its \"sha256\")", e.Name)
 		}
 		s, err := upstream.FromPolicy(e, lookup)
 		if err != nil {

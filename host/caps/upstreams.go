@@ -51,6 +51,9 @@ type UpstreamServer struct {
 	// SHA256 pins the command's executable (hex); lockdown runs only
 	// pinned commands.
 	SHA256 string `json:"sha256,omitempty"`
+	// ReadOnly are more host paths the command sees read-only at the same
+	// place (where its package lives), besides the machine's programs.
+	ReadOnly []string `json:"read_only,omitempty"`
 }
 
 // Stdio reports whether the entry is a command (stdio) server.
@@ -153,8 +156,8 @@ func validateUpstream(s UpstreamServer, tenants map[string]Tenant) error {
 	case s.URL != "" && s.Command != "":
 		return errors.New(`has both "url" and "command"`)
 	case s.URL != "":
-		if len(s.Args) > 0 || len(s.Env) > 0 || len(s.Hosts) > 0 || s.SHA256 != "" {
-			return errors.New(`"args", "env", "hosts" and "sha256" are for command servers only`)
+		if len(s.Args) > 0 || len(s.Env) > 0 || len(s.Hosts) > 0 || s.SHA256 != "" || len(s.ReadOnly) > 0 {
+			return errors.New(`"args", "env", "hosts", "read_only" and "sha256" are for command servers only`)
 		}
 		return checkUpstreamURL(s)
 	}
@@ -173,6 +176,11 @@ func validateUpstream(s UpstreamServer, tenants map[string]Tenant) error {
 	for _, e := range s.Env {
 		if !envName(e) {
 			return fmt.Errorf("env: %q is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", e)
+		}
+	}
+	for _, p := range s.ReadOnly {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
+			return fmt.Errorf("read_only: %q must be a clean absolute path other than /", p)
 		}
 	}
 	for _, h := range s.Hosts {

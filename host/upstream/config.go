@@ -64,6 +64,8 @@ type Stdio struct {
 	Env     []string // names of aiod's variables it gets
 	Hosts   []string // hosts it may reach (none: no network)
 	SHA256  string   // hex pin of the executable ("": none)
+	// ReadOnly are more host paths shown read-only.
+	ReadOnly []string
 }
 
 // Warning is an entry of the value that was skipped (or a field that was

@@ -48,7 +48,7 @@ func FromPolicy(s caps.UpstreamServer, lookup func(string) (string, bool)) (Serv
 		srv.RootCAs = pool
 	}
 	if s.Stdio() {
-		srv.Stdio = &Stdio{Command: s.Command, Args: s.Args, Env: s.Env, Hosts: s.Hosts, SHA256: s.SHA256}
+		srv.Stdio = &Stdio{Command: s.Command, Args: s.Args, Env: s.Env, Hosts: s.Hosts, SHA256: s.SHA256, ReadOnly: s.ReadOnly}
 	}
 	return srv, nil
 }

@@ -38,6 +38,15 @@ type Options struct {
 	// Transport is the HTTP transport under the client. Default: a clone of
 	// http.DefaultTransport.
 	Transport http.RoundTripper
+	// StdioDir holds the command servers' directories,
+	// <StdioDir>/<server>/{workspace,tmp}. Default <user cache
+	// dir>/aiod/upstreams.
+	StdioDir string
+	// RequirePins runs only command servers pinned by sha256 (lockdown).
+	RequirePins bool
+	// RestartBackoff is the first wait before a command server that
+	// exited is started again (doubling, at most 32 times it). Default 1 s.
+	RestartBackoff time.Duration
 	// Pins, when not nil, withholds every tool whose definition does not
 	// match its pin (or that has none): it is not listed, not callable, and
 	// not seen by ServerTools (see Pins).
@@ -122,6 +131,9 @@ func New(servers []Server, opts Options) *Set {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.RestartBackoff <= 0 {
+		opts.RestartBackoff = defaultRestartBackoff
 	}
 	if opts.ClientName == "" {
 		opts.ClientName = "aiod"

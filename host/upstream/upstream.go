@@ -58,6 +58,8 @@ type upstream struct {
 
 	tokens   sync.Map // progress token -> *slot
 	tokenSeq atomic.Int64
+
+	stdio *stdioState // a command server's (nil for a URL)
 }
 
 type upTool struct {
@@ -74,6 +76,9 @@ type refreshOp struct {
 
 func newUpstream(set *Set, srv Server) *upstream {
 	u := &upstream{srv: srv, set: set}
+	if srv.Stdio != nil {
+		u.stdio = &stdioState{}
+	}
 	base := serverTransport(srv, set.opts.Transport)
 	// Both clients never follow a redirect (client.go).
 	warn := func(status int) {
@@ -114,10 +119,25 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 		return cs, nil
 	}
 	u.lost.Store(false)
-	t := &mcp.StreamableClientTransport{Endpoint: u.srv.URL, HTTPClient: u.hc}
-	cs, err := u.cl.Connect(ctx, t, nil)
+	t, err := u.transport(ctx)
 	if err != nil {
 		return nil, err
+	}
+	cs, err = u.cl.Connect(ctx, t, nil)
+	if err != nil {
+		if u.stdio != nil {
+			u.stdio.mu.Lock()
+			u.backoffLocked() // its command is closed by Connect
+			u.stdio.mu.Unlock()
+		}
+		return nil, err
+	}
+	if u.stdio != nil {
+		u.set.wg.Add(1)
+		go func() {
+			defer u.set.wg.Done()
+			u.watch(cs)
+		}()
 	}
 	//lint:ignore SA1019 MCP logging is deprecated in 2026-07-28 but live in the legacy eras aiod relays
 	if ir := cs.InitializeResult(); ir != nil && ir.ProtocolVersion < modern && ir.Capabilities != nil && ir.Capabilities.Logging != nil {
@@ -536,6 +556,16 @@ func (u *upstream) close() {
 	if cs != nil {
 		cs.Close()
 	}
+	u.stopStdio()
+}
+
+// transport is how the session reaches the server: its command, or its URL
+// over Streamable HTTP (or the 2024-11-05 HTTP+SSE transport, sse.go).
+func (u *upstream) transport(ctx context.Context) (mcp.Transport, error) {
+	if u.stdio != nil {
+		return u.stdioTransport()
+	}
+	return &mcp.StreamableClientTransport{Endpoint: u.srv.URL, HTTPClient: u.hc}, nil
 }
 
 // errorResult is a CallToolResult with isError and one text item.
