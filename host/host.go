@@ -56,16 +56,14 @@ type Host struct {
 	engine  runtime.Engine
 	browser *browser.Browser
 	ups     *upstream.Set // nil without upstreams
-	// upsStdio tunes the policy's command servers (upstreams.go).
-	upsStdio func(*upstream.Options)
-	fams     *families
-	machine  *machineTools // machine.go
-	reg      *plugin.Registry
-	mcp      *mcp.Server
-	srv      *server.Server
-	watch    *plugin.Watcher
-	tenancy  tenancy // tenancy.go
-	hooks    *hooks.Chain
+	fams    *families
+	machine *machineTools // machine.go
+	reg     *plugin.Registry
+	mcp     *mcp.Server
+	srv     *server.Server
+	watch   *plugin.Watcher
+	tenancy tenancy // tenancy.go
+	hooks   *hooks.Chain
 	// teardown closes the parts built so far, in the order they were
 	// built; Close runs it in reverse (built).
 	teardown []func(context.Context) error
@@ -77,6 +75,8 @@ type Host struct {
 	// policy is the operator's policy in force (the file's, as last read
 	// and taken)
 	policy atomic.Pointer[caps.Policy]
+	// upsStdio tunes the policy's command servers (upstreams.go).
+	upsStdio func(*upstream.Options)
 }
 
 // ErrUnauthenticatedExposure is returned when binding beyond loopback
