@@ -274,9 +274,11 @@ func (s *Set) recheck(notify bool) {
 
 // Status is one upstream as a tools/list sees it.
 type Status struct {
-	Name   string `json:"name"`
-	URL    string `json:"url"`
-	Prefix string `json:"prefix"`
+	Name string `json:"name"`
+	URL  string `json:"url,omitempty"`
+	// Command is a command server's command (it has no URL).
+	Command string `json:"command,omitempty"`
+	Prefix  string `json:"prefix"`
 	// Reachable: its last tools/list answered.
 	Reachable bool `json:"reachable"`
 	// Tools is how many tools it publishes (after the collision rules).
@@ -297,6 +299,9 @@ func (s *Set) Status(ctx context.Context) []Status {
 		have := u.have
 		u.mu.Unlock()
 		out[i] = Status{Name: u.srv.Name, URL: u.srv.URL, Prefix: u.srv.Prefix, Reachable: have, Tools: counts[u.srv.Name]}
+		if u.srv.Stdio != nil {
+			out[i].Command = u.srv.Stdio.Command
+		}
 	}
 	return out
 }
