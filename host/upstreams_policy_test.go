@@ -98,3 +98,35 @@ func TestPolicyUpstreamHTTPS(t *testing.T) {
 		t.Fatalf("a name in both: %v", err)
 	}
 }
+
+// TestPolicyUpstreamSSE: a server of the policy that speaks only the
+// 2024-11-05 HTTP+SSE transport (the go-sdk's SSE handler) is found (a
+// modern POST refused, then the GET handshake) and its tools served
+// through aiod; the same server in EXTRA_MCP_SERVERS is not tried that way
+// (seed 000's rules): it is absent.
+func TestPolicyUpstreamSSE(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "sse-only", Version: "1"}, nil)
+	type echoIn struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echo text"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sse:" + in.Text}}}, nil, nil
+		})
+	up := httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(func() { up.CloseClientConnections(); up.Close() })
+	policy := `{"upstreams":{"old":{"url":"` + up.URL + `/sse","prefix":"old"}}}`
+	plugins := t.TempDir()
+	testplugins.Package(t, plugins, "plugins/examples/echo", nil, nil)
+	url := startHost(t, host.Config{PluginsDir: plugins, PolicyFile: writePolicy(t, policy), UpstreamListTimeout: 5e9,
+		Upstreams: []upstream.Server{{Name: "envold", URL: up.URL + "/sse", Prefix: "envold"}}})
+	a, _ := rpc(t, url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	names := toolNames(t, a.Result.Tools)
+	if !slices.Contains(names, "old_echo") || slices.Contains(names, "envold_echo") {
+		t.Fatalf("tools: %v", names)
+	}
+	a, raw := rpc(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"old_echo","arguments":{"text":"through aiod"}}}`)
+	if a.Result.IsError || len(a.Result.Content) != 1 || a.Result.Content[0].Text != "sse:through aiod" {
+		t.Fatalf("call: %s", raw)
+	}
+}

@@ -75,6 +75,9 @@ type guard struct {
 	sessionLost func() // called on a 404 to a request with a session id
 	// capture sees the headers and params of each tools/list request.
 	capture func(h http.Header, params json.RawMessage)
+	// refused sees the status of a POST answered 400, 404 or 405 (a
+	// server that may speak the 2024-11-05 transport: sse.go).
+	refused func(status int)
 }
 
 func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -104,6 +107,9 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := g.base.RoundTrip(req)
+	if err == nil && g.refused != nil && legacyRefusal(resp.StatusCode) && req.Header.Get("Mcp-Session-Id") == "" {
+		g.refused(resp.StatusCode)
+	}
 	if err != nil || call == nil {
 		return resp, err
 	}

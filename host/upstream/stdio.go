@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -115,7 +116,7 @@ func (u *upstream) stdioTransport() (mcp.Transport, error) {
 	st.starts++
 	st.started = time.Now()
 	st.running = true
-	return &captureTransport{base: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}}, nil
+	return &captureTransport{base: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}, progress: u.relayProgress}, nil
 }
 
 // startFailed counts a failed start like an exit; st.mu is held.
@@ -221,20 +222,59 @@ func fileSHA256(path string) (string, error) {
 // slot, as the guard does on HTTP (guard.go): on transports without HTTP
 // answers of their own (a command's stdout, the 2024-11-05 SSE stream) the
 // answer arrives on the connection.
-type captureTransport struct{ base mcp.Transport }
+//
+// With life set, the base connects under life instead of the caller's
+// context (which still bounds the wait): the 2024-11-05 transport's stream
+// is the GET that Connect opens, and lives as long as its context.
+//
+// It also hands each progress notification to its call's notify function
+// (progress, by token) as it is read, before the call's answer: the go-sdk's
+// client-wide handler runs apart from the call and may see it after the
+// call has returned.
+type captureTransport struct {
+	base     mcp.Transport
+	life     context.Context
+	progress func(params json.RawMessage)
+}
 
 func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.base.Connect(ctx)
-	if err != nil {
-		return nil, err
+	if t.life == nil {
+		c, err := t.base.Connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &captureConn{Connection: c, pending: map[any]*slot{}, progress: t.progress}, nil
 	}
-	return &captureConn{Connection: c, pending: map[any]*slot{}}, nil
+	type res struct {
+		c   mcp.Connection
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		c, err := t.base.Connect(t.life)
+		ch <- res{c, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, r.err
+		}
+		return &captureConn{Connection: r.c, pending: map[any]*slot{}, progress: t.progress}, nil
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.c != nil {
+				r.c.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
 }
 
 type captureConn struct {
 	mcp.Connection
-	mu      sync.Mutex
-	pending map[any]*slot // request id -> slot
+	progress func(params json.RawMessage)
+	mu       sync.Mutex
+	pending  map[any]*slot // request id -> slot
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -250,6 +290,9 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
+	if req, ok := m.(*jsonrpc.Request); ok && err == nil && !req.IsCall() && req.Method == "notifications/progress" && c.progress != nil {
+		c.progress(req.Params)
+	}
 	if resp, ok := m.(*jsonrpc.Response); ok && err == nil {
 		c.mu.Lock()
 		sl := c.pending[resp.ID.Raw()]

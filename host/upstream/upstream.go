@@ -60,6 +60,11 @@ type upstream struct {
 	tokenSeq atomic.Int64
 
 	stdio *stdioState // a command server's (nil for a URL)
+	// sse: the server is reached by the 2024-11-05 HTTP+SSE transport
+	// (sse.go); refused: the status of a POST of the running connect
+	// answered 400, 404 or 405.
+	sse     atomic.Bool
+	refused atomic.Int32
 }
 
 type upTool struct {
@@ -79,14 +84,16 @@ func newUpstream(set *Set, srv Server) *upstream {
 	if srv.Stdio != nil {
 		u.stdio = &stdioState{}
 	}
-	base := serverTransport(srv, set.opts.Transport)
+	u.sse.Store(srv.Transport == TransportSSE)
+	base := newOriginOnly(srv.Name, srv.URL, serverTransport(srv, set.opts.Transport))
 	// Both clients never follow a redirect (client.go).
 	warn := func(status int) {
 		set.warnOnce(fmt.Sprintf("%s\x00redirect\x00%d", srv.Name, status), "%s: the session goes on without its GET stream (no list_changed from it)",
 			(&RedirectError{Server: srv.Name, Status: status}).Error())
 	}
 	u.fc = newClient(srv.Name, base, nil)
-	u.hc = newClient(srv.Name, &guard{base: base, limit: set.opts.MaxResultBytes, sessionLost: func() { u.lost.Store(true) }, capture: u.capture}, warn)
+	u.hc = newClient(srv.Name, &guard{base: base, limit: set.opts.MaxResultBytes, sessionLost: func() { u.lost.Store(true) }, capture: u.capture,
+		refused: func(status int) { u.refused.Store(int32(status)) }}, warn)
 	u.cl = mcp.NewClient(&mcp.Implementation{Name: set.opts.ClientName, Version: set.opts.ClientVersion}, &mcp.ClientOptions{
 		Capabilities:                &mcp.ClientCapabilities{}, // no roots, sampling or elicitation
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
@@ -123,7 +130,11 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
+	u.refused.Store(0)
 	cs, err = u.cl.Connect(ctx, t, nil)
+	if err != nil && u.stdio == nil {
+		cs, err = u.connectSSE(ctx, err)
+	}
 	if err != nil {
 		if u.stdio != nil {
 			u.stdio.mu.Lock()
@@ -450,8 +461,8 @@ func (u *upstream) listChanged() {
 // progress relays a progress notification that arrived outside the call's
 // own stream (legacy servers may use the session's standalone stream).
 func (u *upstream) progress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	if req == nil || req.Params == nil {
-		return
+	if req == nil || req.Params == nil || u.stdio != nil || u.sse.Load() {
+		return // relayed as read (relayProgress)
 	}
 	v, ok := u.tokens.Load(fmt.Sprint(req.Params.ProgressToken))
 	if !ok {
@@ -460,6 +471,22 @@ func (u *upstream) progress(_ context.Context, req *mcp.ProgressNotificationClie
 	sl := v.(*slot)
 	if b, err := json.Marshal(req.Params); err == nil && sl.notify != nil {
 		sl.notify("notifications/progress", b)
+	}
+}
+
+// relayProgress hands a progress notification read on a command's stdout
+// or the 2024-11-05 stream to its call's notify function.
+func (u *upstream) relayProgress(params json.RawMessage) {
+	var p struct {
+		Token any `json:"progressToken"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.Token == nil {
+		return
+	}
+	if v, ok := u.tokens.Load(fmt.Sprint(p.Token)); ok {
+		if sl := v.(*slot); sl.notify != nil {
+			sl.notify("notifications/progress", params)
+		}
 	}
 }
 
@@ -564,6 +591,9 @@ func (u *upstream) close() {
 func (u *upstream) transport(ctx context.Context) (mcp.Transport, error) {
 	if u.stdio != nil {
 		return u.stdioTransport()
+	}
+	if u.sse.Load() {
+		return u.sseTransport(), nil
 	}
 	return &mcp.StreamableClientTransport{Endpoint: u.srv.URL, HTTPClient: u.hc}, nil
 }
