@@ -49,3 +49,22 @@ func withPolicyUpstreams(servers []upstream.Server, p *caps.Policy, lookup func(
 	}
 	return out, nil
 }
+
+// ReviewUpstreams is what `aiod upstream review` reviews: the servers of
+// EXTRA_MCP_SERVERS and those of the policy file's "upstreams" (none
+// without a file), and the options their set needs (the command servers'
+// directories under dataDir).
+func ReviewUpstreams(servers []upstream.Server, policyFile, dataDir string) ([]upstream.Server, func(*upstream.Options), error) {
+	p := &caps.Policy{}
+	if policyFile != "" {
+		var err error
+		if p, err = readPolicy(policyFile); err != nil {
+			return nil, nil, err
+		}
+	}
+	out, err := withPolicyUpstreams(servers, p, nil, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, stdioOptions(Config{LockdownConfig: LockdownConfig{DataDir: dataDir}}), nil
+}
