@@ -47,6 +47,10 @@ func newSSEUpstream(t *testing.T) *sseUpstream {
 		func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sse:" + in.Text}}, Meta: mcp.Meta{"vendor/k": "v"}}, nil, nil
 		})
+	s.AddTool(&mcp.Tool{Name: "big", Description: "answers 2 MiB", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("y", 2<<20)}}}, nil
+		})
 	s.AddTool(&mcp.Tool{Name: "progress", Description: "reports progress", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if tok := req.Params.GetProgressToken(); tok != nil {
@@ -107,7 +111,7 @@ func TestSSEDiscovered(t *testing.T) {
 	up := newSSEUpstream(t)
 	var logs syncLog
 	s := newSet(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), ListTimeout: 5 * time.Second}, sseServer("old", up.URL, TransportAuto))
-	if got := strings.Join(names(s.Tools(context.Background())), ","); got != "old_echo,old_progress" {
+	if got := strings.Join(names(s.Tools(context.Background())), ","); got != "old_big,old_echo,old_progress" {
 		t.Fatalf("tools: %s\n%s", got, logs.String())
 	}
 	if up.count("POST 400") == 0 || up.count("GET open") != 1 {
@@ -162,7 +166,7 @@ func TestSSEDeclaredAndRefused(t *testing.T) {
 		sseServer("modern", up.URL, TransportStreamable),
 		Server{Name: "env", URL: up.URL, Prefix: "env"})
 	got := strings.Join(names(s.Tools(context.Background())), ",")
-	if got != "declared_echo,declared_progress" {
+	if got != "declared_big,declared_echo,declared_progress" {
 		t.Fatalf("tools: %s (%v)", got, up.seen)
 	}
 	if r := call(t, s, "modern_echo", `{"text":"x"}`); !r.IsError || !strings.Contains(r.text(), `"modern"`) {
@@ -185,5 +189,44 @@ func TestSSEDeclaredAndRefused(t *testing.T) {
 	}
 	if n := elsewhere.Load(); n != 0 {
 		t.Fatalf("the foreign endpoint got %d requests", n)
+	}
+}
+
+// TestSSEHostile: a server that answers the GET handshake with a redirect
+// (to a loopback server that must never be reached) is absent, nothing
+// reaches the target; one whose stream sends an event over the size limit
+// fails the call in flight with an isError naming it, without waiting for
+// the deadline.
+func TestSSEHostile(t *testing.T) {
+	target := newRecorder(t, "")
+	red := newHandlerServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			http.Redirect(w, r, target.URL+"/mcp", http.StatusFound)
+			return
+		}
+		http.Error(w, "no", http.StatusMethodNotAllowed)
+	})
+	s := newSet(t, Options{ListTimeout: 2 * time.Second}, sseServer("red", red.URL, TransportAuto))
+	if tools := s.Tools(context.Background()); len(tools) != 0 {
+		t.Fatalf("tools: %v", names(tools))
+	}
+	if r := call(t, s, "red_echo", `{}`); !r.IsError || !strings.Contains(r.text(), `"red"`) {
+		t.Fatalf("call: %+v", r)
+	}
+	if n := target.hits(); n != 0 {
+		t.Fatalf("the redirect's target got %d requests", n)
+	}
+
+	// a stream that floods: the answer to tools/call is an oversized event
+	big := newSSEUpstream(t)
+	s2 := newSet(t, Options{ListTimeout: 5 * time.Second, MaxResultBytes: 1 << 20}, sseServer("big", big.URL, TransportSSE))
+	if got := names(s2.Tools(context.Background())); len(got) != 3 {
+		t.Fatalf("tools: %v", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	raw, err := s2.Call(ctx, "big_big", []byte(`{}`), nil)
+	if err != nil || !strings.Contains(string(raw), `"isError":true`) || !strings.Contains(string(raw), `\"big\"`) || !strings.Contains(string(raw), "exceeds the size limit") || ctx.Err() != nil {
+		t.Fatalf("oversized answer: %.300s %v %v", raw, err, ctx.Err())
 	}
 }

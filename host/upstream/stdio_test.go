@@ -214,3 +214,40 @@ func TestStdioPins(t *testing.T) {
 		t.Fatalf("an unpinned or mispinned command ran: %d %d", s.Starts("bad"), s.Starts("unpinned"))
 	}
 }
+
+// TestStdioHostile: a command that floods its stdout with a message over
+// the 16 MiB bound, or writes a line that is not JSON-RPC, fails the call
+// in flight with an isError naming the server (no hang, no crash of
+// aiod); the command is started again and answers.
+func TestStdioHostile(t *testing.T) {
+	bin := stdioServerBin(t)
+	for _, tool := range []string{"flood", "garbage"} {
+		t.Run(tool, func(t *testing.T) {
+			s := newSet(t, Options{StdioDir: t.TempDir(), ListTimeout: 20 * time.Second, RestartBackoff: 100 * time.Millisecond}, stdioServer("bad", bin))
+			s.Tools(context.Background())
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			raw, err := s.Call(ctx, "bad_"+tool, []byte(`{}`), nil)
+			if err != nil || !strings.Contains(string(raw), `"isError":true`) || !strings.Contains(string(raw), `\"bad\"`) {
+				t.Fatalf("call: %s %v", raw, err)
+			}
+			if ctx.Err() != nil {
+				t.Fatal("the call ran to its deadline")
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				r := call(t, s, "bad_echo", `{"text":"still here"}`)
+				if !r.IsError && r.text() == "still here" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("not answering after the restart: %+v (starts %d)", r, s.Starts("bad"))
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if s.Starts("bad") < 2 {
+				t.Fatalf("starts = %d", s.Starts("bad"))
+			}
+		})
+	}
+}

@@ -65,6 +65,9 @@ type upstream struct {
 	// answered 400, 404 or 405.
 	sse     atomic.Bool
 	refused atomic.Int32
+	// cut is why the last GET stream was ended by the guard ("": it was
+	// not): a 2024-11-05 session's calls fail with it.
+	cut atomic.Pointer[string]
 }
 
 type upTool struct {
@@ -93,7 +96,7 @@ func newUpstream(set *Set, srv Server) *upstream {
 	}
 	u.fc = newClient(srv.Name, base, nil)
 	u.hc = newClient(srv.Name, &guard{base: base, limit: set.opts.MaxResultBytes, sessionLost: func() { u.lost.Store(true) }, capture: u.capture,
-		refused: func(status int) { u.refused.Store(int32(status)) }}, warn)
+		refused: func(status int) { u.refused.Store(int32(status)) }, streamCut: func(why string) { u.cut.Store(&why) }}, warn)
 	u.cl = mcp.NewClient(&mcp.Implementation{Name: set.opts.ClientName, Version: set.opts.ClientVersion}, &mcp.ClientOptions{
 		Capabilities:                &mcp.ClientCapabilities{}, // no roots, sampling or elicitation
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
@@ -563,6 +566,9 @@ func (u *upstream) callOnce(ctx context.Context, tool string, args json.RawMessa
 		return nil, &RPCError{Server: u.srv.Name, Code: we.Code, Message: we.Message, Data: we.Data}, false
 	}
 	u.drop(cs)
+	if why := u.cut.Swap(nil); why != nil && u.sse.Load() {
+		return errorResult(fmt.Sprintf("upstream MCP server %q: its event stream was ended: %s", u.srv.Name, *why)), nil, false
+	}
 	return errorResult(fmt.Sprintf("upstream MCP server %q is not reachable: %v", u.srv.Name, err)), nil, false
 }
 

@@ -66,6 +66,14 @@ func main() {
 		}
 		return text("spawned"), nil, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "flood", Description: "writes a 17 MiB message to stdout"}, func(context.Context, *mcp.CallToolRequest, in) (*mcp.CallToolResult, any, error) {
+		os.Stdout.WriteString(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("A", 17<<20) + "\"}}\n")
+		select {} // the answer never comes
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "garbage", Description: "writes a line that is not JSON-RPC to stdout"}, func(context.Context, *mcp.CallToolRequest, in) (*mcp.CallToolResult, any, error) {
+		os.Stdout.WriteString("this is not JSON-RPC\n")
+		select {}
+	})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		os.Exit(1)
 	}
