@@ -193,9 +193,9 @@ func (u *upstream) stopStdio() {
 	}
 }
 
-// Starts reports how many times the command of server name was started
+// starts reports how many times the command of server name was started
 // (0 for a server that is not a command).
-func (s *Set) Starts(name string) int {
+func (s *Set) starts(name string) int {
 	u, err := s.server(name)
 	if err != nil || u.stdio == nil {
 		return 0
@@ -280,9 +280,19 @@ type captureConn struct {
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 		if sl, _ := ctx.Value(slotKey{}).(*slot); sl != nil && sl.method == req.Method {
+			id := req.ID.Raw()
 			c.mu.Lock()
-			c.pending[req.ID.Raw()] = sl
+			c.pending[id] = sl
 			c.mu.Unlock()
+			// a call that ends unanswered (cancelled, timed out) is
+			// forgotten with its context
+			context.AfterFunc(ctx, func() {
+				c.mu.Lock()
+				if c.pending[id] == sl {
+					delete(c.pending, id)
+				}
+				c.mu.Unlock()
+			})
 		}
 	}
 	return c.Connection.Write(ctx, msg)

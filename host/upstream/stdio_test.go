@@ -144,7 +144,7 @@ func TestStdioRestart(t *testing.T) {
 	if got := names(s.Tools(context.Background())); len(got) == 0 {
 		t.Fatalf("no tools: %s", logs.String())
 	}
-	if n := s.Starts("crashy"); n != 1 {
+	if n := s.starts("crashy"); n != 1 {
 		t.Fatalf("starts = %d", n)
 	}
 	r := call(t, s, "crashy_crash", `{}`)
@@ -157,11 +157,11 @@ func TestStdioRestart(t *testing.T) {
 		t.Fatalf("a call during the backoff: %+v", r)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for s.Starts("crashy") < 2 && time.Now().Before(deadline) {
+	for s.starts("crashy") < 2 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if r := call(t, s, "crashy_echo", `{"text":"back"}`); r.IsError || r.text() != "back" {
-		t.Fatalf("after the restart: %+v (starts %d)\n%s", r, s.Starts("crashy"), logs.String())
+		t.Fatalf("after the restart: %+v (starts %d)\n%s", r, s.starts("crashy"), logs.String())
 	}
 	if !strings.Contains(logs.String(), "its command exited; starting it again in 200ms") {
 		t.Fatalf("log:\n%s", logs.String())
@@ -177,16 +177,16 @@ func TestStdioBackoff(t *testing.T) {
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))}, stdioServer("dying", bin, "-exit-at-start"))
 	start := time.Now()
 	s.Tools(context.Background())
-	for s.Starts("dying") < 4 && time.Since(start) < 15*time.Second {
+	for s.starts("dying") < 4 && time.Since(start) < 15*time.Second {
 		time.Sleep(10 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
 	// starts at 0, >=0.2, >=0.6, >=1.4 s
-	if n := s.Starts("dying"); n < 4 || elapsed < 1400*time.Millisecond {
+	if n := s.starts("dying"); n < 4 || elapsed < 1400*time.Millisecond {
 		t.Fatalf("%d starts in %s (want 4, no sooner than 1.4 s)\n%s", n, elapsed, logs.String())
 	}
 	time.Sleep(300 * time.Millisecond)
-	if n := s.Starts("dying"); n != 4 {
+	if n := s.starts("dying"); n != 4 {
 		t.Fatalf("started %d times within 1.7 s: the backoff did not double", n)
 	}
 }
@@ -210,8 +210,8 @@ func TestStdioPins(t *testing.T) {
 	if r := call(t, s, "bad_echo", `{}`); !r.IsError || !strings.Contains(r.text(), "does not match its sha256 pin") && !strings.Contains(r.text(), "started again") {
 		t.Fatalf("bad pin: %+v", r)
 	}
-	if s.Starts("bad") != 0 || s.Starts("unpinned") != 0 {
-		t.Fatalf("an unpinned or mispinned command ran: %d %d", s.Starts("bad"), s.Starts("unpinned"))
+	if s.starts("bad") != 0 || s.starts("unpinned") != 0 {
+		t.Fatalf("an unpinned or mispinned command ran: %d %d", s.starts("bad"), s.starts("unpinned"))
 	}
 }
 
@@ -241,12 +241,12 @@ func TestStdioHostile(t *testing.T) {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("not answering after the restart: %+v (starts %d)", r, s.Starts("bad"))
+					t.Fatalf("not answering after the restart: %+v (starts %d)", r, s.starts("bad"))
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			if s.Starts("bad") < 2 {
-				t.Fatalf("starts = %d", s.Starts("bad"))
+			if s.starts("bad") < 2 {
+				t.Fatalf("starts = %d", s.starts("bad"))
 			}
 		})
 	}
