@@ -40,7 +40,7 @@ func (r *statusRecorder) Flush() {
 	}
 }
 
-func newSSEUpstream(t *testing.T) *sseUpstream {
+func newSSEUpstream(t testing.TB) *sseUpstream {
 	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "sse-only", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echo text"},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"log/slog"
 	"net"
 	"os"
@@ -20,7 +21,7 @@ import (
 // stdioServerBin builds testdata/stdioserver into a directory outside /tmp
 // (a command server has its own /tmp, which would hide it) and returns its
 // path; the directory is to be shown read-only.
-func stdioServerBin(t *testing.T) string {
+func stdioServerBin(t testing.TB) string {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatal("bubblewrap (bwrap) is needed: Debian package bubblewrap")
@@ -126,6 +127,13 @@ func TestStdioSandbox(t *testing.T) {
 	}
 	if r := call(t, s, "closed_stderr", `{"text":"stderr-secret-123"}`); r.text() != "written" {
 		t.Errorf("stderr: %+v", r)
+	}
+	var progress []string
+	raw, err := s.Call(context.Background(), "closed_progress", []byte(`{}`), func(method string, params json.RawMessage) {
+		progress = append(progress, method+" "+string(params))
+	})
+	if err != nil || !strings.Contains(string(raw), "done") || len(progress) != 3 || !strings.Contains(progress[2], `"progress":3`) {
+		t.Errorf("progress: %s %v %q", raw, err, progress)
 	}
 	s.Close()
 	if strings.Contains(logs.String(), "stderr-secret-123") || strings.Contains(logs.String(), "passed-value") {

@@ -66,6 +66,14 @@ func main() {
 		}
 		return text("spawned"), nil, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "progress", Description: "three progress notifications, then done"}, func(ctx context.Context, req *mcp.CallToolRequest, _ in) (*mcp.CallToolResult, any, error) {
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			for i := 1; i <= 3; i++ {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3})
+			}
+		}
+		return text("done"), nil, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "flood", Description: "writes a 17 MiB message to stdout"}, func(context.Context, *mcp.CallToolRequest, in) (*mcp.CallToolResult, any, error) {
 		os.Stdout.WriteString(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("A", 17<<20) + "\"}}\n")
 		select {} // the answer never comes
