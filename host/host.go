@@ -75,8 +75,10 @@ type Host struct {
 	// policy is the operator's policy in force (the file's, as last read
 	// and taken)
 	policy atomic.Pointer[caps.Policy]
-	// upsStdio tunes the policy's command servers (upstreams.go).
-	upsStdio func(*upstream.Options)
+	// upsStdio tunes the policy's command servers, and policyUps names
+	// the policy's servers registered at start (upstreams.go).
+	upsStdio  func(*upstream.Options)
+	policyUps []string
 }
 
 // ErrUnauthenticatedExposure is returned when binding beyond loopback
@@ -115,7 +117,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 			if err != nil {
 				return err
 			}
-			h.upsStdio = stdioOptions(cfg)
+			h.upsStdio, h.policyUps = stdioOptions(cfg), policyUpstreamNames(p.policy)
 			return h.provisionUpstreams(servers, p.pinFile, cfg.UpstreamListTimeout)
 		},
 		func() error { return h.provisionFamilies(ctx, p.lock) },

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/upstream"
@@ -67,4 +68,29 @@ func ReviewUpstreams(servers []upstream.Server, policyFile, dataDir string) ([]u
 		return nil, nil, err
 	}
 	return out, stdioOptions(Config{LockdownConfig: LockdownConfig{DataDir: dataDir}}), nil
+}
+
+// refuseRemovedUpstreams refuses to every tenant of a reloaded policy p the
+// servers of the policy registered at start (started) that p no longer
+// names: the running set keeps them until the next start, and their entry's
+// "tenants" went with the entry.
+func refuseRemovedUpstreams(p *caps.Policy, started []string) {
+	var gone []string
+	for _, name := range started {
+		if !slices.ContainsFunc(p.Upstreams, func(u caps.UpstreamServer) bool { return u.Name == name }) {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		p.RefuseUpstreams(gone)
+	}
+}
+
+// policyUpstreamNames are the names of the policy's servers.
+func policyUpstreamNames(p *caps.Policy) []string {
+	var out []string
+	for _, u := range p.Upstreams {
+		out = append(out, u.Name)
+	}
+	return out
 }

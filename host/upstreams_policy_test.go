@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -128,5 +129,47 @@ func TestPolicyUpstreamSSE(t *testing.T) {
 	a, raw := rpc(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"old_echo","arguments":{"text":"through aiod"}}}`)
 	if a.Result.IsError || len(a.Result.Content) != 1 || a.Result.Content[0].Text != "sse:through aiod" {
 		t.Fatalf("call: %s", raw)
+	}
+}
+
+// TestPolicyUpstreamReload: a reload re-reads an entry's "tenants" (a
+// tenant added there sees the server); a reload whose policy no longer
+// names the server (which stays registered until the next start) refuses
+// it to every tenant, rather than opening it to all.
+func TestPolicyUpstreamReload(t *testing.T) {
+	up := newGoUpstream(t, true)
+	tenants := `"tenants":{
+	  "alice":{"keys":["` + keyLine(aliceKey) + `"],"tools":["*"],"upstreams":["*"]},
+	  "bob":{"keys":["` + keyLine(bobKey) + `"],"tools":["*"],"upstreams":["*"]}}`
+	policyFile := writePolicy(t, `{`+tenants+`,"upstreams":{"up":{"url":"`+up.URL+`","prefix":"up","tenants":["alice"]}}}`)
+	plugins := t.TempDir()
+	testplugins.Package(t, plugins, "plugins/examples/echo", nil, nil)
+	h, base, _ := runHost(t, host.Config{PluginsDir: plugins, PolicyFile: policyFile, UpstreamListTimeout: 5e9})
+	url := base + "/mcp"
+	sees := func(key string) bool {
+		return slices.Contains(tenantTools(t, do(t, "POST", url, key, listTools, nil).body), "up_echo")
+	}
+	if !sees(aliceKey) || sees(bobKey) {
+		t.Fatalf("at start: alice %v, bob %v", sees(aliceKey), sees(bobKey))
+	}
+	reload := func(p string) {
+		t.Helper()
+		if err := os.WriteFile(policyFile, []byte(p), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Reload(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reload(`{` + tenants + `,"upstreams":{"up":{"url":"` + up.URL + `","prefix":"up","tenants":["alice","bob"]}}}`)
+	if !sees(aliceKey) || !sees(bobKey) {
+		t.Fatalf("after widening: alice %v, bob %v", sees(aliceKey), sees(bobKey))
+	}
+	reload(`{` + tenants + `}`)
+	if sees(aliceKey) || sees(bobKey) {
+		t.Fatalf("after removing the entry: alice %v, bob %v", sees(aliceKey), sees(bobKey))
+	}
+	if r := do(t, "POST", url, bobKey, call("up_echo", `{"text":"x"}`), nil); strings.Contains(r.body, `"text":"x"`) {
+		t.Fatalf("a call went through: %s", r.body)
 	}
 }

@@ -365,3 +365,13 @@ func checkUpstreamIdent(s string) error {
 	}
 	return nil
 }
+
+// RefuseUpstreams refuses the named upstream servers to every tenant of
+// p (servers a reloaded policy no longer names, still registered until
+// the next start, must not become open to all).
+func (p *Policy) RefuseUpstreams(names []string) {
+	for name, t := range p.Tenants {
+		t.refusedUpstreams = append(append([]string(nil), t.refusedUpstreams...), names...)
+		p.Tenants[name] = t
+	}
+}
