@@ -98,6 +98,11 @@ func TestPolicyUpstreamHTTPS(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"sec" is named both`) {
 		t.Fatalf("a name in both: %v", err)
 	}
+	_, err = host.New(context.Background(), host.Config{PluginsDir: plugins, CacheDir: testplugins.CacheDir(),
+		PolicyFile: writePolicy(t, `{"upstreams":{"far":{"url":"http://mcp.example.com/mcp"}}}`)})
+	if err == nil || !strings.Contains(err.Error(), `server "far"`) || !strings.Contains(err.Error(), "plain http is accepted only on 127.0.0.1") {
+		t.Fatalf("plain http off loopback: %v", err)
+	}
 }
 
 // TestPolicyUpstreamSSE: a server of the policy that speaks only the
