@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,6 +57,14 @@ func TestStdioUpstreams(t *testing.T) {
 	for _, want := range []string{"fs_write_file", "fs_read_text_file", "fs_list_directory", "mem_create_entities", "mem_read_graph"} {
 		if !slices.Contains(names, want) {
 			t.Fatalf("no %s in %v\n%s", want, names, a.Logs())
+		}
+	}
+	// the TypeScript v2 client sees them in both eras
+	for _, era := range []string{"modern", "legacy"} {
+		res := runNode(t, nil, clientScript("ts-v2.mjs"), a.URL, era)
+		got := fmt.Sprint(res["tools"])
+		if !strings.Contains(got, "fs_read_text_file") || !strings.Contains(got, "mem_read_graph") {
+			t.Fatalf("ts-v2 %s: tools %s", era, got)
 		}
 	}
 	if text, isErr := callTool(t, a.URL, "fs_write_file", `{"path":"/workspace/hello.txt","content":"hello from the jail"}`); isErr {
