@@ -259,3 +259,27 @@ func TestStdioHostile(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRelayProgress: a progress notification's params, as a command or
+// SSE server sends them, never panic the relay; they reach a call only
+// when they carry its token, and then unchanged.
+func FuzzRelayProgress(f *testing.F) {
+	for _, s := range []string{`{"progressToken":"aiod-1","progress":1}`, `{"progressToken":1}`, `{"progressToken":null}`, `[]`, `"x"`, `{`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		u := &upstream{}
+		var got []json.RawMessage
+		u.tokens.Store("aiod-1", &slot{notify: func(_ string, p json.RawMessage) { got = append(got, p) }})
+		u.relayProgress(params)
+		if len(got) > 1 || len(got) == 1 && string(got[0]) != string(params) {
+			t.Fatalf("relayed %q for %q", got, params)
+		}
+		var p struct {
+			Token any `json:"progressToken"`
+		}
+		if len(got) == 1 && (json.Unmarshal(params, &p) != nil || p.Token != "aiod-1") {
+			t.Fatalf("relayed %q without the call's token", params)
+		}
+	})
+}
