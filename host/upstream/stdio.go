@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/aiodhq/aiod/host/internal/pathx"
 	"github.com/aiodhq/aiod/host/proc"
 )
 
@@ -72,6 +74,9 @@ func (u *upstream) stdioTransport() (mcp.Transport, error) {
 	path, err := proc.LookPath(sc.Command)
 	if err != nil {
 		return nil, u.startFailed(fmt.Errorf("command %s: %v", sc.Command, err))
+	}
+	if !slices.ContainsFunc(append(append([]string(nil), proc.DefaultReadOnly...), sc.ReadOnly...), func(r string) bool { return pathx.Within(path, r) }) {
+		return nil, u.startFailed(fmt.Errorf("command %s is not inside its jail: add its directory to \"read_only\"", path))
 	}
 	switch {
 	case sc.SHA256 != "":

@@ -218,6 +218,12 @@ func TestStdioPins(t *testing.T) {
 	if r := call(t, s, "bad_echo", `{}`); !r.IsError || !strings.Contains(r.text(), "does not match its sha256 pin") && !strings.Contains(r.text(), "started again") {
 		t.Fatalf("bad pin: %+v", r)
 	}
+	outside := stdioServer("outside", bin)
+	outside.Stdio.ReadOnly = nil
+	s2 := newSet(t, Options{StdioDir: t.TempDir(), ListTimeout: 5 * time.Second}, outside)
+	if r := call(t, s2, "outside_echo", `{}`); !r.IsError || !strings.Contains(r.text(), "is not inside its jail") {
+		t.Fatalf("a command outside the jail: %+v", r)
+	}
 	if s.starts("bad") != 0 || s.starts("unpinned") != 0 {
 		t.Fatalf("an unpinned or mispinned command ran: %d %d", s.starts("bad"), s.starts("unpinned"))
 	}
