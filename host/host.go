@@ -77,6 +77,10 @@ type Host struct {
 	// policy is the operator's policy in force (the file's, as last read
 	// and taken)
 	policy atomic.Pointer[caps.Policy]
+	// upsStdio tunes the policy's command servers, and policyUps names
+	// the policy's servers registered at start (upstreams.go).
+	upsStdio  func(*upstream.Options)
+	policyUps []string
 }
 
 // ErrUnauthenticatedExposure is returned when binding beyond loopback
@@ -110,7 +114,14 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		// the tenants exist before the registry, whose loaders read
 		// their quotas (OwnerInstances) from the start
 		func() error { h.tenancy.set = tenant.New(p.policy.Tenants, cfg.APIKey); return nil },
-		func() error { return h.provisionUpstreams(cfg.Upstreams, p.pinFile, cfg.UpstreamListTimeout) },
+		func() error {
+			servers, err := withPolicyUpstreams(cfg.Upstreams, p.policy, nil, cfg.Lockdown)
+			if err != nil {
+				return err
+			}
+			h.upsStdio, h.policyUps = stdioOptions(cfg), policyUpstreamNames(p.policy)
+			return h.provisionUpstreams(servers, p.pinFile, cfg.UpstreamListTimeout)
+		},
 		func() error { return h.provisionFamilies(ctx, p.lock) },
 		func() error {
 			if cfg.Builtins == nil {
@@ -297,7 +308,7 @@ func (h *Host) provisionUpstreams(servers []upstream.Server, pinFile string, lis
 		}
 	}
 	if len(servers) > 0 {
-		h.ups = newUpstreamSet(servers, h.pluginTool, pins, listTimeout, h.log)
+		h.ups = newUpstreamSet(servers, h.pluginTool, pins, listTimeout, h.log, h.upsStdio)
 		h.built(func(context.Context) error { return h.ups.Close() })
 	}
 	return nil
@@ -483,15 +494,19 @@ func status(env caps.Env, cacheDir string, bc browser.Config, procs *proc.Manage
 // newUpstreamSet returns the set over servers, excluding the names the
 // plugins publish at the time of each tools/list or call (so a reload that
 // adds a plugin tool takes the name from an upstream).
-func newUpstreamSet(servers []upstream.Server, exclude func(string) bool, pins *upstream.Pins, listTimeout time.Duration, log *slog.Logger) *upstream.Set {
-	return upstream.New(servers, upstream.Options{
+func newUpstreamSet(servers []upstream.Server, exclude func(string) bool, pins *upstream.Pins, listTimeout time.Duration, log *slog.Logger, edit func(*upstream.Options)) *upstream.Set {
+	o := upstream.Options{
 		Exclude:       exclude,
 		Pins:          pins,
 		ListTimeout:   listTimeout,
 		Logger:        log,
 		ClientName:    "aiod",
 		ClientVersion: Version,
-	})
+	}
+	if edit != nil {
+		edit(&o)
+	}
+	return upstream.New(servers, o)
 }
 
 // pluginTool reports whether a plugin publishes name (false before the

@@ -132,6 +132,7 @@ func (h *Host) reload(ctx context.Context) (*ReloadResult, error) {
 			h.log.Error("policy file refused; the previous policy keeps applying", "err", err)
 			res.PolicyError = err.Error()
 		} else {
+			refuseRemovedUpstreams(p, h.policyUps)
 			h.policy.Store(p)
 			h.tenancy.update(p, h.apiKey)
 			h.hooks.SetHooks(p.Hooks)
