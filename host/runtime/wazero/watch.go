@@ -34,19 +34,19 @@ func newWatch(flag api.MutableGlobal) *watch {
 	return w
 }
 
-// next is when to look at ctx again.
-func next(ctx context.Context) time.Duration {
+// next is when to look at ctx again, at now.
+func next(ctx context.Context, now time.Time) time.Duration {
 	if d, ok := ctx.Deadline(); ok {
-		return min(time.Until(d), pollCancel)
+		return min(d.Sub(now), pollCancel)
 	}
 	return pollCancel
 }
 
-// start arms the watch for a call under ctx.
-func (w *watch) start(ctx context.Context) {
+// start arms the watch for a call under ctx starting at now.
+func (w *watch) start(ctx context.Context, now time.Time) {
 	w.mu.Lock()
 	w.ctx, w.fired = ctx, false
-	w.t.Reset(next(ctx))
+	w.t.Reset(next(ctx, now))
 	w.mu.Unlock()
 }
 
@@ -74,7 +74,7 @@ func (w *watch) check() {
 		w.flag.Set(1)
 		w.fired = true
 	default:
-		w.t.Reset(next(w.ctx))
+		w.t.Reset(next(w.ctx, time.Now()))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -504,14 +505,15 @@ func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params
 func (i *instance) run(ctx context.Context, fn api.Function, stack []uint64) error {
 	i.mem.hold()
 	defer i.mem.release()
-	i.yield.start()
+	now := time.Now() // one clock read for the yielder and the watch
+	i.yield.since = now
 	if i.flag == nil {
 		return fn.CallWithStack(ctx, stack)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	i.watch.start(ctx)
+	i.watch.start(ctx, now)
 	defer i.watch.end()
 	return fn.CallWithStack(ctx, stack)
 }

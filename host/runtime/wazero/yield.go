@@ -26,9 +26,6 @@ type yielder struct {
 
 func newYielder() *yielder { return &yielder{since: time.Now()} }
 
-// start marks the beginning of a run on the instance.
-func (y *yielder) start() { y.since = time.Now() }
-
 // yield gives the processor up once the run has held it a quantum.
 func (y *yielder) yield() {
 	if time.Since(y.since) < yieldQuantum {
