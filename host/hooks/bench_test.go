@@ -23,6 +23,7 @@ func guardRegistry(tb testing.TB) *plugin.Registry {
 	testplugins.Package(tb, dir, "plugins/examples/echo", nil, nil)
 	testplugins.Package(tb, dir, "host/hooks/testdata/testguard", nil, nil)
 	testplugins.Package(tb, dir, "plugins/examples/guard-c", nil, nil)
+	testplugins.Package(tb, dir, "plugins/examples/guard-rust", nil, nil)
 	ctx := context.Background()
 	eng := testplugins.Engine(tb)
 	tb.Cleanup(func() { eng.Close(ctx) })
@@ -36,7 +37,7 @@ func guardRegistry(tb testing.TB) *plugin.Registry {
 
 // noopGuards is a chain of n no-op guard entries of guard plugin name,
 // each asked before and after the call (the Go test guard told to allow
-// and keep; the C example guard as it is).
+// and keep; the C and Rust example guards as they are).
 func noopGuards(name string, n int) []caps.Hook {
 	var hs []caps.Hook
 	for i := 0; i < n; i++ {
@@ -50,7 +51,7 @@ func noopGuards(name string, n int) []caps.Hook {
 }
 
 // chainCases are the chains measured: none (the cost every call pays),
-// and one and three no-op guards in Go and in C.
+// and one and three no-op guards in Go and in C, three in Rust.
 var chainCases = []struct {
 	name  string
 	hooks []caps.Hook
@@ -60,6 +61,7 @@ var chainCases = []struct {
 	{"go=3", noopGuards("testguard", 3)},
 	{"c=1", noopGuards("guard-c", 1)},
 	{"c=3", noopGuards("guard-c", 3)},
+	{"rust=3", noopGuards("guard-rust", 3)},
 }
 
 // BenchmarkChain measures a call of echo through the hook chain with each
