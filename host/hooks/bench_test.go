@@ -12,6 +12,7 @@ import (
 	"github.com/aiodhq/aiod/host/hooks"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/sdk/abi"
 )
 
 // guardRegistry is a registry with the echo example, the test guard (in
@@ -138,5 +139,29 @@ func TestChainOverhead(t *testing.T) {
 			continue
 		}
 		t.Logf("%-5s median %8s (+%s) p99 %8s (%.2fx)", chainCases[i].name, p50, p50-n50, p99, float64(p99)/float64(n99))
+	}
+}
+
+// BenchmarkGuardOp measures one hook op of a no-op guard alone, through
+// the registry (Registry.CallGuard: the instance, the deadline, the call
+// into wasm and the guest's answer), without the chain around it: the
+// floor of what each guard adds in each phase.
+func BenchmarkGuardOp(b *testing.B) {
+	reg := guardRegistry(b)
+	ev, err := hooks.GuardEvent(nil, &hooks.Event{Tenant: "default", Tool: "echo", Input: []byte(`{"text":"hi"}`)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, g := range []string{"testguard", "guard-c", "guard-rust"} {
+		b.Run(g, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				out, err := reg.CallGuard(ctx, g, abi.OpHookBefore, "", "echo", ev)
+				if err != nil || string(out) != `{"action":"allow"}` {
+					b.Fatalf("%s %v", out, err)
+				}
+			}
+		})
 	}
 }

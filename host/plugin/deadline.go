@@ -64,7 +64,7 @@ func (c *deadlineCtx) Err() error {
 	if err := c.parent.Err(); err != nil {
 		return err
 	}
-	if !time.Now().Before(c.deadline) {
+	if time.Until(c.deadline) <= 0 { // the monotonic clock alone
 		return context.DeadlineExceeded
 	}
 	return nil
