@@ -48,14 +48,17 @@ func next(ctx context.Context, now time.Time) time.Duration {
 	return pollCancel
 }
 
-// start arms the watch for a call under ctx starting at now: the timer
-// is reset unless it fires by then anyway (check then looks at the call
-// and re-arms for what is left).
-func (w *watch) start(ctx context.Context, now time.Time) {
+// start arms the watch for a call under ctx. A timer already set fires
+// within pollCancel of now (it was set at most that far ahead); it is
+// reset only when ctx's deadline comes before it, and otherwise no clock
+// is read (check looks at the call when it fires, and re-arms for what is
+// left).
+func (w *watch) start(ctx context.Context) {
 	w.mu.Lock()
 	w.ctx, w.fired = ctx, false
-	if d := next(ctx, now); !w.armed || w.fireAt.After(now.Add(d)) {
-		w.arm(now, d)
+	if d, ok := ctx.Deadline(); !w.armed || ok && w.fireAt.After(d) {
+		now := time.Now()
+		w.arm(now, next(ctx, now))
 	}
 	w.mu.Unlock()
 }

@@ -513,15 +513,14 @@ type export struct {
 func (i *instance) run(ctx context.Context, fn api.Function, stack []uint64) error {
 	i.mem.hold()
 	defer i.mem.release()
-	now := time.Now() // one clock read for the yielder and the watch
-	i.yield.since = now
+	i.yield.since = time.Time{} // the run's first yield point starts its quantum
 	if i.flag == nil {
 		return fn.CallWithStack(ctx, stack)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	i.watch.start(ctx, now)
+	i.watch.start(ctx)
 	defer i.watch.end()
 	return fn.CallWithStack(ctx, stack)
 }
