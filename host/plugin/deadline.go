@@ -70,7 +70,16 @@ func (c *deadlineCtx) Err() error {
 	return nil
 }
 
-func (c *deadlineCtx) Value(key any) any { return c.parent.Value(key) }
+// Value is the parent's values; once the real context is made, its
+// (which answers the context package's own key with itself, so that a
+// context derived from c registers with it instead of starting a
+// goroutine to follow it, and context.Cause sees its deadline).
+func (c *deadlineCtx) Value(key any) any {
+	if r := c.real.Load(); r != nil {
+		return r.ctx.Value(key)
+	}
+	return c.parent.Value(key)
+}
 
 // AfterFunc lets a context derived from c (context.WithCancel and the
 // like) follow it without a goroutine of its own.

@@ -49,8 +49,12 @@ func (r *Registry) CallGuard(ctx context.Context, name string, op uint64, owner,
 	}
 }
 
-// plugin finds a loaded plugin by name.
+// plugin finds a loaded plugin by name (the first of that name), as a
+// guard is looked up on every hook op.
 func (c *Catalog) plugin(name string) *Plugin {
+	if c.named != nil {
+		return c.named[name]
+	}
 	for _, p := range c.Plugins {
 		if p.Manifest.Name == name {
 			return p
