@@ -8,6 +8,8 @@ import (
 	"time"
 )
 
+type derivedKey struct{}
+
 // TestDeadlineCtx: a call's lazy deadline answers as
 // context.WithDeadline would: its deadline, its parent's cancellation,
 // Done closing at the deadline once asked for, Cause, and contexts
@@ -61,7 +63,7 @@ func TestDeadlineCtx(t *testing.T) {
 	before := runtime.NumGoroutine()
 	var stops []context.CancelFunc
 	for i := 0; i < 50; i++ {
-		_, st := context.WithCancel(context.WithValue(c4, struct{}{}, i))
+		_, st := context.WithCancel(context.WithValue(c4, derivedKey{}, i))
 		stops = append(stops, st)
 	}
 	if n := runtime.NumGoroutine() - before; n > 5 {

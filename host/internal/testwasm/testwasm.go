@@ -61,9 +61,11 @@ func build(t testing.TB, pkg, mode string) []byte {
 	var cmd *exec.Cmd
 	switch {
 	case mode == "c-shared" && exists(filepath.Join(src, "main.c")):
+		needTool(t, "clang", "clang, lld, wasi-libc and libclang-rt-14-dev-wasm32", pkg)
 		cmd = exec.Command("clang", "--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-Wall", "-Werror", "-Wl,--strip-all", "-o", out, "main.c")
 		cmd.Dir = src
 	case mode == "c-shared" && exists(filepath.Join(src, "main.rs")):
+		needTool(t, "/usr/bin/rustc", "rustc and libstd-rust-dev-wasm32", pkg)
 		cmd = exec.Command("/usr/bin/rustc", "--edition", "2021", "--target", "wasm32-wasi", "--crate-type", "cdylib",
 			"-C", "opt-level=s", "-C", "strip=symbols", "-o", out, "main.rs")
 		cmd.Dir = src
@@ -83,6 +85,20 @@ func build(t testing.TB, pkg, mode string) []byte {
 	}
 	built[pkg+"/"+mode] = b
 	return b
+}
+
+// needTool fails the test when the compiler of pkg's language is not
+// installed, naming the Debian packages; under -short it skips it instead
+// (the short tests need nothing but Go).
+func needTool(t testing.TB, tool, debian, pkg string) {
+	t.Helper()
+	if _, err := exec.LookPath(tool); err == nil {
+		return
+	}
+	if testing.Short() {
+		t.Skipf("%s needs %s (Debian packages %s)", pkg, tool, debian)
+	}
+	t.Fatalf("%s needs %s: install the Debian packages %s", pkg, tool, debian)
 }
 
 func exists(path string) bool {
