@@ -54,6 +54,7 @@ type Host struct {
 	policyFile, apiKey, stateKeyFile string
 
 	engine  runtime.Engine
+	engName string // engine's name, as the admin page shows it
 	browser *browser.Browser
 	ups     *upstream.Set // nil without upstreams
 	fams    *families
@@ -133,7 +134,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		func() error {
 			h.provisionServer(server.Options{APIKey: cfg.APIKey, Loopback: netx.Loopback(cfg.Host),
 				AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins,
-				Admin:  &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins},
+				Admin:  h.admin(cfg.AdminKey),
 				Status: status(p.env, p.cacheDir, cfg.Browser, h.fams.procs, h.browser)})
 			return nil
 		},
@@ -156,6 +157,7 @@ func (h *Host) provisionEngine(name string, o EngineOptions) (err error) {
 	if h.engine, err = newEngine(name, o); err != nil {
 		return err
 	}
+	h.engName = engineName(name)
 	h.built(h.engine.Close)
 	return nil
 }

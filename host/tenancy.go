@@ -64,6 +64,9 @@ func (t *tenancy) start(c TenancyConfig, auditRequired bool, adminKey string, p 
 			return err
 		}
 		t.audit = l
+	} else if adminKey != "" {
+		// the admin page's recent calls: the audit stream kept in memory
+		t.audit = audit.New(nil, audit.Options{})
 	}
 	if adminKey != "" {
 		for _, tn := range p.Tenants {
