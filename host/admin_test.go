@@ -34,7 +34,7 @@ const (
 	hostileTool    = `<img src=x onerror=window.__pwnedTool=1>`
 	hostileDesc    = `<script>window.__pwnedDesc=1</script>`
 	hostileDir     = `<img src=x onerror=window.__pwnedDir=1>`
-	pageAdminKey       = "admin-key-for-the-page"
+	pageAdminKey   = "admin-key-for-the-page"
 	pageAPIKey     = "api-key-not-admin"
 	acmeKey        = "acme-tenant-key"
 	secretArgument = "argument-value-never-shown-7c1e"
