@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/audit"
+	"github.com/aiodhq/aiod/host/internal/tracing"
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/mcp"
@@ -112,6 +113,9 @@ func (h *Host) wireTenancy(c TenancyConfig, auditRequired bool, adminKey string,
 // tools/list what listed reports (the tool search tools).
 func (t *tenancy) middleware(listed func(ctx context.Context, name string) bool) []mcp.Middleware {
 	mw := []mcp.Middleware{t.set.Middleware()}
+	if tracing.On() {
+		mw = append(mw, traceRequests)
+	}
 	if t.audit != nil {
 		mw = append(mw, t.audit.Middleware())
 	}

@@ -158,20 +158,27 @@ func (c *Chain) CallTool(ctx context.Context, req mcp.CallRequest) ([]byte, erro
 	}
 	ev := Event{Tenant: tenant, Session: req.Session, Era: req.Era, Tool: req.Name, Input: input(req.Args)}
 	for _, st := range before {
+		gctx, sp := startGuard(ctx, st, "before", tenant, req.Name)
 		if st.guard {
-			args, res := c.guardBefore(ctx, st.h, req, &ev)
+			args, res := c.guardBefore(gctx, st.h, req, &ev)
 			if res != nil {
+				endGuard(sp, "blocked")
 				return res, nil
 			}
 			if args != nil {
 				req.Args, ev.Input = args, args
+				endGuard(sp, "rewritten")
+			} else {
+				endGuard(sp, "allowed")
 			}
 			continue
 		}
 		ev.Event = caps.HookBeforeTool
-		if reason, ok := c.before(ctx, st.h, &ev); !ok {
+		if reason, ok := c.before(gctx, st.h, &ev); !ok {
+			endGuard(sp, "blocked")
 			return Blocked(st.label(), reason), nil
 		}
+		endGuard(sp, "allowed")
 	}
 	res, err := c.inner.CallTool(ctx, req)
 	if err != nil || len(after) == 0 {
@@ -179,16 +186,25 @@ func (c *Chain) CallTool(ctx context.Context, req mcp.CallRequest) ([]byte, erro
 	}
 	ev.Outcome = &Outcome{Result: res}
 	for _, st := range after {
+		gctx, sp := startGuard(ctx, st, "after", tenant, req.Name)
 		if st.guard {
-			res = c.guardAfter(ctx, st.h, req, &ev, res)
+			prev := res
+			res = c.guardAfter(gctx, st.h, req, &ev, res)
 			ev.Outcome.Result = res
+			if string(prev) != string(res) {
+				endGuard(sp, "rewritten")
+			} else {
+				endGuard(sp, "allowed")
+			}
 			continue
 		}
 		ev.Event = caps.HookAfterTool
-		text, ok := c.after(ctx, st.h, &ev)
+		text, ok := c.after(gctx, st.h, &ev)
 		if !ok || text == "" {
+			endGuard(sp, "allowed")
 			continue
 		}
+		endGuard(sp, "added")
 		if b, aerr := AddText(res, st.label(), text); aerr == nil {
 			res = b
 			ev.Outcome.Result = res
