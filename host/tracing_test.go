@@ -131,6 +131,9 @@ func (r *otlpReceiver) trace(id string) []span {
 // returns the /mcp URL.
 func aiodBinary(t *testing.T, env []string, args ...string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs bin/aiod: make test builds and runs it, make test-short does not")
+	}
 	bin := filepath.Join(testplugins.Root(), "bin", "aiod")
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s is missing: make build (make test builds it first)", bin)
