@@ -26,6 +26,7 @@ import (
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/upstream"
+	"github.com/aiodhq/aiod/plugins/builtin"
 )
 
 // span is one span a receiver got, with the service that sent it.
@@ -342,3 +343,80 @@ func dump(spans []span) string {
 }
 
 func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// TestTraceDecisions: a tenant's quota decisions and the guards around a
+// call are spans of the request's trace: admitted then refused
+// (calls_per_minute), a guard that allows and one that blocks.
+func TestTraceDecisions(t *testing.T) {
+	recv := newOTLPReceiver(t)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	writeHookPolicy(t, policy, `{"hooks":[{"plugin":"secrets","tools":["echo"]}],"tenants":{
+	  "alice":{"keys":[`+strconv.Quote(keyLine(aliceKey))+`],"tools":["echo"],"quotas":{"calls_per_minute":6}}}}`, 0o600)
+	_, url, stop := runHost(t, host.Config{PluginsDir: echoDir(t), PolicyFile: policy, Builtins: builtin.FS(), APIKey: "operator-key-1",
+		OTLPEndpoint: recv.URL})
+	send := func(key, traceID, text string) string {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":` + strconv.Quote(text) +
+			`},"_meta":{"traceparent":"00-` + traceID + `-00f067aa0ba902b7-01"}}}`
+		_, _, out := adminRequest(t, "POST", url+"/mcp", map[string]string{"Authorization": "Bearer " + key,
+			"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}, body)
+		return out
+	}
+	const admitted, refused, blocked = "11111111111111111111111111111111", "22222222222222222222222222222222", "33333333333333333333333333333333"
+	if out := send(aliceKey, admitted, "clean"); !strings.Contains(out, `"clean"`) {
+		t.Fatalf("first call: %s", out)
+	}
+	if out := send(aliceKey, refused, "again"); !strings.Contains(out, "calls_per_minute") {
+		t.Fatalf("second call at once (burst 1): %s, want the quota's refusal", out)
+	}
+	if out := send("operator-key-1", blocked, "AKIAIOSFODNN7EXAMPLE"); !strings.Contains(out, "Blocked by the operator's hook (guard secrets)") {
+		t.Fatalf("a credential in the arguments: %s", out)
+	}
+	stop()
+
+	one := func(trace, name, phase string) span {
+		t.Helper()
+		var found []span
+		for _, s := range recv.trace(trace) {
+			if s.Name == name && (phase == "" || s.Attrs["aiod.guard.phase"] == phase) {
+				found = append(found, s)
+			}
+		}
+		if len(found) != 1 {
+			t.Fatalf("%d spans %q %s in trace %s, want 1:\n%s", len(found), name, phase, trace, dump(recv.trace(trace)))
+		}
+		return found[0]
+	}
+	q := one(admitted, "aiod.quota", "")
+	req := one(admitted, "tools/call echo", "")
+	before, after := one(admitted, "aiod.guard", "before"), one(admitted, "aiod.guard", "after")
+	if q.Attrs["aiod.outcome"] != "admitted" || q.Attrs["aiod.tenant"] != "alice" || q.Parent != "00f067aa0ba902b7" || q.Error {
+		t.Errorf("admitted: %+v", q)
+	}
+	if before.Parent != req.ID || after.Parent != req.ID || before.Attrs["aiod.outcome"] != "allowed" || before.Attrs["aiod.guard"] != "guard secrets" ||
+		before.Attrs["aiod.tenant"] != "alice" || before.Attrs["aiod.tool"] != "echo" {
+		t.Errorf("guards: %+v %+v (request %s)", before, after, req.ID)
+	}
+	if r := one(refused, "aiod.quota", ""); r.Attrs["aiod.outcome"] != "refused" || r.Attrs["aiod.quota"] != "calls_per_minute" || !r.Error {
+		t.Errorf("refused: %+v", r)
+	}
+	if len(recv.trace(refused)) != 1 {
+		t.Errorf("a refused request ran: %s", dump(recv.trace(refused)))
+	}
+	if b := one(blocked, "aiod.guard", "before"); b.Attrs["aiod.outcome"] != "blocked" || !b.Error {
+		t.Errorf("blocked: %+v", b)
+	}
+	for _, s := range recv.trace(blocked) {
+		if s.Name == "aiod.plugin.call" && s.Attrs["aiod.plugin"] == "echo" {
+			t.Error("the blocked call ran the echo plugin")
+		}
+	}
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	for _, s := range recv.spans {
+		if strings.Contains(toJSON(s.Attrs), "AKIA") {
+			t.Fatalf("a span carries the argument: %+v", s)
+		}
+	}
+}

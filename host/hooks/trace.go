@@ -27,13 +27,7 @@ func startGuard(ctx context.Context, st step, phase, tenant, tool string) (conte
 // rewritten (the arguments or the result changed) or added (a command's
 // text added to the result).
 func endGuard(sp trace.Span, outcome string) {
-	if sp == nil {
-		return
-	}
-	if outcome == "blocked" {
+	if sp != nil {
 		tracing.End(sp, outcome)
-		return
 	}
-	sp.SetAttributes(tracing.AttrOutcome.String(outcome))
-	sp.End()
 }

@@ -99,11 +99,15 @@ func StartKind(ctx context.Context, name string, kind trace.SpanKind, attrs ...a
 	return (*t).Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 }
 
-// End ends sp with its outcome: "ok" leaves the status unset, anything
-// else marks the span an error with the outcome as its description.
+// End ends sp with its outcome: a success ("ok", a quota's "admitted", a
+// guard's "allowed", "rewritten" or "added") leaves the status unset,
+// anything else marks the span an error with the outcome as its
+// description.
 func End(sp trace.Span, outcome string) {
 	sp.SetAttributes(AttrOutcome.String(outcome))
-	if outcome != "ok" {
+	switch outcome {
+	case "ok", "admitted", "allowed", "rewritten", "added":
+	default:
 		sp.SetStatus(codes.Error, outcome)
 	}
 	sp.End()
