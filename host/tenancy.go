@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/audit"
-	"github.com/aiodhq/aiod/host/internal/tracing"
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/internal/tracing"
 	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
