@@ -4,6 +4,7 @@
 //	aiod upstream review  compare the upstream tools with their pins (--accept pins them)
 //	aiod plugin ...       write, build and check plugins (plugin.go)
 //	aiod deploy ...       replicas behind nginx or in Kubernetes (deploy.go)
+//	aiod capabilities     Machine Mode discovery (machine.go); schema likewise
 //	aiod version          print the version
 //
 // Every flag of start also reads an environment variable (the flag wins);
@@ -54,6 +55,10 @@ usage:
   aiod key new         print a fresh API key and the line to paste into a tenant's "keys"
   aiod deploy nginx|kubernetes
                        write the configuration of several replicas behind nginx or in Kubernetes
+  aiod capabilities --output json
+  aiod schema --output json --command NAME
+                       Machine Mode discovery (AOI-CLI v0.2) of the commands that take --output jsonl:
+                       plugin inspect|verify|test, doctor, upstream review, key new
   aiod version         print the version
 `)
 }
@@ -77,6 +82,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return pluginCmd(args[1:], stdout, stderr)
 	case "key":
 		return keyCmd(args[1:], stdout, stderr)
+	case "capabilities", "schema":
+		return discover(args[0], args[1:], stdout, stderr)
 	case "deploy":
 		return deployCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
