@@ -36,6 +36,9 @@ func keyCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		if ms != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return ms.Finish(true, nil)
+			}
 			return abort(ms, usageError{err}, "", "")
 		}
 		if !errors.Is(err, flag.ErrHelp) {

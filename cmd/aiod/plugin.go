@@ -354,6 +354,9 @@ func pluginVerify(ctx context.Context, args []string, s *aoi.Stream, stdout, std
 		code = 1
 	}
 	if s != nil {
+		if v.Families == nil {
+			v.Families = []author.FamilyVerdict{}
+		}
 		for _, f := range v.Families {
 			s.Check(string(f.Family), f.Granted, cmp.Or(f.Detail, f.Why), nil)
 		}
