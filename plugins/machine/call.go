@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/aiodhq/aiod/sdk"
 	"github.com/aiodhq/aiod/sdk/process"
@@ -381,5 +382,7 @@ func result(col *collector, errEv []byte, isError bool) *sdk.Result {
 		buf = append(append(buf, `,"error":`...), errEv...)
 	}
 	buf = append(buf, '}')
-	return &sdk.Result{Content: []sdk.Content{sdk.Text(string(buf))}, Structured: json.RawMessage(buf), IsError: isError}
+	// the text block is the same bytes, not a copy of them (buf is not
+	// written again)
+	return &sdk.Result{Content: []sdk.Content{sdk.Text(unsafe.String(&buf[0], len(buf)))}, Structured: json.RawMessage(buf), IsError: isError}
 }
