@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/aiodhq/aiod/sdk"
 	"github.com/aiodhq/aiod/sdk/process"
@@ -382,7 +381,7 @@ func result(col *collector, errEv []byte, isError bool) *sdk.Result {
 		buf = append(append(buf, `,"error":`...), errEv...)
 	}
 	buf = append(buf, '}')
-	// the text block is the same bytes, not a copy of them (buf is not
-	// written again)
-	return &sdk.Result{Content: []sdk.Content{sdk.Text(unsafe.String(&buf[0], len(buf)))}, Structured: json.RawMessage(buf), IsError: isError}
+	// the text block is the same JSON, escaped by the host: escaping a
+	// large stream in the guest cost more than reading it
+	return sdk.RawJSONResult(buf, isError)
 }
