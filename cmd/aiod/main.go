@@ -44,15 +44,16 @@ func usage(w io.Writer) {
 
 usage:
   aiod start [flags]   serve MCP at http://HOST:PORT/mcp (aiod start -h lists flags)
-  aiod upstream review [--accept]
+  aiod upstream review [--accept] [--output jsonl]
                        show how the upstream MCP servers' tools differ from their pins
                        (--pin-upstreams); --accept pins them as they are now
-  aiod doctor [--json] [--lockdown]
+  aiod doctor [--json] [--lockdown] [--output jsonl]
                        what this machine has for each plane (shell, interpreters, browser, isolation);
                        --lockdown: what aiod start --lockdown would be refused for
   aiod plugin new|build|inspect|verify|test
                        write, build and check a plugin (aiod plugin help)
-  aiod key new         print a fresh API key and the line to paste into a tenant's "keys"
+  aiod key new [--output jsonl]
+                       print a fresh API key and the line to paste into a tenant's "keys"
   aiod deploy nginx|kubernetes
                        write the configuration of several replicas behind nginx or in Kubernetes
   aiod capabilities --output json
