@@ -210,6 +210,13 @@ func TestMachineStreams(t *testing.T) {
 		t.Errorf("not found: %v", e)
 	}
 	fatalError(t, ds.stream(t, "plugin inspect", 2, "plugin", "inspect", "--output", "jsonl"), aoi.CategoryUsage, "INVALID_ARGUMENTS")
+	// an operand that looks like a flag (a client's argument, after the
+	// adapter's "--") is an operand: a path, not --policy or --json
+	e = fatalError(t, ds.stream(t, "plugin inspect", 3, "plugin", "inspect", "--output", "jsonl", "--", "--json"), aoi.CategoryNotFound, "NOT_FOUND")
+	if !strings.Contains(e["message"].(string), "--json") {
+		t.Errorf("flag-like operand: %v", e)
+	}
+	fatalError(t, ds.stream(t, "plugin verify", 3, "plugin", "verify", "--output", "jsonl", "--", "--policy=/etc/passwd"), aoi.CategoryNotFound, "NOT_FOUND")
 	// a module that is not WebAssembly
 	junk := filepath.Join(t.TempDir(), "junk.wasm")
 	os.WriteFile(junk, []byte("not wasm at all"), 0o644)
