@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/aiodhq/aiod/sdk"
 	"github.com/aiodhq/aiod/sdk/process"
@@ -358,10 +359,26 @@ func run(c *sdk.Ctx, cli CLI, b *Binding, argv []string) *sdk.Result {
 	return result(col, nil, false)
 }
 
+// hostEscaped is the size from which the text block is escaped by the
+// host: below it, escaping in the guest costs less than the host call.
+const hostEscaped = 16 << 10
+
 // result is the MCP result of a collected stream (col may be nil), with
 // errEv (nil for none) as its error: structuredContent {"events", "summary",
 // "error"}, and the same JSON as text.
 func result(col *collector, errEv []byte, isError bool) *sdk.Result {
+	buf := structured(col, errEv)
+	if len(buf) < hostEscaped {
+		return &sdk.Result{Content: []sdk.Content{sdk.Text(unsafe.String(&buf[0], len(buf)))}, Structured: json.RawMessage(buf), IsError: isError}
+	}
+	// the text block is the same JSON, escaped by the host: escaping a
+	// large stream in the guest cost more than reading it
+	return sdk.RawJSONResult(buf, isError)
+}
+
+// structured is the structuredContent of a result (buf is not written
+// again: the text block may share it).
+func structured(col *collector, errEv []byte) []byte {
 	n := 64 + len(errEv)
 	if col != nil {
 		n += len(col.events) + len(col.summary)
@@ -380,8 +397,5 @@ func result(col *collector, errEv []byte, isError bool) *sdk.Result {
 	if errEv != nil {
 		buf = append(append(buf, `,"error":`...), errEv...)
 	}
-	buf = append(buf, '}')
-	// the text block is the same JSON, escaped by the host: escaping a
-	// large stream in the guest cost more than reading it
-	return sdk.RawJSONResult(buf, isError)
+	return append(buf, '}')
 }
