@@ -90,7 +90,7 @@ func (c *collector) takeLine(line []byte) {
 	// one pass checks the line and finds its type without decoding it
 	// (keys match exactly: "TYPE" is not "type", as it is not to the
 	// client); the rare line it cannot read exactly is decoded
-	raw, slow, ok := scanEvent(line)
+	raw, slow, ok := jsonx.ScanObject(line)
 	if !ok {
 		if !utf8.Valid(line) {
 			c.violation = fmt.Sprintf("line %d is not UTF-8", c.line)

@@ -1,19 +1,20 @@
-package main
+package jsonx
 
 import "unicode/utf8"
 
-// scanEvent checks one line of the stream in a single pass, without
-// allocating: that it is exactly one JSON object (RFC 8259; whitespace
-// after it allowed), valid UTF-8, and where its top-level "type" member is.
-// It is the hot path of a large stream (every line of it), where decoding
-// each line cost the guest more than everything else the adapter does.
+// ScanObject checks b in a single pass, without allocating: that it is
+// exactly one JSON object starting at b[0] (RFC 8259; whitespace after it
+// allowed) and valid UTF-8, and where its top-level "type" member is. It
+// is the hot path of a Machine Mode stream (every line of it, in the
+// adapter and in the host's line reader), where decoding each line cost
+// more than everything else.
 //
-// ok is false when the line is not one JSON object or not UTF-8. Else typ
-// is the raw text of the last top-level "type" member's string (nil when
-// there is none), and slow is true when the line needs decoding to be
-// read exactly: a top-level key or the type with escapes in it, or a type
-// that is not a string. The caller then decodes the line as before.
-func scanEvent(b []byte) (typ []byte, slow, ok bool) {
+// ok is false when b is not one JSON object or not UTF-8. Else typ is the
+// raw text of the last top-level "type" member's string (nil when there is
+// none), and slow is true when b needs decoding to be read exactly: a
+// top-level key or the type with escapes in it, or a type that is not a
+// string.
+func ScanObject(b []byte) (typ []byte, slow, ok bool) {
 	s := scanner{b: b}
 	if len(b) == 0 || b[0] != '{' {
 		return nil, false, false
