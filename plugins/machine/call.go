@@ -306,7 +306,9 @@ func run(c *sdk.Ctx, cli CLI, b *Binding, argv []string) *sdk.Result {
 	col := &collector{command: b.Command, types: b.Types, progress: c.Progress}
 	var readErr error
 	for {
-		piece, err := p.Read(1<<20, readWait)
+		// the host splits the lines and checks them: the guest reads
+		// no byte of a domain event
+		lines, err := p.ReadLines(1<<20, readWait)
 		if errors.Is(err, process.ErrTimeout) {
 			continue
 		}
@@ -314,11 +316,11 @@ func run(c *sdk.Ctx, cli CLI, b *Binding, argv []string) *sdk.Result {
 			readErr = err
 			break
 		}
-		if len(piece) == 0 {
+		if len(lines) == 0 {
 			col.end()
 			break
 		}
-		if !col.write(piece) {
+		if !col.writeLines(lines) {
 			break
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aiodhq/aiod/sdk/jsonx"
+	"github.com/aiodhq/aiod/sdk/process"
 )
 
 // The stream (spec/machine-mode.md §5): the JSONL a command writes on
@@ -76,8 +77,26 @@ type header struct {
 	Type *string `json:"type"`
 }
 
+// writeLines takes the whole lines of a read with lines (sdk/process
+// ReadLines): a line the host checked is filed without being read again.
+// It returns false once the stream broke the standard.
+func (c *collector) writeLines(resp []byte) bool {
+	err := process.EachLine(resp, func(line, typ []byte, checked bool) bool {
+		c.take(line, typ, checked)
+		return c.violation == ""
+	})
+	if err != nil && c.violation == "" {
+		c.violation = err.Error()
+	}
+	return c.violation == ""
+}
+
 // takeLine checks one line and files its event.
-func (c *collector) takeLine(line []byte) {
+func (c *collector) takeLine(line []byte) { c.take(line, nil, false) }
+
+// take files one line; checked means the host found it to be one JSON
+// object whose top-level type is the string typ.
+func (c *collector) take(line, typ []byte, checked bool) {
 	c.line++
 	line = bytes.TrimSuffix(line, []byte{'\r'})
 	if len(bytes.TrimSpace(line)) == 0 {
@@ -90,7 +109,10 @@ func (c *collector) takeLine(line []byte) {
 	// one pass checks the line and finds its type without decoding it
 	// (keys match exactly: "TYPE" is not "type", as it is not to the
 	// client); the rare line it cannot read exactly is decoded
-	raw, slow, ok := jsonx.ScanObject(line)
+	raw, slow, ok := typ, false, true
+	if !checked {
+		raw, slow, ok = jsonx.ScanObject(line)
+	}
 	if !ok {
 		if !utf8.Valid(line) {
 			c.violation = fmt.Sprintf("line %d is not UTF-8", c.line)
