@@ -162,7 +162,8 @@ func (f *Family) wait(_ context.Context, c *hostfn.Call, req *abi.ProcessWaitReq
 }
 
 // readLines answers a read with lines: the whole lines that are there (at
-// least one, waiting up to wait for it; then as many as fit in n bytes),
+// least one, waiting up to wait for it; then as many as fit, with their
+// index entries, in n bytes),
 // each with the host's reading of it, in the index format of
 // abi.LineEntry. At the end of stdout an unfinished last line is a line;
 // after it the response is empty.
@@ -203,17 +204,19 @@ func readLines(ctx context.Context, r *proc.Running, ls *lineState, n int, wait 
 			}
 			end = len(ls.rest) // the unfinished last line, at the end
 		}
-		if len(ends) > 0 && size+end-off > n {
+		// a line's index entry counts too: a flood of empty lines makes
+		// no larger a response
+		if len(ends) > 0 && size+end-off+abi.LineEntry > n {
 			break
 		}
-		size += end - off
+		size += end - off + abi.LineEntry
 		ends = append(ends, end)
 		off = end + 1
 	}
 	if len(ends) == 0 {
 		return []byte{}, nil // the end of stdout
 	}
-	out := make([]byte, 4+abi.LineEntry*len(ends), 4+abi.LineEntry*len(ends)+size)
+	out := make([]byte, 4+abi.LineEntry*len(ends), 4+size)
 	binary.LittleEndian.PutUint32(out, uint32(len(ends)))
 	start := 0
 	for k, end := range ends {

@@ -212,7 +212,7 @@ func TestProcessReadLines(t *testing.T) {
 		ls := decode(b)
 		size := 0
 		for _, l := range ls {
-			size += len(l.text)
+			size += len(l.text) + abi.LineEntry
 		}
 		if len(ls) > 1 && size > 64 {
 			t.Errorf("%d lines of %d bytes, max 64", len(ls), size)
@@ -241,6 +241,30 @@ func TestProcessReadLines(t *testing.T) {
 	// the end stays the end
 	if code, b := raw("read", abi.ProcessReadRequest{ID: id, Lines: true}); code != abi.OK || len(b) != 0 {
 		t.Errorf("after the end: %v %q", code, b)
+	}
+	raw("wait", abi.ProcessWaitRequest{ID: id})
+
+	// a flood of empty lines: the index counts toward max_bytes
+	id = start(`i=0; while [ $i -lt 3000 ]; do echo; i=$((i+1)); done`)
+	lines := 0
+	for {
+		code, b := raw("read", abi.ProcessReadRequest{ID: id, MaxBytes: 1200, TimeoutMs: 5000, Lines: true})
+		if code == abi.Timeout {
+			continue
+		}
+		if code != abi.OK {
+			t.Fatalf("read: %v", code)
+		}
+		if len(b) == 0 {
+			break
+		}
+		if len(b) > 4+1200 {
+			t.Fatalf("a response of %d bytes, max_bytes 1200", len(b))
+		}
+		lines += len(decode(b))
+	}
+	if lines != 3000 {
+		t.Errorf("%d empty lines, want 3000", lines)
 	}
 	raw("wait", abi.ProcessWaitRequest{ID: id})
 
