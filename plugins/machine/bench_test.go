@@ -46,3 +46,18 @@ func BenchmarkResult10000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCollectLines10000 is the collector on the host's lines (read
+// with lines), the adapter's path: no byte of a domain event read.
+func BenchmarkCollectLines10000(b *testing.B) {
+	resp := linesResponse(stream(10000))
+	b.SetBytes(int64(len(resp)))
+	for i := 0; i < b.N; i++ {
+		c := &collector{command: "many"}
+		c.writeLines(resp)
+		c.end()
+		if c.n != 10000 || c.violation != "" {
+			b.Fatal(c.n, c.violation)
+		}
+	}
+}

@@ -81,6 +81,9 @@ type header struct {
 // ReadLines): a line the host checked is filed without being read again.
 // It returns false once the stream broke the standard.
 func (c *collector) writeLines(resp []byte) bool {
+	// room for all of them at once: the events buffer does not double its
+	// way up a large stream
+	c.events = slices.Grow(c.events, len(resp))
 	err := process.EachLine(resp, func(line, typ []byte, checked bool) bool {
 		c.take(line, typ, checked)
 		return c.violation == ""
