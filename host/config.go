@@ -86,6 +86,10 @@ type Config struct {
 	Logger   *slog.Logger
 	// LockdownConfig: the locked-down mode (host/lockdown).
 	LockdownConfig
+
+	// PluginCache holds the plugins the policy names by OCI reference,
+	// fetched (default <user cache dir>/aiod/plugins; spec/oci.md).
+	PluginCache string
 	// TenancyConfig: OAuth, the audit log (tenancy.go).
 	TenancyConfig
 	// ReplicaConfig: the shared state keys and the replica id (config.go).

@@ -76,6 +76,8 @@ type Host struct {
 	// policy is the operator's policy in force (the file's, as last read
 	// and taken)
 	policy atomic.Pointer[caps.Policy]
+	// oci fetches the plugins the policy names by OCI reference (oci.go)
+	oci ociPlugins
 }
 
 // ErrUnauthenticatedExposure is returned when binding beyond loopback
@@ -93,7 +95,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		return nil, err
 	}
 	h := &Host{log: cfg.Logger, addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), pprofAddr: cfg.PprofAddr,
-		policyFile: cfg.PolicyFile, apiKey: cfg.APIKey, stateKeyFile: cfg.StateKeyFile,
+		policyFile: cfg.PolicyFile, apiKey: cfg.APIKey, stateKeyFile: cfg.StateKeyFile, oci: ociPlugins{cache: cfg.PluginCache, lockdown: cfg.Lockdown},
 		machine: &machineTools{flag: cfg.MachineTools, lockdown: cfg.Lockdown, log: cfg.Logger, lookup: os.LookupEnv}}
 	h.policy.Store(p.policy)
 	defer func() {
@@ -118,7 +120,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 			ms := h.machine.setup(p.policy)
 			return h.provisionRegistry(ctx, plugin.Options{Policy: p.policy, BuiltinPolicy: withMachinePolicy(builtinPolicy(p.policy), ms), Env: p.env,
 				Builtins: cfg.PageToolsConfig.builtins(cfg.Builtins, cfg.Browser.Mode), Dir: cfg.PluginsDir,
-				IdleTimeout: cfg.IdleTimeout, KeepCompiled: cfg.KeepCompiled, RequirePins: cfg.Lockdown,
+				IdleTimeout: cfg.IdleTimeout, KeepCompiled: cfg.KeepCompiled, RequirePins: cfg.Lockdown, Remotes: h.oci.remotes(ctx, p.policy, h.log),
 				Configurations: ms.configurations()})
 		},
 		func() error { return h.wireTenancy(cfg.TenancyConfig, p.auditRequired, cfg.AdminKey, p.policy, p.lock) },

@@ -144,6 +144,7 @@ func (h *Host) reload(ctx context.Context) (*ReloadResult, error) {
 	ms := h.machine.setup(p)
 	h.reg.SetPolicy(p, withMachinePolicy(builtinPolicy(p), ms))
 	h.reg.SetConfigurations(ms.configurations())
+	h.reg.SetRemotes(h.oci.remotes(ctx, p, h.log))
 	h.reloadStateKeys()
 	rep, err := h.reg.ReloadReport(ctx)
 	res.Report = rep
@@ -190,6 +191,7 @@ func (h *Host) adminPlugins() any {
 		SHA256     string   `json:"sha256"`
 		Builtin    bool     `json:"builtin"`
 		Source     string   `json:"source"`
+		SignedBy   string   `json:"signed_by,omitempty"`
 		Tools      []string `json:"tools"`
 		Instances  int      `json:"idle_instances"`
 		Dormant    bool     `json:"dormant"`
@@ -202,7 +204,7 @@ func (h *Host) adminPlugins() any {
 	}
 	out := []entry{}
 	for _, p := range cat.Plugins {
-		e := entry{Name: p.Manifest.Name, Version: p.Manifest.Version, SHA256: p.Digest, Builtin: p.Builtin,
+		e := entry{Name: p.Manifest.Name, Version: p.Manifest.Version, SHA256: p.Digest, Builtin: p.Builtin, SignedBy: p.Signer,
 			Source: p.Source, Tools: []string{}, Families: []string{}, Instances: p.IdleInstances(plugin.DefaultOwner),
 			Dormant: p.Dormant(), LoadError: cat.LoadError(p.Manifest.Name), Generation: cat.Generation}
 		for _, t := range p.Tools() {

@@ -119,6 +119,7 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.int(&c.Port, "port", "AIO_PORT", host.DefaultPort, "port to listen on")
 	s.str(&c.PluginsDir, "plugins-dir", "AIO_PLUGINS_DIR", "", "directory of plugin packages to load besides the built-ins")
 	s.str(&c.CacheDir, "cache-dir", "AIO_CACHE_DIR", "", "compiled-module cache directory; '-' disables it (default: <user cache dir>/aiod/wazero)")
+	s.str(&c.PluginCache, "plugin-cache", "AIO_PLUGIN_CACHE", "", "where plugins the policy names by OCI reference are fetched to (default: <user cache dir>/aiod/plugins)")
 	s.str(&c.Workspace, "workspace", "AIO_WORKSPACE", "", "restrict every file operation and process working directory to this directory")
 	s.str(&c.PolicyFile, "policy", "AIO_POLICY", "", "operator capability policy file, JSON (default: plugins from --plugins-dir get no capabilities)")
 	s.str(&c.APIKey, "api-key", "AIO_API_KEY", "", "API key required as 'Authorization: Bearer KEY' or 'x-api-key: KEY'; set but empty refuses to start")
