@@ -49,8 +49,8 @@ usage:
   aiod doctor [--json] [--lockdown]
                        what this machine has for each plane (shell, interpreters, browser, isolation);
                        --lockdown: what aiod start --lockdown would be refused for
-  aiod plugin new|build|inspect|verify|test
-                       write, build and check a plugin (aiod plugin help)
+  aiod plugin new|build|inspect|verify|test|add|push|pull|sign|keygen
+                       write, build, check, publish and sign a plugin (aiod plugin help)
   aiod key new         print a fresh API key and the line to paste into a tenant's "keys"
   aiod deploy nginx|kubernetes
                        write the configuration of several replicas behind nginx or in Kubernetes
