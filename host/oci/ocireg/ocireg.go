@@ -24,6 +24,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 
@@ -144,9 +145,10 @@ func fetch(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor
 	}
 	var rc io.ReadCloser
 	var err error
-	if desc.MediaType == oci.ImageManifestType || desc.MediaType == ocispec.MediaTypeImageIndex {
+	switch desc.MediaType {
+	case oci.ImageManifestType, ocispec.MediaTypeImageIndex, dockerManifestType:
 		rc, err = repo.Manifests().Fetch(ctx, desc)
-	} else {
+	default:
 		rc, err = repo.Blobs().Fetch(ctx, desc)
 	}
 	if err != nil {
@@ -202,11 +204,18 @@ func layer(d oci.Descriptor) ocispec.Descriptor {
 	return ocispec.Descriptor{MediaType: d.MediaType, Digest: digest.Digest(d.Digest), Size: d.Size}
 }
 
-// maxReferrers bounds the referrers read of one artifact.
+// dockerManifestType is the Docker image manifest cosign may store its
+// signatures in.
+const dockerManifestType = "application/vnd.docker.distribution.manifest.v2+json"
+
+// maxReferrers bounds the referrers, and the signatures, read of one
+// artifact.
 const maxReferrers = 16
 
-// signatures reads the cosign signatures among the referrers of subject.
-// Every referrer is listed and its manifest's own artifactType checked:
+// signatures reads the cosign signatures of subject: those among its
+// referrers, and those of the manifest tagged sha256-<hex>.sig, where
+// cosign puts them (one manifest whose layers are the signatures). Every
+// referrer is listed and its manifest's own artifactType checked:
 // registries differ in what they report as a referrer's artifactType
 // (go-containerregistry's reports the config's media type), and in
 // whether they filter by it.
@@ -222,30 +231,52 @@ func signatures(ctx context.Context, repo *remote.Repository, subject ocispec.De
 	if err != nil {
 		return nil, fmt.Errorf("signatures of %s: %w", subject.Digest, err)
 	}
+	seen := map[digest.Digest]bool{}
 	var out []oci.Signature
-	for _, d := range refs {
-		d.MediaType = oci.ImageManifestType
+	read := func(d ocispec.Descriptor, referrer bool) error {
+		if seen[d.Digest] {
+			return nil
+		}
+		seen[d.Digest] = true
 		b, err := fetch(ctx, repo, d, oci.MaxArtifactBytes, "signature manifest")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var m oci.Manifest
 		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("signature manifest %s: %w", d.Digest, err)
+			return fmt.Errorf("signature manifest %s: %w", d.Digest, err)
 		}
-		if m.ArtifactType != oci.SignatureArtifactType || m.Subject == nil || m.Subject.Digest != subject.Digest.String() {
-			continue
+		if referrer && (m.ArtifactType != oci.SignatureArtifactType || m.Subject == nil || m.Subject.Digest != subject.Digest.String()) {
+			return nil
 		}
 		for _, l := range m.Layers {
 			if l.MediaType != oci.SimpleSigningType || !oci.ValidDigest(l.Digest) {
 				continue
 			}
+			if len(out) == maxReferrers {
+				return fmt.Errorf("signatures of %s: more than %d signatures", subject.Digest, maxReferrers)
+			}
 			payload, err := fetch(ctx, repo, layer(l), oci.MaxPayloadBytes, "signature payload")
 			if err != nil {
-				return nil, err
+				return err
 			}
 			out = append(out, oci.Signature{Payload: payload, Signature: l.Annotations[oci.SignatureAnnotation]})
 		}
+		return nil
+	}
+	for _, d := range refs {
+		d.MediaType = oci.ImageManifestType
+		if err := read(d, true); err != nil {
+			return nil, err
+		}
+	}
+	tag := strings.Replace(subject.Digest.String(), ":", "-", 1) + ".sig"
+	if d, err := repo.Resolve(ctx, tag); err == nil {
+		if err := read(d, false); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, errdef.ErrNotFound) {
+		return nil, fmt.Errorf("signatures of %s: %s: %w", subject.Digest, tag, err)
 	}
 	return out, nil
 }

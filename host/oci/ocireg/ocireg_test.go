@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"io"
 	"log"
@@ -264,4 +266,61 @@ func TestFetchCache(t *testing.T) {
 
 func descOf(mediaType string, b []byte) ocispec.Descriptor {
 	return ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(b), Size: int64(len(b))}
+}
+
+// TestCosignTagSignature: a signature stored as cosign stores it without
+// referrers (only under the tag sha256-<hex>.sig, in a manifest with no
+// subject whose layers are the signatures) is found and verified; one
+// such layer signing another artifact is not taken for this one's.
+func TestCosignTagSignature(t *testing.T) {
+	reg := serve(t, false)
+	ctx := context.Background()
+	mj, mod := pkg("1.0.0")
+	ref, err := ocireg.Push(ctx, reg+"/evil/p:1", mj, mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	art, _ := oci.Build(mj, mod)
+	key, err := oci.ParsePrivateKey(mustKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := oci.Payload(reg+"/evil/p", oci.Digest(art))
+	sig, _ := oci.Sign(key, payload)
+	elsewhere := oci.Payload(reg+"/evil/p", oci.Digest([]byte("x")))
+	sig2, _ := oci.Sign(key, elsewhere)
+	m := oci.Manifest{SchemaVersion: 2, MediaType: oci.ImageManifestType,
+		Config: oci.Descriptor{MediaType: oci.EmptyConfigType, Digest: oci.EmptyConfigDigest, Size: 2},
+		Layers: []oci.Descriptor{
+			{MediaType: oci.SimpleSigningType, Digest: oci.Digest(elsewhere), Size: int64(len(elsewhere)), Annotations: map[string]string{oci.SignatureAnnotation: sig2.Signature}},
+			{MediaType: oci.SimpleSigningType, Digest: oci.Digest(payload), Size: int64(len(payload)), Annotations: map[string]string{oci.SignatureAnnotation: sig.Signature}},
+		}}
+	pushRaw(t, reg, strings.Replace(oci.Digest(art), ":", "-", 1)+".sig", m, payload, elsewhere)
+	p, err := ocireg.Pull(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := caps.ParsePublicKey(string(mustPub(key)))
+	if len(p.Signatures) != 2 {
+		t.Fatalf("%d signatures", len(p.Signatures))
+	}
+	if who, err := oci.Verify(p.Signatures, p.Artifact.Digest, map[string]*ecdsa.PublicKey{"ops": pub}); err != nil || who != "ops" {
+		t.Fatalf("cosign-tag signature: %q %v", who, err)
+	}
+	if _, err := oci.Verify(p.Signatures[:1], p.Artifact.Digest, map[string]*ecdsa.PublicKey{"ops": pub}); err == nil {
+		t.Fatal("a signature of another artifact verified")
+	}
+}
+
+func mustKey(t *testing.T) []byte {
+	priv, _, err := oci.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return priv
+}
+
+func mustPub(k *ecdsa.PrivateKey) []byte {
+	der, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }
