@@ -52,8 +52,20 @@ func Open(ref string) (*remote.Repository, registry.Reference, error) {
 	}
 	repo.PlainHTTP = PlainHTTP(r.Registry)
 	repo.MaxMetadataBytes = oci.MaxArtifactBytes
-	repo.Client = &http.Client{Timeout: Timeout}
+	repo.Client = &http.Client{Timeout: Timeout, CheckRedirect: checkRedirect}
 	return repo, r, nil
+}
+
+// checkRedirect follows a registry's redirect (to its blob storage, say)
+// only over HTTPS, or plain HTTP to loopback.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if req.URL.Scheme != "https" && !(req.URL.Scheme == "http" && PlainHTTP(req.URL.Host)) {
+		return fmt.Errorf("refusing a redirect to %s: plain HTTP only to loopback", req.URL.Redacted())
+	}
+	return nil
 }
 
 // PlainHTTP reports whether a registry (host or host:port) is spoken to

@@ -11,10 +11,12 @@ import (
 	"errors"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -323,4 +325,29 @@ func mustKey(t *testing.T) []byte {
 func mustPub(k *ecdsa.PrivateKey) []byte {
 	der, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+}
+
+// TestRedirectToPlainHTTPRefused: a registry that sends a blob's download
+// elsewhere over plain HTTP (not loopback) is not followed.
+func TestRedirectToPlainHTTPRefused(t *testing.T) {
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	var redirect atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if redirect.Load() && strings.Contains(r.URL.Path, "/blobs/") {
+			http.Redirect(w, r, "http://192.0.2.1/blob", http.StatusTemporaryRedirect)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	reg := strings.TrimPrefix(srv.URL, "http://")
+	mj, mod := pkg("1.0.0")
+	ref, err := ocireg.Push(context.Background(), reg+"/aiod/echo:1", mj, mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	redirect.Store(true)
+	if _, err := ocireg.Pull(context.Background(), ref); err == nil || !strings.Contains(err.Error(), "refusing a redirect to http://192.0.2.1/blob") {
+		t.Fatalf("pull through a plain-HTTP redirect: %v", err)
+	}
 }
