@@ -36,6 +36,7 @@ import (
 	"github.com/aiodhq/aiod/host/internal/toolsearch"
 	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/mcp"
+	"github.com/aiodhq/aiod/host/oci/ocireg"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/proc"
 	"github.com/aiodhq/aiod/host/runtime"
@@ -95,7 +96,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		return nil, err
 	}
 	h := &Host{log: cfg.Logger, addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), pprofAddr: cfg.PprofAddr,
-		policyFile: cfg.PolicyFile, apiKey: cfg.APIKey, stateKeyFile: cfg.StateKeyFile, oci: ociPlugins{cache: cfg.PluginCache, lockdown: cfg.Lockdown},
+		policyFile: cfg.PolicyFile, apiKey: cfg.APIKey, stateKeyFile: cfg.StateKeyFile, oci: ociPlugins{cache: cfg.PluginCache, lockdown: cfg.Lockdown, client: ocireg.Client{AuthFile: cfg.RegistryAuth}},
 		machine: &machineTools{flag: cfg.MachineTools, lockdown: cfg.Lockdown, log: cfg.Logger, lookup: os.LookupEnv}}
 	h.policy.Store(p.policy)
 	defer func() {

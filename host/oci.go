@@ -18,6 +18,7 @@ import (
 type ociPlugins struct {
 	cache    string // Config.PluginCache; "" until first needed (the default)
 	lockdown bool
+	client   ocireg.Client // Config.RegistryAuth
 }
 
 // fetchTimeout bounds the fetch of one plugin.
@@ -58,7 +59,7 @@ func (o *ociPlugins) remotes(ctx context.Context, p *caps.Policy, log interface 
 		err := os.MkdirAll(o.cache, 0o700)
 		var warn error
 		if err == nil {
-			rm.Dir, warn, err = ocireg.Fetch(fctx, ref, o.cache, len(p.Keys) > 0)
+			rm.Dir, warn, err = o.client.Fetch(fctx, ref, o.cache, len(p.Keys) > 0)
 		}
 		cancel()
 		if warn != nil {

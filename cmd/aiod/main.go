@@ -120,6 +120,7 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.str(&c.PluginsDir, "plugins-dir", "AIO_PLUGINS_DIR", "", "directory of plugin packages to load besides the built-ins")
 	s.str(&c.CacheDir, "cache-dir", "AIO_CACHE_DIR", "", "compiled-module cache directory; '-' disables it (default: <user cache dir>/aiod/wazero)")
 	s.str(&c.PluginCache, "plugin-cache", "AIO_PLUGIN_CACHE", "", "where plugins the policy names by OCI reference are fetched to (default: <user cache dir>/aiod/plugins)")
+	s.str(&c.RegistryAuth, "registry-auth", "AIO_REGISTRY_AUTH", "", "Docker config file whose credentials reach the registries of those plugins (default: Docker's own, $DOCKER_CONFIG/config.json or ~/.docker/config.json; none: anonymous)")
 	s.str(&c.Workspace, "workspace", "AIO_WORKSPACE", "", "restrict every file operation and process working directory to this directory")
 	s.str(&c.PolicyFile, "policy", "AIO_POLICY", "", "operator capability policy file, JSON (default: plugins from --plugins-dir get no capabilities)")
 	s.str(&c.APIKey, "api-key", "AIO_API_KEY", "", "API key required as 'Authorization: Bearer KEY' or 'x-api-key: KEY'; set but empty refuses to start")

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +27,7 @@ import (
 // pluginPush is `aiod plugin push DIR REF`.
 func pluginPush(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flagSet("push", stderr)
+	client := registryFlag(fs)
 	pos, err := parseArgs(fs, args, 2, 2)
 	if err != nil {
 		return err
@@ -55,7 +57,7 @@ func pluginPush(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if m.SHA256 != "" && m.SHA256 != digest {
 		return fmt.Errorf("%s: module digest %s does not match the manifest's sha256 %s", dir, digest, m.SHA256)
 	}
-	pushed, err := ocireg.Push(ctx, ref, mj, wasm)
+	pushed, err := client.Push(ctx, ref, mj, wasm)
 	if err != nil {
 		return err
 	}
@@ -66,6 +68,7 @@ func pluginPush(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // pluginPull is `aiod plugin pull REF [--into DIR]`.
 func pluginPull(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flagSet("pull", stderr)
+	client := registryFlag(fs)
 	into := fs.String("into", ".", "write the package as DIR/<plugin name>")
 	force := fs.Bool("force", false, "replace a package of that name already in DIR")
 	var keys listFlag
@@ -74,13 +77,13 @@ func pluginPull(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	_, err = pullInto(ctx, pos[0], *into, *force, keys, false, stdout)
+	_, err = pullInto(ctx, client, pos[0], *into, *force, keys, false, stdout)
 	return err
 }
 
 // pullInto pulls ref into into/<name>, checking its signature against
 // keyFiles when any is given; byDigest refuses a reference by tag.
-func pullInto(ctx context.Context, ref, into string, force bool, keyFiles []string, byDigest bool, stdout io.Writer) (string, error) {
+func pullInto(ctx context.Context, client *ocireg.Client, ref, into string, force bool, keyFiles []string, byDigest bool, stdout io.Writer) (string, error) {
 	ref = strings.TrimPrefix(ref, "oci://")
 	if byDigest && !strings.Contains(ref, "@sha256:") {
 		return "", usageError{fmt.Errorf("%s: name the artifact by digest, REGISTRY/REPOSITORY@sha256:<hex> (aiod plugin push prints it)", ref)}
@@ -97,7 +100,7 @@ func pullInto(ctx context.Context, ref, into string, force bool, keyFiles []stri
 		}
 		keys[f] = k
 	}
-	p, err := ocireg.Pull(ctx, ref)
+	p, err := client.Pull(ctx, ref)
 	if err != nil {
 		return "", err
 	}
@@ -123,6 +126,7 @@ func pullInto(ctx context.Context, ref, into string, force bool, keyFiles []stri
 // pluginAddOCI is `aiod plugin add oci://REF@sha256:... --into PLUGINS_DIR`.
 func pluginAddOCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flagSet("add", stderr)
+	client := registryFlag(fs)
 	into := fs.String("into", "", "plugins directory to install the package into (aiod start --plugins-dir)")
 	force := fs.Bool("force", false, "replace a package of that name already in the directory")
 	var keys listFlag
@@ -134,13 +138,14 @@ func pluginAddOCI(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *into == "" {
 		return usageError{errors.New("--into PLUGINS_DIR is required")}
 	}
-	_, err = pullInto(ctx, pos[0], *into, *force, keys, true, stdout)
+	_, err = pullInto(ctx, client, pos[0], *into, *force, keys, true, stdout)
 	return err
 }
 
 // pluginSign is `aiod plugin sign REF --key KEY`.
 func pluginSign(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flagSet("sign", stderr)
+	client := registryFlag(fs)
 	keyFile := fs.String("key", "", "private key file (PEM, aiod plugin keygen)")
 	pos, err := parseArgs(fs, args, 1, 1)
 	if err != nil {
@@ -157,7 +162,7 @@ func pluginSign(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("--key %s: %w", *keyFile, err)
 	}
-	ref, sig, err := ocireg.Sign(ctx, pos[0], key)
+	ref, sig, err := client.Sign(ctx, pos[0], key)
 	if err != nil {
 		return err
 	}
@@ -198,4 +203,12 @@ func pluginKeygen(args []string, stdout, stderr io.Writer) error {
 	name := filepath.Base(*out)
 	fmt.Fprintf(stdout, "wrote %s.key (keep it secret) and %s.pub\npolicy: \"trusted_keys\": {%q: %q}\n", *out, *out, name, base64.StdEncoding.EncodeToString(blk.Bytes))
 	return nil
+}
+
+// registryFlag is --registry-auth, the Docker config file of the
+// registry's credentials (env AIO_REGISTRY_AUTH).
+func registryFlag(fs *flag.FlagSet) *ocireg.Client {
+	c := &ocireg.Client{}
+	fs.StringVar(&c.AuthFile, "registry-auth", os.Getenv("AIO_REGISTRY_AUTH"), "Docker config file with the registry's credentials (env AIO_REGISTRY_AUTH; default: Docker's own; none: anonymous)")
+	return c
 }

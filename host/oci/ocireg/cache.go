@@ -23,8 +23,8 @@ import (
 // without the registry; with refresh its signatures are read again from
 // the registry, and a registry that does not answer leaves the cached
 // ones (warn says why).
-func Fetch(ctx context.Context, ref, cacheDir string, refresh bool) (dir string, warn, err error) {
-	_, r, err := Open(ref)
+func (c *Client) Fetch(ctx context.Context, ref, cacheDir string, refresh bool) (dir string, warn, err error) {
+	_, r, err := c.Open(ref)
 	if err != nil {
 		return "", nil, err
 	}
@@ -35,7 +35,7 @@ func Fetch(ctx context.Context, ref, cacheDir string, refresh bool) (dir string,
 	entry := filepath.Join(cacheDir, strings.Replace(want.String(), ":", "-", 1))
 	if dir, err := cached(entry, want.String()); err == nil {
 		if refresh {
-			warn = refreshSignatures(ctx, ref, dir)
+			warn = c.refreshSignatures(ctx, ref, dir)
 		}
 		return dir, warn, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -45,7 +45,7 @@ func Fetch(ctx context.Context, ref, cacheDir string, refresh bool) (dir string,
 			return "", warn, err
 		}
 	}
-	p, err := Pull(ctx, ref)
+	p, err := c.Pull(ctx, ref)
 	if err != nil {
 		return "", warn, err
 	}
@@ -116,8 +116,8 @@ func cached(entry, digest string) (string, error) {
 
 // refreshSignatures reads ref's signatures from the registry into dir's
 // signatures file.
-func refreshSignatures(ctx context.Context, ref, dir string) error {
-	repo, r, err := Open(ref)
+func (c *Client) refreshSignatures(ctx context.Context, ref, dir string) error {
+	repo, r, err := c.Open(ref)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,8 @@ import (
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/credentials"
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/internal/netx"
@@ -40,7 +42,7 @@ const Timeout = 2 * time.Minute
 // Open returns the repository of ref (REGISTRY/REPOSITORY[:TAG][@DIGEST],
 // an optional "oci://" prefix dropped) and the parsed reference. Plain
 // HTTP only for a loopback registry.
-func Open(ref string) (*remote.Repository, registry.Reference, error) {
+func (c *Client) Open(ref string) (*remote.Repository, registry.Reference, error) {
 	ref = strings.TrimPrefix(ref, "oci://")
 	r, err := registry.ParseReference(ref)
 	if err != nil {
@@ -52,8 +54,62 @@ func Open(ref string) (*remote.Repository, registry.Reference, error) {
 	}
 	repo.PlainHTTP = PlainHTTP(r.Registry)
 	repo.MaxMetadataBytes = oci.MaxArtifactBytes
-	repo.Client = &http.Client{Timeout: Timeout, CheckRedirect: checkRedirect}
+	hc := &http.Client{Timeout: Timeout, CheckRedirect: checkRedirect}
+	store, err := c.store()
+	if err != nil {
+		return nil, registry.Reference{}, err
+	}
+	repo.Client = &auth.Client{Client: hc, Credential: credentials.Credential(store), Cache: auth.NewCache()}
 	return repo, r, nil
+}
+
+// Client reaches registries with the credentials of a Docker config
+// file. The zero Client reads Docker's own ($DOCKER_CONFIG/config.json,
+// else ~/.docker/config.json); a missing file means anonymous access.
+type Client struct {
+	// AuthFile is the Docker config file to read credentials from ("":
+	// Docker's).
+	AuthFile string
+}
+
+// Default is the zero Client, which the package's functions use.
+var Default = &Client{}
+
+// Open is Default.Open.
+func Open(ref string) (*remote.Repository, registry.Reference, error) { return Default.Open(ref) }
+
+// Push is Default.Push.
+func Push(ctx context.Context, ref string, manifestJSON, module []byte) (string, error) {
+	return Default.Push(ctx, ref, manifestJSON, module)
+}
+
+// Pull is Default.Pull.
+func Pull(ctx context.Context, ref string) (*Pulled, error) { return Default.Pull(ctx, ref) }
+
+// Sign is Default.Sign.
+func Sign(ctx context.Context, ref string, key *ecdsa.PrivateKey) (string, string, error) {
+	return Default.Sign(ctx, ref, key)
+}
+
+// Fetch is Default.Fetch.
+func Fetch(ctx context.Context, ref, cacheDir string, refresh bool) (string, error, error) {
+	return Default.Fetch(ctx, ref, cacheDir, refresh)
+}
+
+// store reads the credentials file (each time: it may have changed).
+func (c *Client) store() (credentials.Store, error) {
+	if c.AuthFile != "" {
+		s, err := credentials.NewStore(c.AuthFile, credentials.StoreOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("registry credentials %s: %w", c.AuthFile, err)
+		}
+		return s, nil
+	}
+	s, err := credentials.NewStoreFromDocker(credentials.StoreOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("registry credentials (Docker's config): %w", err)
+	}
+	return s, nil
 }
 
 // checkRedirect follows a registry's redirect (to its blob storage, say)
@@ -81,12 +137,12 @@ func PlainHTTP(hostport string) bool {
 // Push pushes a package (its manifest.json and module) as an artifact to
 // ref, tagged with ref's tag if it has one, and returns the artifact's
 // reference by digest (REGISTRY/REPOSITORY@sha256:...).
-func Push(ctx context.Context, ref string, manifestJSON, module []byte) (string, error) {
+func (c *Client) Push(ctx context.Context, ref string, manifestJSON, module []byte) (string, error) {
 	art, err := oci.Build(manifestJSON, module)
 	if err != nil {
 		return "", err
 	}
-	repo, r, err := Open(ref)
+	repo, r, err := c.Open(ref)
 	if err != nil {
 		return "", err
 	}
@@ -175,8 +231,8 @@ func fetch(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor
 }
 
 // Pull reads the package ref names (by tag or digest), and its signatures.
-func Pull(ctx context.Context, ref string) (*Pulled, error) {
-	repo, r, err := Open(ref)
+func (c *Client) Pull(ctx context.Context, ref string) (*Pulled, error) {
+	repo, r, err := c.Open(ref)
 	if err != nil {
 		return nil, err
 	}
@@ -299,8 +355,8 @@ func signatures(ctx context.Context, repo *remote.Repository, subject ocispec.De
 // signature in its annotation; it is also tagged sha256-<hex>.sig, where
 // cosign looks for signatures. It returns the artifact's reference by
 // digest and the signature manifest's digest.
-func Sign(ctx context.Context, ref string, key *ecdsa.PrivateKey) (string, string, error) {
-	repo, r, err := Open(ref)
+func (c *Client) Sign(ctx context.Context, ref string, key *ecdsa.PrivateKey) (string, string, error) {
+	repo, r, err := c.Open(ref)
 	if err != nil {
 		return "", "", err
 	}

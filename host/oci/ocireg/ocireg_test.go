@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -349,5 +350,42 @@ func TestRedirectToPlainHTTPRefused(t *testing.T) {
 	redirect.Store(true)
 	if _, err := ocireg.Pull(context.Background(), ref); err == nil || !strings.Contains(err.Error(), "refusing a redirect to http://192.0.2.1/blob") {
 		t.Fatalf("pull through a plain-HTTP redirect: %v", err)
+	}
+}
+
+// TestRegistryCredentials: a registry that wants a password gets the one
+// of the Docker config file the Client names, and without it refuses.
+func TestRegistryCredentials(t *testing.T) {
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "ops" || p != "s3cret" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="aiod-test"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	reg := strings.TrimPrefix(srv.URL, "http://")
+	dir := t.TempDir()
+	good := filepath.Join(dir, "config.json")
+	os.WriteFile(good, []byte(`{"auths":{"`+reg+`":{"auth":"`+base64.StdEncoding.EncodeToString([]byte("ops:s3cret"))+`"}}}`), 0o600)
+	none := filepath.Join(dir, "none.json")
+	os.WriteFile(none, []byte(`{"auths":{}}`), 0o600)
+	ctx := context.Background()
+	mj, mod := pkg("1.0.0")
+	c := &ocireg.Client{AuthFile: good}
+	ref, err := c.Push(ctx, reg+"/aiod/echo:1", mj, mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pull(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&ocireg.Client{AuthFile: none}).Pull(ctx, ref); err == nil || !strings.Contains(err.Error(), "basic credential not found") {
+		t.Fatalf("without credentials: %v", err)
+	}
+	if _, err := (&ocireg.Client{AuthFile: filepath.Join(dir, "bad.json")}).Pull(ctx, ref); err == nil || !strings.Contains(err.Error(), "basic credential not found") {
+		t.Fatalf("a missing credentials file is anonymous access: %v", err)
 	}
 }
