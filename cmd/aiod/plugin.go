@@ -357,6 +357,9 @@ func pluginVerify(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			fmt.Fprintf(stdout, "  refuse  %-8s %s\n", f.Family, f.Why)
 		}
 	}
+	if v.SignedBy != "" {
+		fmt.Fprintf(stdout, "  signed  by %s\n", v.SignedBy)
+	}
 	for _, r := range v.Refused {
 		fmt.Fprintf(stdout, "  refused: %s\n", r)
 	}

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -32,7 +35,8 @@ func TestPluginOCICommands(t *testing.T) {
 	pkg := filepath.Join(work, "src", "echo")
 	os.MkdirAll(pkg, 0o755)
 	os.WriteFile(filepath.Join(pkg, "plugin.wasm"), []byte("\x00asm\x01\x00\x00\x00"), 0o644)
-	os.WriteFile(filepath.Join(pkg, "manifest.json"), []byte(`{"abi":1,"name":"echo","version":"1.2.3","tools":[{"name":"echo","description":"e","inputSchema":{"type":"object"}}]}`), 0o644)
+	modSum := sha256.Sum256([]byte("\x00asm\x01\x00\x00\x00"))
+	os.WriteFile(filepath.Join(pkg, "manifest.json"), []byte(`{"abi":1,"name":"echo","version":"1.2.3","sha256":"`+hex.EncodeToString(modSum[:])+`","tools":[{"name":"echo","description":"e","inputSchema":{"type":"object"}}]}`), 0o644)
 
 	out := aiod(0, "plugin", "keygen", "--out", filepath.Join(work, "ops"))
 	if !strings.Contains(out, `"trusted_keys": {"ops": "`) {
@@ -70,6 +74,18 @@ func TestPluginOCICommands(t *testing.T) {
 	out = aiod(0, "plugin", "pull", ref[1], "--into", filepath.Join(work, "p2"), "--key", filepath.Join(work, "ops.pub"))
 	if !strings.Contains(out, "1 signatures, signed by "+filepath.Join(work, "ops.pub")) {
 		t.Fatalf("pull --key of a signed package: %s", out)
+	}
+	// verify checks the signatures against the policy's keys
+	pubPEM, _ := os.ReadFile(filepath.Join(work, "ops.pub"))
+	pol, _ := json.Marshal(map[string]any{"trusted_keys": map[string]string{"ops": string(pubPEM)}, "require_signatures": true})
+	os.WriteFile(filepath.Join(work, "policy.json"), pol, 0o644)
+	out = aiod(0, "plugin", "verify", filepath.Join(work, "p2", "echo"), "--policy", filepath.Join(work, "policy.json"))
+	if !strings.Contains(out, "signed  by ops") || strings.Contains(out, "signature required") {
+		t.Fatalf("verify of a signed package: %s", out)
+	}
+	out = aiod(1, "plugin", "verify", pkg, "--policy", filepath.Join(work, "policy.json"))
+	if !strings.Contains(out, "refused: plugin echo: signature required: unsigned") {
+		t.Fatalf("verify of an unsigned package: %s", out)
 	}
 	// add wants a digest and a plugins directory
 	aiod(2, "plugin", "add", "oci://"+reg+"/aiod/echo:1", "--into", filepath.Join(work, "plugins"))
