@@ -71,3 +71,27 @@ func TestSignaturesInLockdown(t *testing.T) {
 		t.Fatalf("reload with a wrong signature: %v %+v", err, rep)
 	}
 }
+
+// TestRemotes: a package fetched from a registry loads from its cache
+// directory with the stable source it was given; one whose plugin is not
+// the one its policy entry names, or whose fetch failed, is refused with
+// the reason.
+func TestRemotes(t *testing.T) {
+	cache := t.TempDir()
+	pkg := testplugins.Package(t, filepath.Join(cache, "sha256-x"), "plugins/examples/echo", nil, nil)
+	ctx := context.Background()
+	reg, err := plugin.New(ctx, plugin.Options{Engine: engine(t), Logger: quiet(), Remotes: []plugin.Remote{
+		{Name: "echo", Where: "oci://127.0.0.1:5000/aiod/echo", Dir: pkg},
+		{Name: "other", Where: "oci://127.0.0.1:5000/aiod/other", Dir: pkg},
+		{Name: "gone", Where: "oci://127.0.0.1:5000/aiod/gone", Err: os.ErrNotExist},
+	}})
+	t.Cleanup(func() { reg.Close(ctx) })
+	if err == nil || !strings.Contains(err.Error(), "plugin other: the artifact oci://127.0.0.1:5000/aiod/other holds plugin echo") ||
+		!strings.Contains(err.Error(), "plugin gone: file does not exist") {
+		t.Fatalf("load errors: %v", err)
+	}
+	ps := reg.Catalog().Plugins
+	if len(ps) != 1 || ps[0].Manifest.Name != "echo" || ps[0].Source != "oci://127.0.0.1:5000/aiod/echo" {
+		t.Fatalf("plugins: %+v", ps)
+	}
+}
