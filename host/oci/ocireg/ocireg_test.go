@@ -389,3 +389,35 @@ func TestRegistryCredentials(t *testing.T) {
 		t.Fatalf("a missing credentials file is anonymous access: %v", err)
 	}
 }
+
+// TestLyingRegistry: a registry that answers a request for one artifact
+// with another's manifest, or a layer with other bytes, is caught by the
+// digest check.
+func TestLyingRegistry(t *testing.T) {
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	var swapFrom, swapTo atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if from, _ := swapFrom.Load().(string); from != "" && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, from) {
+			r.URL.Path = strings.TrimSuffix(r.URL.Path, from) + swapTo.Load().(string)
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	reg := strings.TrimPrefix(srv.URL, "http://")
+	ctx := context.Background()
+	mj1, mod1 := pkg("1.0.0")
+	mj2, mod2 := pkg("2.0.0")
+	ref1, _ := ocireg.Push(ctx, reg+"/aiod/echo:1", mj1, mod1)
+	ref2, _ := ocireg.Push(ctx, reg+"/aiod/echo:2", mj2, mod2)
+	d1, d2 := strings.SplitN(ref1, "@", 2)[1], strings.SplitN(ref2, "@", 2)[1]
+	for what, swap := range map[string][2]string{
+		"manifest": {d1, d2},
+		"module":   {oci.Digest(mod1), oci.Digest(mod2)},
+	} {
+		swapFrom.Store(swap[0])
+		swapTo.Store(swap[1])
+		if _, err := ocireg.Pull(ctx, ref1); err == nil || !strings.Contains(err.Error(), "mismatch") {
+			t.Errorf("%s swapped: %v", what, err)
+		}
+	}
+}
