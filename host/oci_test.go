@@ -22,6 +22,7 @@ import (
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/oci"
 	"github.com/aiodhq/aiod/host/oci/ocireg"
+	"github.com/aiodhq/aiod/host/plugin"
 )
 
 // syncBuffer is a log sink safe for the host's goroutines.
@@ -180,5 +181,43 @@ func TestOCIPlugins(t *testing.T) {
 	reload("made by no trusted key")
 	if got := which(); !strings.Contains(got, "error") {
 		t.Fatalf("v1 signed by a key no longer trusted still answers %q", got)
+	}
+}
+
+// TestLockdownOCISigned: in lockdown, once the policy has trusted keys, a
+// plugin named by OCI reference (and pinned) must be signed though the
+// policy does not say require_signatures: unsigned it is refused at start
+// with the reason, signed it is served after the reload.
+func TestLockdownOCISigned(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the plugin under bubblewrap: make test runs it, make test-short does not")
+	}
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	reg := strings.TrimPrefix(srv.URL, "http://")
+	plugins, digest := echoPackage(t)
+	ref := pushPackage(t, filepath.Join(plugins, "echo"), reg+"/aiod/echo:1")
+	key, pub := newKey(t)
+	doc, _ := json.Marshal(map[string]any{"plugins": map[string]any{"echo": map[string]any{"oci": ref, "sha256": digest}},
+		"trusted_keys": map[string]string{"ops": pub}})
+	policy := writePolicy(t, string(doc))
+	h, _, _ := runHost(t, host.Config{APIKey: "k", PolicyFile: policy, PluginCache: filepath.Join(t.TempDir(), "cache"),
+		LockdownConfig: host.LockdownConfig{Lockdown: true, DataDir: t.TempDir()},
+		TenancyConfig:  host.TenancyConfig{AuditLog: filepath.Join(t.TempDir(), "audit.log")}})
+	if e := h.Registry().Catalog().LoadError("echo"); !strings.Contains(e, "signature required: artifact "+strings.SplitN(ref, "@", 2)[1]+": unsigned") {
+		t.Fatalf("unsigned in lockdown: load error %q", e)
+	}
+	if h.Registry().Catalog().Lookup("echo") != nil {
+		t.Fatal("the unsigned plugin is served")
+	}
+	if _, _, err := ocireg.Sign(context.Background(), ref, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Registry().CallTool(context.Background(), plugin.CallRequest{Owner: "alice", Name: "echo", Args: []byte(`{"text":"hi"}`)})
+	if err != nil || !strings.Contains(string(out), "hi") {
+		t.Fatalf("echo, signed: %s %v", out, err)
 	}
 }
