@@ -134,12 +134,13 @@ test-cache:
 # byte readers and rewriters; host/caps (and its generators),
 # cmd/aiod/internal/author, host/deploy, host/internal/pathx, netx and
 # layers parse and check; sdk/ and plugins/ are guest code (wasip1 runs one
-# thread), tested here on the host. NORACE_RUN names the tests of a race
-# package that are built only without -race (its norace_test.go says why). Everything else runs with -race,
+# thread), tested here on the host. NORACE_RUN names the tests of race
+# packages that are built only without -race (each one's norace_test.go
+# says why). Everything else runs with -race,
 # host/e2e included: it drives bin/aiod from outside, but runs hosts and
 # upstreams in-process too.
 NORACE := ./host/internal/interrupt ./host/internal/wasmbin ./host/internal/wasmsnap ./host/caps/... ./cmd/aiod/internal/author ./host/deploy ./host/internal/pathx ./host/internal/netx ./host/internal/layers ./sdk/... ./plugins/...
-NORACE_RUN := -run '^(TestInterpreter|TestMergeDataSameMemory|TestPreparedCache|TestSnapshotCycles)$$' ./host/runtime/wazero
+NORACE_RUN := -run '^(TestInterpreter|TestMergeDataSameMemory|TestPreparedCache|TestSnapshotCycles|TestHugeOutput)$$' ./host/runtime/wazero ./host/sandboxtest
 # The longest packages first, longest first, so that none of them starts
 # last (go test starts them in this order; wall times under -race, four at
 # a time: e2e and sandboxtest ~450 s, host ~290, plugin ~265, wazero ~145,
@@ -159,7 +160,7 @@ RACEP ?= 4
 test-race:
 	$(GO) test $(TESTFLAGS) -race -p $(RACEP) -timeout 15m $(RACEPKGS)
 
-# The two non-race passes at once: NORACE_RUN is one package (one core).
+# The two non-race passes at once (NORACE_RUN is a few tests of two packages).
 test-norace:
 	$(MAKE) --no-print-directory test-norace-run
 

@@ -68,10 +68,28 @@ func TestGuardPlugins(t *testing.T) {
 		{name: "not-loaded-fail-open", entry: `{"plugin":"nosuchguard","fail_open":true}`, want: []string{"hi"}},
 		{name: "other-tools-only", entry: `{"plugin":"testguard","tools":["other_*"],"config":{"before":"deny"}}`, want: []string{"hi"}},
 	}
+	// the example guards in C and Rust (the SDKs' hook ops): each answer,
+	// under both eras
+	for _, g := range []string{"guard-c", "guard-rust"} {
+		entry := func(cfg string) string { return `{"plugin":"` + g + `","tools":["echo"],"config":{` + cfg + `}}` }
+		cases = append(cases,
+			guardCase{name: g + "-noop", entry: entry(""), want: []string{"hi"}},
+			guardCase{name: g + "-noop-modern", era: "modern", entry: entry(""), want: []string{"hi"}},
+			guardCase{name: g + "-deny", entry: entry(`"before":"deny"`), isErr: true,
+				want: []string{"Blocked by the operator's hook (guard " + g + "): " + g + " says no to echo for " + g + "-deny"}},
+			guardCase{name: g + "-deny-modern", era: "modern", entry: entry(`"before":"deny"`), isErr: true,
+				want: []string{"Blocked by the operator's hook (guard " + g + "): " + g + " says no to echo for " + g + "-deny-modern"}},
+			guardCase{name: g + "-rewrite", entry: entry(`"before":"rewrite"`), want: []string{"rewritten by " + g}},
+			guardCase{name: g + "-add", entry: entry(`"after":"add"`), want: []string{"hi", "[guard " + g + "] " + g + " saw echo"}},
+			guardCase{name: g + "-replace-modern", era: "modern", entry: entry(`"after":"replace"`), want: []string{"replaced by " + g}},
+		)
+	}
 	work := t.TempDir()
 	plugins := filepath.Join(work, "plugins")
 	testplugins.Package(t, plugins, "plugins/examples/echo", nil, nil)
 	testplugins.Package(t, plugins, "host/hooks/testdata/testguard", nil, nil)
+	testplugins.Package(t, plugins, "plugins/examples/guard-c", nil, nil)
+	testplugins.Package(t, plugins, "plugins/examples/guard-rust", nil, nil)
 	var tenants []string
 	for _, c := range cases {
 		tenants = append(tenants, fmt.Sprintf(`%q:{"keys":[%q],"tools":["echo"],"hooks":[%s]}`, c.name, keyLine(c.name+"-secret-key-0123456789"), c.entry))

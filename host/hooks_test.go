@@ -1,8 +1,10 @@
 package host_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -302,7 +304,8 @@ func TestHooksTenantsAndReload(t *testing.T) {
 
 // TestHooksReloadUnderLoad: calls run while the policy's hooks (command
 // hooks, then a guard plugin) are switched on and off by reloads again and
-// again; none fails.
+// again, and while a guard plugin that stays on is replaced by new
+// versions of itself; none fails.
 func TestHooksReloadUnderLoad(t *testing.T) {
 	needHookSandbox(t)
 	work := t.TempDir()
@@ -313,14 +316,57 @@ func TestHooksReloadUnderLoad(t *testing.T) {
 		{"commands", `{"hooks":[{"event":"before-tool","command":["` + guard + `"]},{"event":"after-tool","command":["` + note + `"]}]}`},
 		{"guard", `{"hooks":[{"plugin":"testguard","config":{"before":"allow","after":"add"}}]}`},
 	} {
-		t.Run(tc.name, func(t *testing.T) { reloadUnderLoad(t, work, plugins, tc.on) })
+		t.Run(tc.name, func(t *testing.T) {
+			policy := filepath.Join(work, "policy.json")
+			reloadUnderLoad(t, plugins, policy, tc.on, func(i int) {
+				body := tc.on
+				if i%2 == 0 {
+					body = `{}`
+				}
+				writeHookPolicy(t, policy, body, 0o600)
+			})
+		})
 	}
+	t.Run("guard-versions", func(t *testing.T) {
+		dir := testplugins.Package(t, plugins, "plugins/examples/guard-c", nil, nil)
+		manifest, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		policy := filepath.Join(work, "policy-versions.json")
+		h := reloadUnderLoad(t, plugins, policy, `{"hooks":[{"plugin":"guard-c","tools":["echo"]}]}`, func(i int) {
+			// a new version of the guard, swapped in whole
+			next := bytes.Replace(manifest, []byte(`"version": "1.0.0"`), []byte(fmt.Sprintf(`"version": "1.0.%d"`, i+1)), 1)
+			if bytes.Equal(next, manifest) {
+				t.Fatalf("no version in the manifest:\n%s", manifest)
+			}
+			tmp := filepath.Join(dir, ".manifest.json.tmp")
+			if err := os.WriteFile(tmp, next, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, filepath.Join(dir, "manifest.json")); err != nil {
+				t.Fatal(err)
+			}
+		})
+		var served string
+		for _, p := range h.Registry().Catalog().Plugins {
+			if p.Manifest.Name == "guard-c" {
+				served = p.Manifest.Version
+			}
+		}
+		if served != "1.0.10" {
+			t.Errorf("guard-c %q served after the reloads, want the last version, 1.0.10", served)
+		}
+		os.RemoveAll(dir) // the other subtests' directory as it was
+	})
 }
 
-func reloadUnderLoad(t *testing.T, work, plugins, on string) {
-	policy := filepath.Join(work, "policy.json")
+// reloadUnderLoad runs calls of echo from four clients while step(i)
+// changes what the host serves and /admin/reload takes it, ten times;
+// policy (its hooks on) is the host's policy file.
+func reloadUnderLoad(t *testing.T, plugins, policy, on string, step func(i int)) *host.Host {
 	writeHookPolicy(t, policy, on, 0o600)
-	_, url := serveHost(t, host.Config{PluginsDir: plugins, PolicyFile: policy, AdminKey: "adm"})
+	h, url := serveHost(t, host.Config{PluginsDir: plugins, PolicyFile: policy, AdminKey: "adm"})
 	var calls, failed atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -344,11 +390,7 @@ func reloadUnderLoad(t *testing.T, work, plugins, on string) {
 		}()
 	}
 	for i := 0; i < 10; i++ {
-		body := on
-		if i%2 == 0 {
-			body = `{}`
-		}
-		writeHookPolicy(t, policy, body, 0o600)
+		step(i)
 		if st, b := adminDo(t, "POST", url+"/admin/reload", "adm"); st != 200 {
 			t.Fatalf("reload: %d %v", st, b)
 		}
@@ -360,6 +402,7 @@ func reloadUnderLoad(t *testing.T, work, plugins, on string) {
 		t.Fatalf("%d calls, %d failed", calls.Load(), failed.Load())
 	}
 	t.Logf("%d calls during 10 reloads, none failed", calls.Load())
+	return h
 }
 
 // echoDir is a plugins directory with the echo example.

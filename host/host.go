@@ -32,6 +32,7 @@ import (
 	"github.com/aiodhq/aiod/host/internal/codetools"
 	"github.com/aiodhq/aiod/host/internal/composite"
 	"github.com/aiodhq/aiod/host/internal/footprint"
+	"github.com/aiodhq/aiod/host/internal/machinetools"
 	"github.com/aiodhq/aiod/host/internal/netx"
 	"github.com/aiodhq/aiod/host/internal/toolsearch"
 	"github.com/aiodhq/aiod/host/lockdown"
@@ -59,7 +60,7 @@ type Host struct {
 	browser *browser.Browser
 	ups     *upstream.Set // nil without upstreams
 	fams    *families
-	machine *machineTools // machine.go
+	machine *machinetools.Tools
 	reg     *plugin.Registry
 	mcp     *mcp.Server
 	srv     *server.Server
@@ -77,6 +78,10 @@ type Host struct {
 	// policy is the operator's policy in force (the file's, as last read
 	// and taken)
 	policy atomic.Pointer[caps.Policy]
+	// upsStdio tunes the policy's command servers, and policyUps names
+	// the policy's servers registered at start (upstreams.go).
+	upsStdio  func(*upstream.Options)
+	policyUps []string
 	// oci fetches the plugins the policy names by OCI reference (oci.go)
 	oci ociPlugins
 }
@@ -97,7 +102,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	}
 	h := &Host{log: cfg.Logger, addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), pprofAddr: cfg.PprofAddr,
 		policyFile: cfg.PolicyFile, apiKey: cfg.APIKey, stateKeyFile: cfg.StateKeyFile, oci: ociPlugins{cache: cfg.PluginCache, lockdown: cfg.Lockdown, client: ocireg.Client{AuthFile: cfg.RegistryAuth}},
-		machine: &machineTools{flag: cfg.MachineTools, lockdown: cfg.Lockdown, log: cfg.Logger, lookup: os.LookupEnv}}
+		machine: machinetools.New(cfg.MachineTools, cfg.Lockdown, cfg.Logger, os.LookupEnv)}
 	h.policy.Store(p.policy)
 	defer func() {
 		if err != nil {
@@ -112,17 +117,24 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		// the tenants exist before the registry, whose loaders read
 		// their quotas (OwnerInstances) from the start
 		func() error { h.tenancy.set = tenant.New(p.policy.Tenants, cfg.APIKey); return nil },
-		func() error { return h.provisionUpstreams(cfg.Upstreams, p.pinFile, cfg.UpstreamListTimeout) },
+		func() error {
+			servers, err := withPolicyUpstreams(cfg.Upstreams, p.policy, nil, cfg.Lockdown)
+			if err != nil {
+				return err
+			}
+			h.upsStdio, h.policyUps = stdioOptions(cfg), policyUpstreamNames(p.policy)
+			return h.provisionUpstreams(servers, p.pinFile, cfg.UpstreamListTimeout)
+		},
 		func() error { return h.provisionFamilies(ctx, p.lock) },
 		func() error {
 			if cfg.Builtins == nil {
 				h.log.Warn("this binary has no built-in plugins (build it with `make build`)")
 			}
-			ms := h.machine.setup(p.policy)
-			return h.provisionRegistry(ctx, plugin.Options{Policy: p.policy, BuiltinPolicy: withMachinePolicy(builtinPolicy(p.policy), ms), Env: p.env,
+			ms := h.machine.Setup(p.policy)
+			return h.provisionRegistry(ctx, plugin.Options{Policy: p.policy, BuiltinPolicy: machinetools.WithPolicy(builtinPolicy(p.policy), ms), Env: p.env,
 				Builtins: cfg.PageToolsConfig.builtins(cfg.Builtins, cfg.Browser.Mode), Dir: cfg.PluginsDir,
 				IdleTimeout: cfg.IdleTimeout, KeepCompiled: cfg.KeepCompiled, RequirePins: cfg.Lockdown, Remotes: h.oci.remotes(ctx, p.policy, h.log),
-				Configurations: ms.configurations()})
+				Configurations: ms.Configurations()})
 		},
 		func() error { return h.wireTenancy(cfg.TenancyConfig, p.auditRequired, cfg.AdminKey, p.policy, p.lock) },
 		func() error {
@@ -181,7 +193,7 @@ func (h *Host) provisionBrowser(c browser.Config) (err error) {
 // provisionFamilies makes the families' state (in lockdown's sandbox when
 // lock is set, whose runtime checks then run).
 func (h *Host) provisionFamilies(ctx context.Context, lock *lockdown.Lockdown) error {
-	h.fams = newFamilies(h.log, h.browser, h.ups, lock, h.machine.sandboxPaths)
+	h.fams = newFamilies(h.log, h.browser, h.ups, lock, h.machine.SandboxPaths)
 	h.built(func(context.Context) error { return h.fams.Close() })
 	if lock == nil {
 		return nil
@@ -299,7 +311,7 @@ func (h *Host) provisionUpstreams(servers []upstream.Server, pinFile string, lis
 		}
 	}
 	if len(servers) > 0 {
-		h.ups = newUpstreamSet(servers, h.pluginTool, pins, listTimeout, h.log)
+		h.ups = newUpstreamSet(servers, h.pluginTool, pins, listTimeout, h.log, h.upsStdio)
 		h.built(func(context.Context) error { return h.ups.Close() })
 	}
 	return nil
@@ -485,15 +497,19 @@ func status(env caps.Env, cacheDir string, bc browser.Config, procs *proc.Manage
 // newUpstreamSet returns the set over servers, excluding the names the
 // plugins publish at the time of each tools/list or call (so a reload that
 // adds a plugin tool takes the name from an upstream).
-func newUpstreamSet(servers []upstream.Server, exclude func(string) bool, pins *upstream.Pins, listTimeout time.Duration, log *slog.Logger) *upstream.Set {
-	return upstream.New(servers, upstream.Options{
+func newUpstreamSet(servers []upstream.Server, exclude func(string) bool, pins *upstream.Pins, listTimeout time.Duration, log *slog.Logger, edit func(*upstream.Options)) *upstream.Set {
+	o := upstream.Options{
 		Exclude:       exclude,
 		Pins:          pins,
 		ListTimeout:   listTimeout,
 		Logger:        log,
 		ClientName:    "aiod",
 		ClientVersion: Version,
-	})
+	}
+	if edit != nil {
+		edit(&o)
+	}
+	return upstream.New(servers, o)
 }
 
 // pluginTool reports whether a plugin publishes name (false before the

@@ -68,6 +68,8 @@ func TestLockdownRefusesToStart(t *testing.T) {
 			[]string{`tenant "eve"'s workspace (` + filepath.Dir(plugins) + `) and the plugins directory`}},
 		{"two tenants, one workspace", host.Config{APIKey: "k", PolicyFile: writePolicy(t, `{"tenants": {"a": {"keys": [], "workspace": "/srv/w"}, "b": {"keys": [], "workspace": "/srv/w/b"}}}`)},
 			[]string{`tenants "a" and "b" have overlapping workspaces`}},
+		{"unpinned command server", host.Config{APIKey: "k", PolicyFile: writePolicy(t, `{"upstreams": {"cmd": {"command": "/bin/cat"}, "ok": {"command": "/bin/cat", "sha256": "`+strings.Repeat("a", 64)+`"}}}`)},
+			[]string{`upstream MCP server "cmd": a command server must be pinned`}},
 		{"policy file in a tenant's workspace", host.Config{APIKey: "k", PolicyFile: filepath.Join(data, "tenants", "bob", "workspace", "policy.json")},
 			[]string{"and the policy file"}},
 	}

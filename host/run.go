@@ -14,6 +14,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hooks"
+	"github.com/aiodhq/aiod/host/internal/machinetools"
 	"github.com/aiodhq/aiod/host/plugin"
 )
 
@@ -131,6 +132,7 @@ func (h *Host) reload(ctx context.Context) (*ReloadResult, error) {
 			h.log.Error("policy file refused; the previous policy keeps applying", "err", err)
 			res.PolicyError = err.Error()
 		} else {
+			refuseRemovedUpstreams(p, h.policyUps)
 			h.policy.Store(p)
 			h.tenancy.update(p, h.apiKey)
 			h.hooks.SetHooks(p.Hooks)
@@ -141,9 +143,9 @@ func (h *Host) reload(ctx context.Context) (*ReloadResult, error) {
 	// named variables), whatever else changed: discovery runs again in
 	// the reload
 	p := h.policy.Load()
-	ms := h.machine.setup(p)
-	h.reg.SetPolicy(p, withMachinePolicy(builtinPolicy(p), ms))
-	h.reg.SetConfigurations(ms.configurations())
+	ms := h.machine.Setup(p)
+	h.reg.SetPolicy(p, machinetools.WithPolicy(builtinPolicy(p), ms))
+	h.reg.SetConfigurations(ms.Configurations())
 	h.reg.SetRemotes(h.oci.remotes(ctx, p, h.log))
 	h.reloadStateKeys()
 	rep, err := h.reg.ReloadReport(ctx)

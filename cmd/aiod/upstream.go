@@ -20,13 +20,15 @@ import (
 // pending (or a failure); 2: usage.
 func upstreamCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "review" {
-		fmt.Fprintln(stderr, "usage: aiod upstream review [--accept] [--mcp-servers JSON] [--pin-upstreams FILE]")
+		fmt.Fprintln(stderr, "usage: aiod upstream review [--accept] [--mcp-servers JSON] [--policy FILE] [--data-dir DIR] [--pin-upstreams FILE]")
 		return 2
 	}
 	s := &startFlags{fs: flag.NewFlagSet("aiod upstream review", flag.ContinueOnError), env: map[string]string{}}
 	s.fs.SetOutput(stderr)
 	s.fs.Var(&s.servers, "mcp-servers", "the upstream MCP servers, as for aiod start (env EXTRA_MCP_SERVERS)")
 	s.env["mcp-servers"] = "EXTRA_MCP_SERVERS"
+	s.str(&s.cfg.PolicyFile, "policy", "AIO_POLICY", "", "the policy file, whose \"upstreams\" are reviewed too")
+	s.str(&s.cfg.DataDir, "data-dir", "AIO_DATA_DIR", "", "where command servers of the policy keep their directories, as for aiod start")
 	s.str(&s.cfg.PinUpstreams, "pin-upstreams", "AIO_PIN_UPSTREAMS", "", "the pin file (required)")
 	s.duration(&s.cfg.UpstreamListTimeout, "upstream-list-timeout", "AIO_UPSTREAM_LIST_TIMEOUT", upstream.DefaultListTimeout, "longest to wait for one server's tools/list")
 	accept := s.fs.Bool("accept", false, "pin every tool as the servers list it now")
@@ -51,15 +53,22 @@ func upstreamCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "aiod upstream review: %v\n", err)
 		return 1
 	}
-	set := upstream.New(s.cfg.Upstreams, upstream.Options{ListTimeout: s.cfg.UpstreamListTimeout,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ClientName: "aiod", ClientVersion: host.Version})
+	servers, stdio, err := host.ReviewUpstreams(s.cfg.Upstreams, s.cfg.PolicyFile, s.cfg.DataDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "aiod upstream review: %v\n", err)
+		return 1
+	}
+	opts := upstream.Options{ListTimeout: s.cfg.UpstreamListTimeout,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ClientName: "aiod", ClientVersion: host.Version}
+	stdio(&opts)
+	set := upstream.New(servers, opts)
 	defer set.Close()
 	ctx := context.Background()
 	pending := 0
-	for _, srv := range s.cfg.Upstreams {
+	for _, srv := range servers {
 		defs, reachable, err := set.ServerTools(ctx, srv.Name)
 		if err != nil || !reachable {
-			fmt.Fprintf(stdout, "%s (%s): not reachable; its pins are kept\n", srv.Name, srv.URL)
+			fmt.Fprintf(stdout, "%s: not reachable; its pins are kept\n", srv)
 			continue
 		}
 		changes, err := pins.Review(srv.Name, defs)
@@ -67,7 +76,7 @@ func upstreamCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "aiod upstream review: %v\n", err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "%s (%s): %d tools, %d to review\n", srv.Name, srv.URL, len(defs), len(changes))
+		fmt.Fprintf(stdout, "%s: %d tools, %d to review\n", srv, len(defs), len(changes))
 		for _, c := range changes {
 			fmt.Fprintf(stdout, "  %-8s %s\n", c.Kind, c.Tool)
 			for _, f := range c.Fields {

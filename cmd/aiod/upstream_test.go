@@ -58,3 +58,41 @@ func TestUpstreamReview(t *testing.T) {
 		t.Fatalf("without a pin file: exit %d %s", code, out)
 	}
 }
+
+// TestUpstreamReviewPolicy: review covers the servers of the policy's
+// "upstreams" too (with their headers, ${VAR} from the environment); a
+// policy variable that is not set is an error naming it.
+func TestUpstreamReviewPolicy(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	type in struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echo"}, func(context.Context, *mcp.CallToolRequest, in) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Key") != "k-123" {
+			http.Error(w, "no key", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.json")
+	os.WriteFile(policy, []byte(`{"upstreams":{"pol":{"url":"`+srv.URL+`","prefix":"pol","headers":{"X-Key":"${AIOD_REVIEW_KEY}"}}}}`), 0o600)
+	pins := filepath.Join(dir, "pins.json")
+	t.Setenv("AIOD_REVIEW_KEY", "k-123")
+	var out, errb bytes.Buffer
+	if code := run([]string{"upstream", "review", "--pin-upstreams", pins, "--policy", policy, "--upstream-list-timeout", "2s"}, &out, &errb); code != 1 ||
+		!strings.Contains(out.String(), "pol ("+srv.URL+"): 1 tools, 1 to review") || strings.Contains(out.String(), "k-123") {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	os.Unsetenv("AIOD_REVIEW_KEY")
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"upstream", "review", "--pin-upstreams", pins, "--policy", policy}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "AIOD_REVIEW_KEY is not set") {
+		t.Fatalf("unset variable: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+}

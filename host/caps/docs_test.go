@@ -11,7 +11,7 @@ import (
 // TestDocExamples parses every code block marked "json manifest" or "json
 // policy" in the specs, so the examples there stay valid.
 func TestDocExamples(t *testing.T) {
-	for _, doc := range []string{"../../spec/manifest/v1/README.md", "../../spec/policy.md"} {
+	for _, doc := range []string{"../../spec/manifest/v1/README.md", "../../spec/policy.md", "../../spec/upstream.md"} {
 		b, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)

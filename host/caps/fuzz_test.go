@@ -99,6 +99,7 @@ func FuzzParsePolicy(f *testing.F) {
 		`{"default":{"files":{"paths":[{"path":"/","mode":"ro"},{"path":"$SANDBOX/..","mode":"rw"}]},"cdp":{"methods":["*"]},"upstream":{"servers":["*"]}}}`,
 		`{"limits":{"default_timeout_ms":9000,"max_timeout_ms":5000,"default_memory_mib":8192,"max_memory_mib":99999,"max_instances":-1}}`,
 		`{"plugins":{"p":null,"q":{}},"default":null,"limits":null}`,
+		`{"tenants":{"a":{"keys":[],"upstreams":["*"]}},"upstreams":{"docs":{"url":"https://mcp.example.com/mcp","headers":{"Authorization":"Bearer ${T}"},"tenants":["a"]},"fs":{"command":"npx","args":["-y","x"],"env":["HOME"],"sha256":"` + strings.Repeat("ab", 32) + `"}}}`,
 	} {
 		f.Add([]byte(s))
 	}

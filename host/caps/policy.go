@@ -2,6 +2,7 @@ package caps
 
 import (
 	"crypto/ecdsa"
+	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -50,6 +51,10 @@ type Policy struct {
 	// tools (spec/machine-mode.md; machine.go), besides those of
 	// --machine-tools; reloaded with the policy.
 	MachineTools map[string]MachineTool `json:"machine_tools,omitempty"`
+	// RawUpstreams is the "upstreams" object as written; Upstreams its
+	// entries in written order (upstreams.go), read at start.
+	RawUpstreams json.RawMessage  `json:"upstreams,omitempty"`
+	Upstreams    []UpstreamServer `json:"-"`
 }
 
 // OperatorLimits cap and default the per-call limits.
@@ -129,6 +134,22 @@ func ParsePolicy(data []byte) (*Policy, error) {
 	}
 	if err := ValidateMachineTools(p.MachineTools); err != nil {
 		return nil, fmt.Errorf("invalid policy: %w", err)
+	}
+	if p.Upstreams, err = ParseUpstreams(p.RawUpstreams, p.Tenants); err != nil {
+		return nil, fmt.Errorf("invalid policy: %w", err)
+	}
+	if len(p.RawUpstreams) > 0 {
+		// as json.Marshal writes it, so that a policy re-encodes to itself
+		p.RawUpstreams, _ = json.Marshal(p.RawUpstreams)
+	}
+	for name, t := range p.Tenants {
+		t.refusedUpstreams = nil
+		for _, s := range p.Upstreams {
+			if !s.UpstreamTenantAllowed(name) {
+				t.refusedUpstreams = append(t.refusedUpstreams, s.Name)
+			}
+		}
+		p.Tenants[name] = t
 	}
 	return &p, nil
 }

@@ -54,6 +54,9 @@ type Tenant struct {
 	// closed-world (spec/code-tools.md), whatever the host's --code-tools
 	// says; nil: the host's setting; empty: none besides those.
 	CodeTools []string `json:"code_tools,omitempty"`
+	// refusedUpstreams are the policy's upstream servers whose "tenants"
+	// leave this tenant out (ParsePolicy fills it).
+	refusedUpstreams []string
 }
 
 // CodeToolAllowed reports whether a program may call name, a tool not
@@ -205,6 +208,11 @@ func (t Tenant) ToolAllowed(name string) bool {
 
 // UpstreamAllowed reports whether t may use upstream server.
 func (t Tenant) UpstreamAllowed(server string) bool {
+	for _, r := range t.refusedUpstreams {
+		if r == server {
+			return false
+		}
+	}
 	for _, u := range t.Upstreams {
 		if u == "*" || u == server {
 			return true

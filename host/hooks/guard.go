@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/mcp"
@@ -13,17 +14,20 @@ import (
 	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
-// guardEvent is the abi.HookEvent of ev for guard h, as JSON (what
+// guardEvent is the abi.HookEvent of ev for guard h, as JSON: eventBase
+// then eventEnd.
+func guardEvent(h *caps.Hook, ev *Event) ([]byte, error) {
+	return eventEnd(eventBase(nil, ev), h), nil
+}
+
+// eventBase appends the abi.HookEvent of ev to b, as JSON, without the
+// guard's config and the closing brace (eventEnd adds them): what
 // json.Marshal of an abi.HookEvent gives, keys aside, without its
-// reflection: a guard is asked on every call it applies to). The
-// arguments and the result are spliced in as they are: the protocol layer
-// decoded the arguments, and the result is a checked JSON object.
-func guardEvent(h caps.Hook, ev *Event) ([]byte, error) {
-	n := 96 + len(ev.Tenant) + len(ev.Era) + len(ev.Session) + len(ev.Tool) + len(ev.Input)
-	if ev.Outcome != nil {
-		n += len(ev.Outcome.Result)
-	}
-	b := make([]byte, 0, n)
+// reflection. A phase encodes it once for all its guards (again only when
+// a guard changed the arguments or the result). The arguments and the
+// result are spliced in as they are: the protocol layer decoded the
+// arguments, and the result is a checked JSON object.
+func eventBase(b []byte, ev *Event) []byte {
 	b = append(b, `{"tenant":`...)
 	b = jsonx.AppendString(b, ev.Tenant)
 	if ev.Era != "" {
@@ -42,37 +46,82 @@ func guardEvent(h caps.Hook, ev *Event) ([]byte, error) {
 		b = append(b, `,"result":`...)
 		b = append(b, ev.Outcome.Result...)
 	}
-	if len(h.Config) > 0 {
-		b = append(b, `,"config":`...)
-		b = jsonx.Append(b, h.Config)
-	}
-	return append(b, '}'), nil
+	return b
 }
 
-// askGuard runs hook op of guard h and decodes its answer; an error is a
-// failure of the guard (not loaded, trapped, out of time or memory, an
-// answer that does not decode).
-func (c *Chain) askGuard(ctx context.Context, h caps.Hook, op uint64, req mcp.CallRequest, ev *Event) (*abi.HookAnswer, error) {
+// eventEnd appends guard h's config and the closing brace to base.
+func eventEnd(base []byte, h *caps.Hook) []byte {
+	if len(h.Config) > 0 {
+		base = append(base, `,"config":`...)
+		base = jsonx.Append(base, h.Config)
+	}
+	return append(base, '}')
+}
+
+// phaseEvent is the event of one phase of a call, encoded once for its
+// guards in a buffer of the chain's pool.
+type phaseEvent struct {
+	buf  *[]byte
+	base int // the length of eventBase; 0: not encoded (or stale)
+}
+
+// of is the event for guard h.
+func (pe *phaseEvent) of(h *caps.Hook, ev *Event) []byte {
+	if pe.buf == nil {
+		pe.buf = eventBufs.Get().(*[]byte)
+	}
+	b := *pe.buf
+	if pe.base == 0 {
+		b = eventBase(b[:0], ev)
+		pe.base = len(b)
+	}
+	b = eventEnd(b[:pe.base], h)
+	*pe.buf = b
+	return b
+}
+
+// stale marks the event changed (rewritten arguments, a new result).
+func (pe *phaseEvent) stale() { pe.base = 0 }
+
+// release gives the buffer back (big ones are dropped).
+func (pe *phaseEvent) release() {
+	if pe.buf != nil && cap(*pe.buf) <= 64<<10 {
+		eventBufs.Put(pe.buf)
+	}
+	pe.buf = nil
+}
+
+var eventBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// askGuard runs hook op of guard st.h with event and decodes its answer;
+// an error is a failure of the guard (not loaded, trapped, out of time or
+// memory, an answer that does not decode).
+func (c *Chain) askGuard(ctx context.Context, st *step, op uint64, req mcp.CallRequest, event []byte) (*abi.HookAnswer, error) {
 	if c.o.Guards == nil {
 		return nil, errors.New("no guard plugins on this host")
 	}
-	if _, ok := c.o.Guards.Guard(h.Plugin); !ok {
-		return nil, fmt.Errorf("guard plugin %s is not loaded (or declares no hooks)", h.Plugin)
+	if st.missing {
+		return nil, fmt.Errorf("guard plugin %s is not loaded (or declares no hooks)", st.h.Plugin)
 	}
-	in, err := guardEvent(h, ev)
+	out, err := c.o.Guards.CallGuard(ctx, st.h.Plugin, op, req.Owner, req.Name, event)
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.o.Guards.CallGuard(ctx, h.Plugin, op, req.Owner, req.Name, in)
-	if err != nil {
-		return nil, err
-	}
-	// the two answers most calls get, as the Go SDK writes them
+	return decodeAnswer(out)
+}
+
+// decodeAnswer decodes a guard's answer: one abi.HookAnswer object, no
+// unknown member. The two answers most calls get, as the SDKs write them,
+// are recognised as they are.
+func decodeAnswer(out []byte) (*abi.HookAnswer, error) {
 	switch string(out) {
 	case `{"action":"allow"}`:
 		return &allow, nil
 	case `{"action":"keep"}`:
 		return &keep, nil
+	}
+	if !isObject(out) {
+		return nil, errors.New("an answer that is not one JSON object")
 	}
 	var a abi.HookAnswer
 	dec := json.NewDecoder(bytes.NewReader(out))
@@ -88,10 +137,12 @@ var (
 	keep  = abi.HookAnswer{Action: abi.HookKeep}
 )
 
-// guardBefore runs guard h before a call: the rewritten arguments (nil:
-// unchanged) or, when the call must not run, the result to answer with.
-func (c *Chain) guardBefore(ctx context.Context, h caps.Hook, req mcp.CallRequest, ev *Event) (args, res []byte) {
-	a, err := c.askGuard(ctx, h, abi.OpHookBefore, req, ev)
+// guardBefore runs guard st.h before a call: the rewritten arguments
+// (nil: unchanged) or, when the call must not run, the result to answer
+// with.
+func (c *Chain) guardBefore(ctx context.Context, st *step, req mcp.CallRequest, ev *Event, event []byte) (args, res []byte) {
+	h := st.h
+	a, err := c.askGuard(ctx, st, abi.OpHookBefore, req, event)
 	if err == nil {
 		switch a.Action {
 		case abi.HookAllow:
@@ -119,9 +170,10 @@ func (c *Chain) guardBefore(ctx context.Context, h caps.Hook, req mcp.CallReques
 	return nil, Failed(h.Label(), err)
 }
 
-// guardAfter runs guard h after a call: the result to go on with.
-func (c *Chain) guardAfter(ctx context.Context, h caps.Hook, req mcp.CallRequest, ev *Event, res []byte) []byte {
-	a, err := c.askGuard(ctx, h, abi.OpHookAfter, req, ev)
+// guardAfter runs guard st.h after a call: the result to go on with.
+func (c *Chain) guardAfter(ctx context.Context, st *step, req mcp.CallRequest, ev *Event, event, res []byte) []byte {
+	h := st.h
+	a, err := c.askGuard(ctx, st, abi.OpHookAfter, req, event)
 	if err == nil {
 		switch a.Action {
 		case abi.HookKeep:

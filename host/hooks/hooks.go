@@ -133,12 +133,17 @@ type Guards interface {
 
 // step is one hook that applies to a call, in one phase.
 type step struct {
-	h     caps.Hook
-	guard bool // a guard plugin (h.Plugin), else a command
+	h     *caps.Hook // in the policy's list, which does not change
+	guard bool       // a guard plugin (h.Plugin), else a command
+	// missing: a guard that is not loaded or declares no hooks (it fails)
+	missing bool
 }
 
 // label names a step's hook in what the model is shown and in logs.
-func (s step) label() string { return s.h.Label() }
+func (s *step) label() string { return s.h.Label() }
+
+// maxSteps is how many steps of a phase CallTool keeps on its stack.
+const maxSteps = 8
 
 // CallTool runs the hooks that apply to the call before it, in order,
 // then the call, then the hooks after it. A call no hook applies to costs
@@ -152,19 +157,24 @@ func (c *Chain) CallTool(ctx context.Context, req mcp.CallRequest) ([]byte, erro
 	if len(top) == 0 && len(own) == 0 {
 		return c.inner.CallTool(ctx, req)
 	}
-	before, after := c.steps(req.Name, top, own)
+	var bs, as [maxSteps]step
+	before, after := c.steps(req.Name, top, own, bs[:0], as[:0])
 	if len(before) == 0 && len(after) == 0 {
 		return c.inner.CallTool(ctx, req)
 	}
 	ev := Event{Tenant: tenant, Session: req.Session, Era: req.Era, Tool: req.Name, Input: input(req.Args)}
-	for _, st := range before {
+	var pe phaseEvent // the guards' event, encoded once a phase
+	defer pe.release()
+	for i := range before {
+		st := &before[i]
 		if st.guard {
-			args, res := c.guardBefore(ctx, st.h, req, &ev)
+			args, res := c.guardBefore(ctx, st, req, &ev, pe.of(st.h, &ev))
 			if res != nil {
 				return res, nil
 			}
 			if args != nil {
 				req.Args, ev.Input = args, args
+				pe.stale()
 			}
 			continue
 		}
@@ -178,10 +188,15 @@ func (c *Chain) CallTool(ctx context.Context, req mcp.CallRequest) ([]byte, erro
 		return res, err
 	}
 	ev.Outcome = &Outcome{Result: res}
-	for _, st := range after {
+	pe.stale()
+	for i := range after {
+		st := &after[i]
 		if st.guard {
-			res = c.guardAfter(ctx, st.h, req, &ev, res)
-			ev.Outcome.Result = res
+			if r := c.guardAfter(ctx, st, req, &ev, pe.of(st.h, &ev), res); !sameBytes(r, res) {
+				res = r
+				ev.Outcome.Result = res
+				pe.stale()
+			}
 			continue
 		}
 		ev.Event = caps.HookAfterTool
@@ -192,6 +207,7 @@ func (c *Chain) CallTool(ctx context.Context, req mcp.CallRequest) ([]byte, erro
 		if b, aerr := AddText(res, st.label(), text); aerr == nil {
 			res = b
 			ev.Outcome.Result = res
+			pe.stale()
 		} else {
 			c.o.Logger.Warn("hook output not added: the result is not a tool result object", "hook", st.label(), "tool", req.Name, "err", aerr)
 		}
@@ -199,12 +215,21 @@ func (c *Chain) CallTool(ctx context.Context, req mcp.CallRequest) ([]byte, erro
 	return res, nil
 }
 
-// steps are the hooks of top, then own, that apply to tool, in each
-// phase: a command by its event, a guard plugin by the globs of its
-// manifest (a guard that is not loaded is a before step: it fails there).
-func (c *Chain) steps(tool string, top, own []caps.Hook) (before, after []step) {
+// sameBytes reports whether a and b are the same slice (a guard kept the
+// result).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// steps appends to before and after the hooks of top, then own, that
+// apply to tool, in each phase: a command by its event, a guard plugin by
+// the globs of its manifest (a guard that is not loaded is a before step:
+// it fails there). A guard is never asked in a phase its manifest does not
+// declare.
+func (c *Chain) steps(tool string, top, own []caps.Hook, before, after []step) ([]step, []step) {
 	for _, list := range [2][]caps.Hook{top, own} {
-		for _, h := range list {
+		for i := range list {
+			h := &list[i]
 			if !h.Matches(tool) {
 				continue
 			}
@@ -221,7 +246,7 @@ func (c *Chain) steps(tool string, top, own []caps.Hook) (before, after []step) 
 				decl, _ = c.o.Guards.Guard(h.Plugin)
 			}
 			if decl == nil {
-				before = append(before, step{h: h, guard: true})
+				before = append(before, step{h: h, guard: true, missing: true})
 				continue
 			}
 			if caps.MatchAny(decl.Before, tool) {
@@ -237,11 +262,11 @@ func (c *Chain) steps(tool string, top, own []caps.Hook) (before, after []step) 
 
 // before runs one before-tool hook: ok when it lets the call go on, else
 // the reason the call is blocked.
-func (c *Chain) before(ctx context.Context, h caps.Hook, ev *Event) (reason string, ok bool) {
+func (c *Chain) before(ctx context.Context, h *caps.Hook, ev *Event) (reason string, ok bool) {
 	if c.o.Runner == nil {
 		return "no hook runner", false
 	}
-	out, err := c.o.Runner.Run(ctx, h, ev)
+	out, err := c.o.Runner.Run(ctx, *h, ev)
 	switch {
 	case err != nil:
 		c.o.Logger.Warn("before-tool hook failed: the call is blocked", "hook", h.Label(), "tool", ev.Tool, "tenant", ev.Tenant, "err", err)
@@ -264,12 +289,12 @@ func (c *Chain) before(ctx context.Context, h caps.Hook, ev *Event) (reason stri
 
 // after runs one after-tool hook: the text it adds (ok), or a failure,
 // logged.
-func (c *Chain) after(ctx context.Context, h caps.Hook, ev *Event) (string, bool) {
+func (c *Chain) after(ctx context.Context, h *caps.Hook, ev *Event) (string, bool) {
 	if c.o.Runner == nil {
 		c.o.Logger.Warn("after-tool hook not run: no hook runner", "hook", h.Label(), "tool", ev.Tool)
 		return "", false
 	}
-	out, err := c.o.Runner.Run(ctx, h, ev)
+	out, err := c.o.Runner.Run(ctx, *h, ev)
 	if err != nil {
 		c.o.Logger.Warn("after-tool hook failed", "hook", h.Label(), "tool", ev.Tool, "tenant", ev.Tenant, "err", err)
 		return "", false

@@ -322,6 +322,13 @@ func (l *Lockdown) check(in Inputs) error {
 			missing = append(missing, e.Error())
 		}
 	}
+	if in.Policy != nil {
+		for _, u := range in.Policy.Upstreams {
+			if u.Stdio() && u.SHA256 == "" {
+				missing = append(missing, fmt.Sprintf(`upstream MCP server %q: a command server must be pinned: add its "sha256" (of the file %s resolves to)`, u.Name, u.Command))
+			}
+		}
+	}
 	if len(missing) == 0 {
 		return nil
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // A Machine Mode call's overhead over running the same command directly
-// (issue 28 §4, make bench): docs_many emits N hits; the call goes over
+// (make bench): docs_many emits N hits; the call goes over
 // real HTTP (a legacy request without a session) through the host, the
 // adapter and the process family; the native run is the command with its
 // stdout read whole.

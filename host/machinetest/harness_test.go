@@ -154,6 +154,12 @@ func startShared(t testing.TB, regs map[string]caps.MachineTool) *fixture {
 // launch runs a host, and returns it with the function that stops it.
 func launch(t testing.TB, regs map[string]caps.MachineTool, policy string) (*fixture, func()) {
 	t.Helper()
+	return launchWith(t, regs, policy, nil)
+}
+
+// launchWith is launch with edit applied to the host's configuration.
+func launchWith(t testing.TB, regs map[string]caps.MachineTool, policy string, edit func(*host.Config)) (*fixture, func()) {
+	t.Helper()
 	builtins, _ := built(t)
 	ws, err := os.MkdirTemp("", "aiod-machinetest-ws-")
 	if err != nil {
@@ -164,6 +170,9 @@ func launch(t testing.TB, regs map[string]caps.MachineTool, policy string) (*fix
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if edit != nil {
+		edit(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h, err := host.New(ctx, cfg)

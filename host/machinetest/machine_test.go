@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host"
+	"github.com/aiodhq/aiod/host/internal/machinetools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -110,7 +111,7 @@ func TestDiscovery(t *testing.T) {
 	var mt *host.Host = f.h
 	refused := map[string]string{}
 	for _, p := range mt.Registry().Catalog().Plugins {
-		if p.Manifest.Name == host.MachineToolsPlugin {
+		if p.Manifest.Name == machinetools.Plugin {
 			for _, r := range p.Refused() {
 				refused[r.Name] = r.Reason
 			}
@@ -154,7 +155,7 @@ func TestDiscovery(t *testing.T) {
 		t.Fatalf("admin plugins: %v %+v", err, admin)
 	}
 	ap := admin.Data.Plugins[0]
-	if ap.Name != host.MachineToolsPlugin || len(ap.Tools) != len(want) || !slices.Contains(ap.Tools, "docs_search") || len(ap.Refused) != 7 || ap.Refused["liar"] != refused["liar"] {
+	if ap.Name != machinetools.Plugin || len(ap.Tools) != len(want) || !slices.Contains(ap.Tools, "docs_search") || len(ap.Refused) != 7 || ap.Refused["liar"] != refused["liar"] {
 		t.Errorf("admin plugins: %+v", ap)
 	}
 }

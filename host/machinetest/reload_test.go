@@ -14,6 +14,7 @@ import (
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/internal/machinetools"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/plugin"
 )
@@ -60,7 +61,7 @@ func TestReload(t *testing.T) {
 	}
 	adapter := func() *plugin.Plugin {
 		for _, p := range f.h.Registry().Catalog().Plugins {
-			if p.Manifest.Name == host.MachineToolsPlugin {
+			if p.Manifest.Name == machinetools.Plugin {
 				return p
 			}
 		}
@@ -121,7 +122,7 @@ func TestReload(t *testing.T) {
 	writePolicy(nil)
 	f2 := start(t, nil, policy)
 	for _, p := range f2.h.Registry().Catalog().Plugins {
-		if p.Manifest.Name == host.MachineToolsPlugin {
+		if p.Manifest.Name == machinetools.Plugin {
 			t.Fatalf("machine_tools loaded without registrations")
 		}
 	}
@@ -147,10 +148,10 @@ func TestNotFromPluginsDir(t *testing.T) {
 	}
 	builtins, docs := built(t)
 	dir := t.TempDir()
-	pkg := filepath.Join(dir, "plugins", host.MachineToolsPlugin)
+	pkg := filepath.Join(dir, "plugins", machinetools.Plugin)
 	os.MkdirAll(pkg, 0o755)
 	for _, f := range []string{"manifest.json", "plugin.wasm"} {
-		copyFile(t, filepath.Join(builtins, host.MachineToolsPlugin, f), filepath.Join(pkg, f))
+		copyFile(t, filepath.Join(builtins, machinetools.Plugin, f), filepath.Join(pkg, f))
 	}
 	policy := filepath.Join(dir, "policy.json")
 	os.WriteFile(policy, []byte(`{"plugins":{"machine_tools":{"process":{"commands":["*"],"cwd":["$SANDBOX"]}}}}`), 0o644)

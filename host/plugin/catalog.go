@@ -19,8 +19,9 @@ type Catalog struct {
 	Plugins    []*Plugin
 	Tools      []*Tool
 	byName     map[string]*Tool
-	snap       *catalog.Snapshot // what the protocol layer reads
-	surface                      // prompts, resources, resource templates (surface.go)
+	named      map[string]*Plugin // the first plugin of each name (plugin)
+	snap       *catalog.Snapshot  // what the protocol layer reads
+	surface                       // prompts, resources, resource templates (surface.go)
 	// loadErrors holds, by plugin name, why a package was refused when
 	// this generation was built.
 	loadErrors map[string]string
@@ -54,8 +55,11 @@ func (c *Catalog) Snapshot() *catalog.Snapshot { return c.snap }
 // (each holding a reference the catalogue takes over): their tools (the
 // first plugin to name a tool keeps it), prompts and resources, rendered.
 func (r *Registry) build(gen uint64, plugins []*Plugin) (*Catalog, error) {
-	next := &Catalog{Generation: gen, Plugins: plugins, byName: map[string]*Tool{}}
+	next := &Catalog{Generation: gen, Plugins: plugins, byName: map[string]*Tool{}, named: make(map[string]*Plugin, len(plugins))}
 	for _, p := range plugins {
+		if _, ok := next.named[p.Manifest.Name]; !ok {
+			next.named[p.Manifest.Name] = p
+		}
 		for _, t := range p.tools() {
 			if prev, clash := next.byName[t.Name]; clash {
 				r.log.Warn("tool refused: name already taken", "tool", t.Name, "plugin", p.Manifest.Name, "kept", prev.Plugin.Manifest.Name)

@@ -24,7 +24,8 @@ func (r *Registry) Guard(name string) (*abi.Hooks, bool) {
 
 // CallGuard runs hook op (abi.OpHookBefore or abi.OpHookAfter) of guard
 // plugin name about a call of tool by owner: event is the abi.HookEvent,
-// JSON; the answer is the guard's abi.HookAnswer, JSON, unchecked. The
+// JSON; the answer is the guard's abi.HookAnswer, unchecked (not even as
+// JSON: the hook chain decodes it strictly). The
 // guard runs like any call of the plugin: on the owner's instances, with
 // its grant's families, deadline, memory and fuel. Its traps, timeouts and
 // limit violations are errors (the instance is discarded); the host is not
@@ -33,17 +34,27 @@ func (r *Registry) CallGuard(ctx context.Context, name string, op uint64, owner,
 	if op != abi.OpHookBefore && op != abi.OpHookAfter {
 		return nil, fmt.Errorf("op %d is not a hook op", op)
 	}
-	return r.invokeCurrent(ctx, op, func(cat *Catalog) (*Plugin, CallRequest, error) {
+	req := CallRequest{Owner: owner, Name: tool, Args: event}
+	for { // invokeCurrent, without its closure
+		cat := r.cat.Load()
 		p := cat.plugin(name)
 		if p == nil || p.Manifest.Hooks == nil {
-			return nil, CallRequest{}, fmt.Errorf("guard %s: %w", name, ErrNotAGuard)
+			return nil, fmt.Errorf("guard %s: %w", name, ErrNotAGuard)
 		}
-		return p, CallRequest{Owner: owner, Name: tool, Args: event}, nil
-	})
+		out, err := r.invoke(ctx, p, op, req)
+		if err == ErrUnknownTool && r.cat.Load() != cat && p.closed.Load() {
+			continue
+		}
+		return out, err
+	}
 }
 
-// plugin finds a loaded plugin by name.
+// plugin finds a loaded plugin by name (the first of that name), as a
+// guard is looked up on every hook op.
 func (c *Catalog) plugin(name string) *Plugin {
+	if c.named != nil {
+		return c.named[name]
+	}
 	for _, p := range c.Plugins {
 		if p.Manifest.Name == name {
 			return p

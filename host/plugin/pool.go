@@ -211,7 +211,7 @@ func (p *pool) add(inst runtime.Instance) {
 // "module closed with context canceled", so it is never kept. A context
 // that ends after the call returned closes nothing.
 func (p *pool) done(ctx context.Context, inst runtime.Instance) {
-	if ctx.Err() != nil {
+	if ended(ctx) {
 		p.discard(inst)
 		return
 	}

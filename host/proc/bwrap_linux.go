@@ -99,8 +99,19 @@ func (m *Manager) sandboxCmd(cmd *exec.Cmd, owner string, binds []bind) error {
 	if len(mounts) == 0 {
 		return errorf(ErrInvalid, "sandbox: no directories for owner %q", owner)
 	}
+	return m.sb.wrap(sb, cmd, mounts, binds, false)
+}
+
+// wrap rewrites cmd into the bwrap command line of sb with mounts (the
+// first is where it starts when cmd.Dir is "") and binds; shareNet keeps
+// the host's network namespace (otherwise there is only loopback).
+func (st *sandboxState) wrap(sb *Sandbox, cmd *exec.Cmd, mounts []Mount, binds []bind, shareNet bool) error {
+	net := "--unshare-net"
+	if shareNet {
+		net = "--share-net"
+	}
 	a := []string{"bwrap",
-		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
+		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", net, "--unshare-cgroup-try",
 		"--uid", strconv.Itoa(sb.UID), "--gid", strconv.Itoa(sb.GID), "--hostname", "sandbox",
 		"--cap-drop", "ALL", "--die-with-parent", "--new-session",
 	}
@@ -128,8 +139,8 @@ func (m *Manager) sandboxCmd(cmd *exec.Cmd, owner string, binds []bind) error {
 		}
 		a = append(a, "--ro-bind", p, p)
 	}
-	a = append(a, "--ro-bind", filepath.Join(m.sb.dir, "passwd"), "/etc/passwd",
-		"--ro-bind", filepath.Join(m.sb.dir, "group"), "/etc/group",
+	a = append(a, "--ro-bind", filepath.Join(st.dir, "passwd"), "/etc/passwd",
+		"--ro-bind", filepath.Join(st.dir, "group"), "/etc/group",
 		"--proc", "/proc", "--dev", "/dev")
 	for _, mt := range mounts {
 		if err := os.MkdirAll(mt.Host, 0o700); err != nil {
@@ -156,7 +167,7 @@ func (m *Manager) sandboxCmd(cmd *exec.Cmd, owner string, binds []bind) error {
 		}
 	}
 	lim := func(n int64) string { s := strconv.FormatInt(n, 10); return s + ":" + s }
-	a = append(a, "--", m.sb.prlim, "--cpu="+lim(sb.CPUSeconds), "--as="+lim(sb.AddressSpace), "--fsize="+lim(sb.FileSize), "--")
+	a = append(a, "--", st.prlim, "--cpu="+lim(sb.CPUSeconds), "--as="+lim(sb.AddressSpace), "--fsize="+lim(sb.FileSize), "--")
 	// prlimit executes its argument by path with itself as argv[0]: the
 	// program's own argv[0] is not kept (a login shell's "-bash" would
 	// not be one).
@@ -164,7 +175,7 @@ func (m *Manager) sandboxCmd(cmd *exec.Cmd, owner string, binds []bind) error {
 	if len(cmd.Args) > 1 {
 		a = append(a, cmd.Args[1:]...)
 	}
-	cmd.Path, cmd.Args = m.sb.bwrap, a
+	cmd.Path, cmd.Args = st.bwrap, a
 	// bwrap itself runs with the host's privileges, outside the sandbox:
 	// it gets no variable of the caller's (LD_PRELOAD and the like would
 	// run code in it), and starts in /.

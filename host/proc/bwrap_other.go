@@ -19,6 +19,10 @@ type bind struct {
 
 func (*sandboxState) close() {}
 
+func (*sandboxState) init(*Sandbox, string) error { return errNoSandbox }
+
+func (*sandboxState) wrap(*Sandbox, *exec.Cmd, []Mount, []bind, bool) error { return errNoSandbox }
+
 var errNoSandbox = errors.New("the bubblewrap sandbox needs Linux")
 
 func (m *Manager) sandboxCmd(*exec.Cmd, string, []bind) error {

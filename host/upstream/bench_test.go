@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 )
@@ -53,5 +54,42 @@ func BenchmarkAnswer(b *testing.B) {
 		if len(u.answer(res)) != len(`{"content":[{"type":"text","text":"hi"}]}`) {
 			b.Fatal("envelope left on")
 		}
+	}
+}
+
+// BenchmarkForwardKinds is one forwarded tools/call (Set.Call, echo) to a
+// go-sdk server reached three ways: in-process over Streamable HTTP
+// (stateless, the go-sdk client path: the baseline), the Go stdio server
+// of testdata run as a command server in its bubblewrap jail, and the
+// go-sdk's 2024-11-05 SSE handler.
+func BenchmarkForwardKinds(b *testing.B) {
+	ctx := context.Background()
+	args := json.RawMessage(`{"text":"hi"}`)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, kind := range []string{"http", "stdio", "sse"} {
+		b.Run(kind, func(b *testing.B) {
+			var srv Server
+			switch kind {
+			case "http":
+				srv = Server{Name: "k", URL: newSDKUpstream(b, true, "echo").url(), Prefix: "k"}
+			case "stdio":
+				srv = stdioServer("k", stdioServerBin(b))
+			case "sse":
+				srv = sseServer("k", newSSEUpstream(b).URL, TransportSSE)
+			}
+			s := newSet(b, Options{Logger: quiet, DefaultTTL: time.Hour, StdioDir: b.TempDir(), ListTimeout: 20 * time.Second}, srv)
+			s.Tools(ctx)
+			s.ups[0].fast.Store(nil)
+			if raw, err := s.Call(ctx, "k_echo", args, nil); err != nil || !strings.Contains(string(raw), "hi") {
+				b.Fatalf("%s %v", raw, err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := s.Call(ctx, "k_echo", args, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -11,10 +11,12 @@ package upstream
 
 import (
 	"bytes"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 )
@@ -28,6 +30,42 @@ type Server struct {
 	// Prefix, when not empty, publishes the upstream's tool T as Prefix_T.
 	// Without one the upstream's tool names must already start with Name_.
 	Prefix string
+
+	// The rest is set only for a server the policy names (FromPolicy).
+
+	// FromPolicy: the server comes from the policy's "upstreams".
+	FromPolicy bool
+	// Headers are set on every HTTP request to the server (values never
+	// logged).
+	Headers http.Header
+	// RootCAs verify the server's certificate (nil: the system's).
+	RootCAs *x509.CertPool
+	// Transport is TransportAuto, TransportStreamable or TransportSSE.
+	Transport string
+	// Tenants that may use the server (nil: every tenant naming it).
+	Tenants []string
+	// Stdio, when set, is a command server run in the process sandbox
+	// (URL is empty).
+	Stdio *Stdio
+}
+
+// String names the server without its headers (they may hold secrets).
+func (s Server) String() string {
+	if s.Stdio != nil {
+		return fmt.Sprintf("%s (command %s)", s.Name, s.Stdio.Command)
+	}
+	return fmt.Sprintf("%s (%s)", s.Name, s.URL)
+}
+
+// Stdio is a command (stdio) server.
+type Stdio struct {
+	Command string
+	Args    []string
+	Env     []string // names of aiod's variables it gets
+	Hosts   []string // hosts it may reach (none: no network)
+	SHA256  string   // hex pin of the executable ("": none)
+	// ReadOnly are more host paths shown read-only.
+	ReadOnly []string
 }
 
 // Warning is an entry of the value that was skipped (or a field that was

@@ -21,17 +21,17 @@ func TestParseServers(t *testing.T) {
 		{
 			name:  "seed example, order as written",
 			value: `{"peer":{"url":"http://127.0.0.1:18091/mcp","prefix":"peer"},"gone":{"url":"http://127.0.0.1:18111/mcp","prefix":"gone"}}`,
-			want:  []Server{{"peer", "http://127.0.0.1:18091/mcp", "peer"}, {"gone", "http://127.0.0.1:18111/mcp", "gone"}},
+			want:  []Server{{Name: "peer", URL: "http://127.0.0.1:18091/mcp", Prefix: "peer"}, {Name: "gone", URL: "http://127.0.0.1:18111/mcp", Prefix: "gone"}},
 		},
 		{
 			name:  "order is the object's, not sorted",
 			value: `{"zeta":{"url":"http://localhost:1/mcp"},"alpha":{"url":"http://[::1]:2/mcp","prefix":""},"mid":{"url":"http://LOCALHOST:3/"}}`,
-			want:  []Server{{"zeta", "http://localhost:1/mcp", ""}, {"alpha", "http://[::1]:2/mcp", ""}, {"mid", "http://LOCALHOST:3/", ""}},
+			want:  []Server{{Name: "zeta", URL: "http://localhost:1/mcp", Prefix: ""}, {Name: "alpha", URL: "http://[::1]:2/mcp", Prefix: ""}, {Name: "mid", URL: "http://LOCALHOST:3/", Prefix: ""}},
 		},
 		{
 			name:  "remote http skipped",
 			value: `{"far":{"url":"http://example.com/mcp","prefix":"far"},"near":{"url":"http://127.0.0.1:9/mcp"}}`,
-			want:  []Server{{"near", "http://127.0.0.1:9/mcp", ""}},
+			want:  []Server{{Name: "near", URL: "http://127.0.0.1:9/mcp", Prefix: ""}},
 			warns: []string{`"far"`},
 		},
 		{
@@ -47,7 +47,7 @@ func TestParseServers(t *testing.T) {
 		{
 			name:  "command entries skipped",
 			value: `{"fs":{"command":"npx","args":["-y","server-fs"]},"t":{"type":"stdio","url":"http://127.0.0.1/"},"ok":{"url":"http://127.0.0.1:1/"}}`,
-			want:  []Server{{"ok", "http://127.0.0.1:1/", ""}},
+			want:  []Server{{Name: "ok", URL: "http://127.0.0.1:1/", Prefix: ""}},
 			warns: []string{`command (stdio)`, `command (stdio)`},
 		},
 		{
@@ -58,13 +58,13 @@ func TestParseServers(t *testing.T) {
 		{
 			name:  "unknown field warned, entry kept",
 			value: `{"a":{"url":"http://127.0.0.1:1/mcp","hidden":true}}`,
-			want:  []Server{{"a", "http://127.0.0.1:1/mcp", ""}},
+			want:  []Server{{Name: "a", URL: "http://127.0.0.1:1/mcp", Prefix: ""}},
 			warns: []string{`unknown field "hidden"`},
 		},
 		{
 			name:  "hub type accepted, sse type skipped",
 			value: `{"a":{"type":"streamable-http","url":"http://127.0.0.1:1/mcp"},"b":{"type":"sse","url":"http://127.0.0.1:2/sse"}}`,
-			want:  []Server{{"a", "http://127.0.0.1:1/mcp", ""}},
+			want:  []Server{{Name: "a", URL: "http://127.0.0.1:1/mcp", Prefix: ""}},
 			warns: []string{`type "sse"`},
 		},
 		{name: "not JSON", value: `{"a":`, wantErr: "not valid JSON"},

@@ -1,9 +1,10 @@
 package upstream
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
 // A 2026-07-28 upstream wraps its answer in the envelope of its hop: the
@@ -32,10 +33,10 @@ func (u *upstream) answer(res json.RawMessage) json.RawMessage {
 	metaAt := -1
 	changed := false
 	for i, m := range ms {
-		switch string(m.key) {
+		switch m.Key {
 		case "resultType":
 			var rt string
-			if v := res[m.vstart:m.end]; string(v) == `"complete"` {
+			if v := res[m.Value:m.End]; string(v) == `"complete"` {
 				rt = resultComplete
 			} else if json.Unmarshal(v, &rt) != nil {
 				return errorResult(fmt.Sprintf("upstream MCP server %q answered a resultType that is not a string", u.srv.Name))
@@ -49,14 +50,14 @@ func (u *upstream) answer(res json.RawMessage) json.RawMessage {
 			drop = dropAt(drop, len(ms), i)
 			changed = true
 		case "_meta":
-			v := res[m.vstart:m.end]
+			v := res[m.Value:m.End]
 			inner, ok := members(v)
 			if !ok {
 				continue
 			}
 			keep := make([]member, 0, len(inner))
 			for _, im := range inner {
-				if string(im.key) != metaServerInfo {
+				if im.Key != metaServerInfo {
 					keep = append(keep, im)
 				}
 			}
@@ -86,11 +87,11 @@ func (u *upstream) answer(res json.RawMessage) json.RawMessage {
 		}
 		first = false
 		if i == metaAt {
-			out = append(out, res[m.start:m.vstart]...) // the key and the colon
+			out = append(out, res[m.Start:m.Value]...) // the key and the colon
 			out = append(out, meta...)
 			continue
 		}
-		out = append(out, res[m.start:m.end]...)
+		out = append(out, res[m.Start:m.End]...)
 	}
 	return append(out, '}')
 }
@@ -103,12 +104,9 @@ func dropAt(drop []bool, n, i int) []bool {
 	return drop
 }
 
-// member is one member of a JSON object: b[start:end] is the member as
-// written (key, colon, value), b[vstart:end] its value.
-type member struct {
-	key                []byte // unescaped
-	start, vstart, end int
-}
+// member is one member of a JSON object: b[Start:End] is the member as
+// written (key, colon, value), b[Value:End] its value.
+type member = jsonx.Member
 
 // join renders the members of obj as an object, each as written.
 func join(obj []byte, ms []member) []byte {
@@ -118,123 +116,18 @@ func join(obj []byte, ms []member) []byte {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, obj[m.start:m.end]...)
+		out = append(out, obj[m.Start:m.End]...)
 	}
 	return append(out, '}')
 }
 
 // members splits a JSON object into its top-level members without decoding
-// the values. ok is false when b is not an object (or not valid JSON as far
-// as the scan sees).
+// the values (jsonx.Walk). ok is false when b is not an object (or not
+// valid JSON as far as the scan sees).
 func members(b []byte) (ms []member, ok bool) {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
+	ms = make([]member, 0, 8)
+	if jsonx.Walk(b, func(m member) bool { ms = append(ms, m); return true }) != nil {
 		return nil, false
 	}
-	ms = make([]member, 0, 8)
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return nil, skipSpace(b, i+1) == len(b)
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return nil, false
-		}
-		start := i
-		kend := skipString(b, i)
-		if kend < 0 {
-			return nil, false
-		}
-		key := b[i+1 : kend-1]
-		if bytes.IndexByte(key, '\\') >= 0 { // an escaped key: decode it
-			var k string
-			if json.Unmarshal(b[i:kend], &k) != nil {
-				return nil, false
-			}
-			key = []byte(k)
-		}
-		i = skipSpace(b, kend)
-		if i >= len(b) || b[i] != ':' {
-			return nil, false
-		}
-		vstart := skipSpace(b, i+1)
-		end := skipValue(b, vstart)
-		if end < 0 {
-			return nil, false
-		}
-		ms = append(ms, member{key: key, start: start, vstart: vstart, end: end})
-		i = skipSpace(b, end)
-		if i >= len(b) {
-			return nil, false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return ms, skipSpace(b, i+1) == len(b)
-		default:
-			return nil, false
-		}
-	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string starting at b[i] ('"'), or
-// -1.
-func skipString(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return -1
-}
-
-// skipValue returns the index after the JSON value starting at b[i], or -1.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				k := skipString(b, j)
-				if k < 0 {
-					return -1
-				}
-				j = k - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	default: // a number, true, false, null
-		j := i
-		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-			j++
-		}
-		if j == i {
-			return -1
-		}
-		return j
-	}
+	return ms, true
 }

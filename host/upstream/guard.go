@@ -75,6 +75,12 @@ type guard struct {
 	sessionLost func() // called on a 404 to a request with a session id
 	// capture sees the headers and params of each tools/list request.
 	capture func(h http.Header, params json.RawMessage)
+	// refused sees the status of a POST answered 400, 404 or 405 (a
+	// server that may speak the 2024-11-05 transport: sse.go).
+	refused func(status int)
+	// streamCut is told why a GET stream was ended (an event too large or
+	// not JSON-RPC): on the 2024-11-05 transport the answers come on it.
+	streamCut func(why string)
 }
 
 func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -84,7 +90,9 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 			g.checkLost(req, resp)
 			if isSSE(resp) {
 				// The standalone stream: bound its events too.
-				resp.Body = newSSEFilter(resp.Body, g.limit, nil, nil)
+				f := newSSEFilter(resp.Body, g.limit, nil, nil)
+				f.cut = g.streamCut
+				resp.Body = f
 			}
 		}
 		return resp, err
@@ -104,6 +112,9 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := g.base.RoundTrip(req)
+	if err == nil && g.refused != nil && legacyRefusal(resp.StatusCode) && req.Header.Get("Mcp-Session-Id") == "" {
+		g.refused(resp.StatusCode)
+	}
 	if err != nil || call == nil {
 		return resp, err
 	}
@@ -196,6 +207,7 @@ type sseFilter struct {
 	limit int64
 	call  *wireMsg // nil: the standalone stream
 	sl    *slot
+	cut   func(why string) // the standalone stream was ended, and why
 	out   bytes.Buffer
 	err   error // returned once out is drained
 }
@@ -276,6 +288,9 @@ func (f *sseFilter) next() {
 func (f *sseFilter) replace(why string) {
 	if f.call == nil { // the standalone stream: just end it
 		f.err = fmt.Errorf("standalone stream: %s", why)
+		if f.cut != nil {
+			f.cut(why)
+		}
 		return
 	}
 	b := refuse(f.call, f.sl, why)

@@ -38,6 +38,15 @@ type Options struct {
 	// Transport is the HTTP transport under the client. Default: a clone of
 	// http.DefaultTransport.
 	Transport http.RoundTripper
+	// StdioDir holds the command servers' directories,
+	// <StdioDir>/<server>/{workspace,tmp}. Default <user cache
+	// dir>/aiod/upstreams.
+	StdioDir string
+	// RequirePins runs only command servers pinned by sha256 (lockdown).
+	RequirePins bool
+	// RestartBackoff is the first wait before a command server that
+	// exited is started again (doubling, at most 32 times it). Default 1 s.
+	RestartBackoff time.Duration
 	// Pins, when not nil, withholds every tool whose definition does not
 	// match its pin (or that has none): it is not listed, not callable, and
 	// not seen by ServerTools (see Pins).
@@ -122,6 +131,9 @@ func New(servers []Server, opts Options) *Set {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.RestartBackoff <= 0 {
+		opts.RestartBackoff = defaultRestartBackoff
 	}
 	if opts.ClientName == "" {
 		opts.ClientName = "aiod"
@@ -262,9 +274,11 @@ func (s *Set) recheck(notify bool) {
 
 // Status is one upstream as a tools/list sees it.
 type Status struct {
-	Name   string `json:"name"`
-	URL    string `json:"url"`
-	Prefix string `json:"prefix"`
+	Name string `json:"name"`
+	URL  string `json:"url,omitempty"`
+	// Command is a command server's command (it has no URL).
+	Command string `json:"command,omitempty"`
+	Prefix  string `json:"prefix"`
 	// Reachable: its last tools/list answered.
 	Reachable bool `json:"reachable"`
 	// Tools is how many tools it publishes (after the collision rules).
@@ -285,6 +299,9 @@ func (s *Set) Status(ctx context.Context) []Status {
 		have := u.have
 		u.mu.Unlock()
 		out[i] = Status{Name: u.srv.Name, URL: u.srv.URL, Prefix: u.srv.Prefix, Reachable: have, Tools: counts[u.srv.Name]}
+		if u.srv.Stdio != nil {
+			out[i].Command = u.srv.Stdio.Command
+		}
 	}
 	return out
 }

@@ -58,6 +58,16 @@ type upstream struct {
 
 	tokens   sync.Map // progress token -> *slot
 	tokenSeq atomic.Int64
+
+	stdio *stdioState // a command server's (nil for a URL)
+	// sse: the server is reached by the 2024-11-05 HTTP+SSE transport
+	// (sse.go); refused: the status of a POST of the running connect
+	// answered 400, 404 or 405.
+	sse     atomic.Bool
+	refused atomic.Int32
+	// cut is why the last GET stream was ended by the guard ("": it was
+	// not): a 2024-11-05 session's calls fail with it.
+	cut atomic.Pointer[string]
 }
 
 type upTool struct {
@@ -74,19 +84,19 @@ type refreshOp struct {
 
 func newUpstream(set *Set, srv Server) *upstream {
 	u := &upstream{srv: srv, set: set}
-	base := set.opts.Transport
-	if base == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = 64
-		base = t
+	if srv.Stdio != nil {
+		u.stdio = &stdioState{}
 	}
+	u.sse.Store(srv.Transport == TransportSSE)
+	base := newOriginOnly(srv.Name, srv.URL, serverTransport(srv, set.opts.Transport))
 	// Both clients never follow a redirect (client.go).
 	warn := func(status int) {
 		set.warnOnce(fmt.Sprintf("%s\x00redirect\x00%d", srv.Name, status), "%s: the session goes on without its GET stream (no list_changed from it)",
 			(&RedirectError{Server: srv.Name, Status: status}).Error())
 	}
 	u.fc = newClient(srv.Name, base, nil)
-	u.hc = newClient(srv.Name, &guard{base: base, limit: set.opts.MaxResultBytes, sessionLost: func() { u.lost.Store(true) }, capture: u.capture}, warn)
+	u.hc = newClient(srv.Name, &guard{base: base, limit: set.opts.MaxResultBytes, sessionLost: func() { u.lost.Store(true) }, capture: u.capture,
+		refused: func(status int) { u.refused.Store(int32(status)) }, streamCut: func(why string) { u.cut.Store(&why) }}, warn)
 	u.cl = mcp.NewClient(&mcp.Implementation{Name: set.opts.ClientName, Version: set.opts.ClientVersion}, &mcp.ClientOptions{
 		Capabilities:                &mcp.ClientCapabilities{}, // no roots, sampling or elicitation
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
@@ -119,10 +129,29 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 		return cs, nil
 	}
 	u.lost.Store(false)
-	t := &mcp.StreamableClientTransport{Endpoint: u.srv.URL, HTTPClient: u.hc}
-	cs, err := u.cl.Connect(ctx, t, nil)
+	t, err := u.transport(ctx)
 	if err != nil {
 		return nil, err
+	}
+	u.refused.Store(0)
+	cs, err = u.cl.Connect(ctx, t, nil)
+	if err != nil && u.stdio == nil {
+		cs, err = u.connectSSE(ctx, err)
+	}
+	if err != nil {
+		if u.stdio != nil {
+			u.stdio.mu.Lock()
+			u.backoffLocked() // its command is closed by Connect
+			u.stdio.mu.Unlock()
+		}
+		return nil, err
+	}
+	if u.stdio != nil {
+		u.set.wg.Add(1)
+		go func() {
+			defer u.set.wg.Done()
+			u.watch(cs)
+		}()
 	}
 	//lint:ignore SA1019 MCP logging is deprecated in 2026-07-28 but live in the legacy eras aiod relays
 	if ir := cs.InitializeResult(); ir != nil && ir.ProtocolVersion < modern && ir.Capabilities != nil && ir.Capabilities.Logging != nil {
@@ -435,8 +464,8 @@ func (u *upstream) listChanged() {
 // progress relays a progress notification that arrived outside the call's
 // own stream (legacy servers may use the session's standalone stream).
 func (u *upstream) progress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	if req == nil || req.Params == nil {
-		return
+	if req == nil || req.Params == nil || u.stdio != nil || u.sse.Load() {
+		return // relayed as read (relayProgress)
 	}
 	v, ok := u.tokens.Load(fmt.Sprint(req.Params.ProgressToken))
 	if !ok {
@@ -445,6 +474,22 @@ func (u *upstream) progress(_ context.Context, req *mcp.ProgressNotificationClie
 	sl := v.(*slot)
 	if b, err := json.Marshal(req.Params); err == nil && sl.notify != nil {
 		sl.notify("notifications/progress", b)
+	}
+}
+
+// relayProgress hands a progress notification read on a command's stdout
+// or the 2024-11-05 stream to its call's notify function.
+func (u *upstream) relayProgress(params json.RawMessage) {
+	var p struct {
+		Token any `json:"progressToken"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.Token == nil {
+		return
+	}
+	if v, ok := u.tokens.Load(fmt.Sprint(p.Token)); ok {
+		if sl := v.(*slot); sl.notify != nil {
+			sl.notify("notifications/progress", params)
+		}
 	}
 }
 
@@ -521,6 +566,9 @@ func (u *upstream) callOnce(ctx context.Context, tool string, args json.RawMessa
 		return nil, &RPCError{Server: u.srv.Name, Code: we.Code, Message: we.Message, Data: we.Data}, false
 	}
 	u.drop(cs)
+	if why := u.cut.Swap(nil); why != nil && u.sse.Load() {
+		return errorResult(fmt.Sprintf("upstream MCP server %q: its event stream was ended: %s", u.srv.Name, *why)), nil, false
+	}
 	return errorResult(fmt.Sprintf("upstream MCP server %q is not reachable: %v", u.srv.Name, err)), nil, false
 }
 
@@ -541,6 +589,19 @@ func (u *upstream) close() {
 	if cs != nil {
 		cs.Close()
 	}
+	u.stopStdio()
+}
+
+// transport is how the session reaches the server: its command, or its URL
+// over Streamable HTTP (or the 2024-11-05 HTTP+SSE transport, sse.go).
+func (u *upstream) transport(ctx context.Context) (mcp.Transport, error) {
+	if u.stdio != nil {
+		return u.stdioTransport()
+	}
+	if u.sse.Load() {
+		return u.sseTransport(), nil
+	}
+	return &mcp.StreamableClientTransport{Endpoint: u.srv.URL, HTTPClient: u.hc}, nil
 }
 
 // errorResult is a CallToolResult with isError and one text item.

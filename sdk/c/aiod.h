@@ -37,8 +37,8 @@ enum {
   AIOD_RET_UNKNOWN_OP = 3,
 };
 
-/* aiod_call operations. */
-enum { AIOD_OP_DESCRIBE = 0, AIOD_OP_TOOL_CALL = 1 };
+/* aiod_call operations (5 and 6: ABI v1.1, a guard plugin's hooks). */
+enum { AIOD_OP_DESCRIBE = 0, AIOD_OP_TOOL_CALL = 1, AIOD_OP_HOOK_BEFORE = 5, AIOD_OP_HOOK_AFTER = 6 };
 
 /* Host function error codes (spec/abi/v1.md §5). */
 enum {
@@ -348,16 +348,116 @@ static inline uint32_t aiod_state_set(const char *key, const char *value, size_t
 }
 #endif
 
+/* ---- guard plugins (ABI v1.1, spec/hooks.md) ----
+ *
+ * A hook handler sees a call of another tool before it runs (op 5) or its
+ * result after (op 6): int hook(aiod_str tool, aiod_str event, aiod_buf *out),
+ * where event is the hook event JSON ({"tenant","era","session","tool",
+ * "arguments","config"} and, after, "result"; read it with aiod_json_member
+ * and friends). It returns AIOD_ALLOW (before) or AIOD_KEEP (after) to let the
+ * call or result go on, which the SDK answers with one constant write and no
+ * allocation; or AIOD_RET_OK with an answer written by aiod_hook_deny,
+ * aiod_hook_rewrite (before), aiod_hook_replace or aiod_hook_add (after). */
+enum { AIOD_ALLOW = 0x100, AIOD_KEEP = 0x101 };
+
+typedef int (*aiod_hook_fn)(aiod_str tool, aiod_str event, aiod_buf *out);
+typedef int (*aiod_tool_fn)(aiod_str tool, aiod_str args, aiod_buf *out);
+
+/* aiod_hook_deny stops the call before it runs; the model is shown reason. */
+static inline int aiod_hook_deny(aiod_buf *out, const char *reason, size_t n) {
+  aiod_buf_puts(out, "{\"action\":\"deny\",\"reason\":");
+  aiod_buf_json_string(out, reason, n);
+  aiod_buf_puts(out, "}");
+  return AIOD_RET_OK;
+}
+
+/* aiod_hook_rewrite lets the call go on with args (a JSON object, n bytes). */
+static inline int aiod_hook_rewrite(aiod_buf *out, const char *args, size_t n) {
+  aiod_buf_puts(out, "{\"action\":\"rewrite\",\"arguments\":");
+  aiod_buf_append(out, args, n);
+  aiod_buf_puts(out, "}");
+  return AIOD_RET_OK;
+}
+
+/* aiod_hook_replace puts result (a CallToolResult object, n bytes) in the
+ * place of the call's result. */
+static inline int aiod_hook_replace(aiod_buf *out, const char *result, size_t n) {
+  aiod_buf_puts(out, "{\"action\":\"replace\",\"result\":");
+  aiod_buf_append(out, result, n);
+  aiod_buf_puts(out, "}");
+  return AIOD_RET_OK;
+}
+
+/* aiod_hook_add adds text (n bytes) to the result, as a block marked as the
+ * guard's. */
+static inline int aiod_hook_add(aiod_buf *out, const char *text, size_t n) {
+  aiod_buf_puts(out, "{\"action\":\"add\",\"text\":");
+  aiod_buf_json_string(out, text, n);
+  aiod_buf_puts(out, "}");
+  return AIOD_RET_OK;
+}
+
+/* aiod__input is the input buffer, kept between calls (grown, never freed). */
+static inline char *aiod__input(size_t n) {
+  static char *buf;
+  static size_t cap;
+  if (n > cap) {
+    size_t c = cap ? cap : 1024;
+    while (c < n) c *= 2;
+    char *q = (char *)realloc(buf, c);
+    if (!q) __builtin_trap();
+    buf = q;
+    cap = c;
+  }
+  return buf;
+}
+
+/* aiod__hook runs hook h for op 5 or 6 (an absent one: unknown op). */
+static inline int32_t aiod__hook(aiod_hook_fn h, int32_t op, uint32_t name_len, uint32_t args_len) {
+  static const char allow[] = "{\"action\":\"allow\"}", keep[] = "{\"action\":\"keep\"}";
+  if (!h) return AIOD_RET_UNKNOWN_OP;
+  char *in = aiod__input((size_t)name_len + args_len);
+  if (name_len + args_len) aiod__input_read(in);
+  aiod_str tool = {in, name_len}, event = {in + name_len, args_len};
+  aiod_buf out = {0};
+  int ret = h(tool, event, &out);
+  if (ret == AIOD_ALLOW || ret == AIOD_KEEP) {
+    /* the answer the host recognises without decoding */
+    if (ret == (op == AIOD_OP_HOOK_BEFORE ? AIOD_ALLOW : AIOD_KEEP)) {
+      if (ret == AIOD_ALLOW) aiod__output_write(allow, sizeof allow - 1);
+      else aiod__output_write(keep, sizeof keep - 1);
+      ret = AIOD_RET_OK;
+    } else {
+      ret = AIOD_RET_BAD_INPUT; /* allow after a call, keep before: a mistake */
+    }
+  } else if (out.n) {
+    aiod__output_write(out.p, (uint32_t)out.n);
+  }
+  aiod_buf_free(&out);
+  return ret;
+}
+
 /* AIOD_PLUGIN(describe, handler) defines the module's exports: describe is
  * the manifest document (a NUL-terminated JSON string), handler answers
  * tools/call: int handler(aiod_str tool, aiod_str args, aiod_buf *out),
- * returning an AIOD_RET_* code with the CallToolResult in out. */
-#define AIOD_PLUGIN(describe, handler)                                                    \
+ * returning an AIOD_RET_* code with the CallToolResult in out.
+ *
+ * AIOD_GUARD(describe, handler, before, after) defines a guard plugin's:
+ * before and after are hook handlers (above), handler the tools' (0 for
+ * each it does not have). Its manifest declares "hooks" with the globs of
+ * each handler it has: the host never calls a hook the manifest does not
+ * declare. */
+#define AIOD_PLUGIN(describe, handler) AIOD_GUARD(describe, handler, 0, 0)
+
+#define AIOD_GUARD(describe, handler, before, after)                                      \
   __attribute__((export_name("aiod_abi_version"))) int32_t aiod_abi_version(void) {      \
     return AIOD_ABI_VERSION;                                                             \
   }                                                                                      \
   __attribute__((export_name("aiod_call"))) int32_t aiod_call(int32_t op, uint32_t name_len, \
                                                              uint32_t args_len) {         \
+    aiod_tool_fn tool_fn = (handler);                                                    \
+    if (op == AIOD_OP_HOOK_BEFORE) return aiod__hook((before), op, name_len, args_len);  \
+    if (op == AIOD_OP_HOOK_AFTER) return aiod__hook((after), op, name_len, args_len);    \
     size_t n = (size_t)name_len + args_len;                                              \
     char *in = (char *)malloc(n ? n : 1);                                                \
     if (!in) __builtin_trap();                                                           \
@@ -367,9 +467,9 @@ static inline uint32_t aiod_state_set(const char *key, const char *value, size_t
     if (op == AIOD_OP_DESCRIBE) {                                                        \
       aiod_buf_puts(&out, describe);                                                     \
       ret = AIOD_RET_OK;                                                                 \
-    } else if (op == AIOD_OP_TOOL_CALL) {                                                \
+    } else if (op == AIOD_OP_TOOL_CALL && tool_fn) {                                     \
       aiod_str tool = {in, name_len}, args = {in + name_len, args_len};                  \
-      ret = handler(tool, args, &out);                                                   \
+      ret = tool_fn(tool, args, &out);                                                   \
     } else {                                                                             \
       ret = AIOD_RET_UNKNOWN_OP;                                                         \
     }                                                                                    \

@@ -1,6 +1,7 @@
 package jsonx
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -365,51 +366,21 @@ func scanString(b []byte, i int) (start, end int, esc bool, next int) {
 	return 0, 0, false, -1
 }
 
-// skipValue returns the index after the JSON value at b[i], or -1.
+// skipValue returns the index after the JSON value at b[i], or -1: the
+// value's end as skipTrusted finds it, and the value valid JSON (a string
+// without escapes needs no second look).
 func skipValue(b []byte, i int) int {
-	if i >= len(b) {
+	next := skipTrusted(b, i)
+	if next < 0 {
 		return -1
 	}
-	switch c := b[i]; {
-	case c == '"':
-		_, _, esc, next := scanString(b, i)
-		if esc && next > 0 && !json.Valid(b[i:next]) {
-			return -1
-		}
+	if b[i] == '"' && bytes.IndexByte(b[i+1:next-1], '\\') < 0 {
 		return next
-	case c == '{' || c == '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				_, _, _, next := scanString(b, j)
-				if next < 0 {
-					return -1
-				}
-				j = next - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					if !json.Valid(b[i : j+1]) {
-						return -1
-					}
-					return j + 1
-				}
-			}
-		}
-		return -1
-	default:
-		j := i
-		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\t' && b[j] != '\r' {
-			j++
-		}
-		if j == i || !json.Valid(b[i:j]) {
-			return -1
-		}
-		return j
 	}
+	if !json.Valid(b[i:next]) {
+		return -1
+	}
+	return next
 }
 
 // unquote decodes the content of a JSON string with escapes.

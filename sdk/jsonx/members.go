@@ -13,6 +13,24 @@ import (
 // nested value costs more than the rest of the call. The object's own
 // syntax is checked.
 func Members(data []byte, f func(key string, raw []byte) bool) error {
+	return Walk(data, func(m Member) bool { return f(m.Key, data[m.Value:m.End]) })
+}
+
+// Member is one member of a JSON object as Walk reads it: its key
+// (unescaped; it may share the document's memory, so copy it to keep it
+// past the call) and where it lies in the document: Start at its key's
+// opening quote, Value at its value, End just after its value.
+type Member struct {
+	Key               string
+	Start, Value, End int
+}
+
+// Walk calls f with each member of the JSON object data, in order, until
+// f returns false, trusting the nesting inside member values as Members
+// does and checking the object's own syntax (nothing but white space after
+// it). It is the one scanner of object members of the module: the host's
+// result and envelope splices use it too.
+func Walk(data []byte, f func(m Member) bool) error {
 	i := skipWS(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return errSyntax
@@ -25,6 +43,7 @@ func Members(data []byte, f func(key string, raw []byte) bool) error {
 		if i >= len(data) || data[i] != '"' {
 			return errSyntax
 		}
+		start := i
 		ks, ke, esc, next := scanString(data, i)
 		if next < 0 {
 			return errSyntax
@@ -47,7 +66,7 @@ func Members(data []byte, f func(key string, raw []byte) bool) error {
 		if ve < 0 {
 			return errSyntax
 		}
-		if !f(key, data[vs:ve]) {
+		if !f(Member{Key: key, Start: start, Value: vs, End: ve}) {
 			return nil
 		}
 		i = skipWS(data, ve)

@@ -36,6 +36,9 @@ pub const ABI_VERSION: i32 = 1;
 /// `aiod_call` operations.
 pub const OP_DESCRIBE: i32 = 0;
 pub const OP_TOOL_CALL: i32 = 1;
+/// A guard plugin's hooks (ABI v1.1, spec/hooks.md).
+pub const OP_HOOK_BEFORE: i32 = 5;
+pub const OP_HOOK_AFTER: i32 = 6;
 
 /// `aiod_call` return codes.
 pub const RET_OK: i32 = 0;
@@ -341,6 +344,115 @@ pub fn dispatch(op: i32, name_len: u32, args_len: u32, describe: &str, handler: 
         }
         _ => RET_UNKNOWN_OP,
     }
+}
+
+/// A guard's answer (spec/hooks.md §1): before a call `Allow`, `Deny`
+/// (the reason) or `Rewrite` (the new arguments, a JSON object); after it
+/// `Keep`, `Replace` (the new CallToolResult, a JSON object) or `Add` (a
+/// text block marked as the guard's).
+pub enum HookAnswer {
+    Allow,
+    Deny(String),
+    Rewrite(String),
+    Keep,
+    Replace(String),
+    Add(String),
+}
+
+/// A hook handler: the tool's name and the hook event JSON
+/// (`{"tenant","era","session","tool","arguments","config"}` and, after a
+/// call, `"result"`; read it with `json_member` and friends).
+pub type HookFn = fn(tool: &str, event: &str) -> HookAnswer;
+
+/// A tool handler (`dispatch`).
+pub type ToolFn = fn(tool: &str, args: &str) -> Result<String, i32>;
+
+/// The input buffer of the hook ops, kept between calls (wasm32-wasi runs
+/// one call at a time).
+static mut HOOK_INPUT: Vec<u8> = Vec::new();
+
+/// Runs hook h for op 5 or 6. Allow and Keep are one constant write: no
+/// allocation, and the bytes the host recognises without decoding.
+pub fn dispatch_hook(op: i32, name_len: u32, args_len: u32, h: Option<HookFn>) -> i32 {
+    let h = match h {
+        Some(h) => h,
+        None => return RET_UNKNOWN_OP,
+    };
+    let n = name_len as usize + args_len as usize;
+    // SAFETY: one call at a time; the buffer is not used elsewhere.
+    let input = unsafe { &mut *std::ptr::addr_of_mut!(HOOK_INPUT) };
+    input.clear();
+    input.resize(n, 0);
+    if n > 0 {
+        unsafe { sys::input_read(input.as_mut_ptr()) }
+    }
+    let (name, event) = input.split_at(name_len as usize);
+    let (name, event) = match (std::str::from_utf8(name), std::str::from_utf8(event)) {
+        (Ok(a), Ok(b)) => (a, b),
+        _ => return RET_BAD_INPUT,
+    };
+    let before = op == OP_HOOK_BEFORE;
+    let mut out = String::new();
+    match h(name, event) {
+        HookAnswer::Allow if before => write_output(br#"{"action":"allow"}"#),
+        HookAnswer::Keep if !before => write_output(br#"{"action":"keep"}"#),
+        HookAnswer::Deny(reason) if before => {
+            out.push_str(r#"{"action":"deny","reason":"#);
+            out.push_str(&quote(&reason));
+        }
+        HookAnswer::Rewrite(args) if before => {
+            out.push_str(r#"{"action":"rewrite","arguments":"#);
+            out.push_str(&args);
+        }
+        HookAnswer::Replace(result) if !before => {
+            out.push_str(r#"{"action":"replace","result":"#);
+            out.push_str(&result);
+        }
+        HookAnswer::Add(text) if !before => {
+            out.push_str(r#"{"action":"add","text":"#);
+            out.push_str(&quote(&text));
+        }
+        _ => return RET_BAD_INPUT, // an answer of the other phase
+    }
+    if !out.is_empty() {
+        out.push('}');
+        write_output(out.as_bytes());
+    }
+    RET_OK
+}
+
+/// Runs one aiod_call of a guard plugin: ops 5 and 6 go to before and
+/// after (`dispatch_hook`), the others to `dispatch` with the tool
+/// handler (none: every tool is unknown).
+pub fn dispatch_guard(op: i32, name_len: u32, args_len: u32, describe: &str, handler: Option<ToolFn>, before: Option<HookFn>, after: Option<HookFn>) -> i32 {
+    match op {
+        OP_HOOK_BEFORE => dispatch_hook(op, name_len, args_len, before),
+        OP_HOOK_AFTER => dispatch_hook(op, name_len, args_len, after),
+        _ => dispatch(op, name_len, args_len, describe, handler.unwrap_or(|_, _| Err(RET_UNKNOWN_NAME))),
+    }
+}
+
+/// Defines a guard plugin's exports: the manifest document (which declares
+/// "hooks" with the globs of each handler given), the tool handler and the
+/// before and after hook handlers, each an `Option` (`None` for one the
+/// plugin does not have; the host never calls a hook the manifest does
+/// not declare).
+#[macro_export]
+macro_rules! aiod_guard {
+    ($describe:expr, $handler:expr, $before:expr, $after:expr) => {
+        #[no_mangle]
+        pub extern "C" fn aiod_abi_version() -> i32 {
+            aiod::ABI_VERSION
+        }
+        #[no_mangle]
+        pub extern "C" fn aiod_call(op: i32, name_len: u32, args_len: u32) -> i32 {
+            aiod::dispatch_guard(op, name_len, args_len, $describe, $handler, $before, $after)
+        }
+        #[no_mangle]
+        pub extern "C" fn _initialize() {
+            unsafe { aiod::sys::__wasm_call_ctors() }
+        }
+    };
 }
 
 /// Defines the module's exports from the manifest document and the tool handler.

@@ -32,7 +32,9 @@ func Root() string {
 
 // Wasm compiles the main package at pkg (relative to the repository root,
 // e.g. "plugins/examples/echo") to a wasip1 reactor and returns its bytes.
-// Results are memoized per test binary.
+// A directory with a main.c or a main.rs instead (the C and Rust SDKs'
+// examples) is compiled by clang or Debian's rustc, as `aiod plugin build`
+// does (spec/abi/languages.md). Results are memoized per test binary.
 func Wasm(t testing.TB, pkg string) []byte {
 	return build(t, pkg, "c-shared")
 }
@@ -55,9 +57,23 @@ func build(t testing.TB, pkg, mode string) []byte {
 	}
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "plugin.wasm")
-	cmd := exec.Command("go", "build", "-buildmode="+mode, "-trimpath", "-ldflags=-s", "-o", out, "./"+pkg)
-	cmd.Dir = Root()
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	src := filepath.Join(Root(), pkg)
+	var cmd *exec.Cmd
+	switch {
+	case mode == "c-shared" && exists(filepath.Join(src, "main.c")):
+		needTool(t, "clang", "clang, lld, wasi-libc and libclang-rt-14-dev-wasm32", pkg)
+		cmd = exec.Command("clang", "--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-Wall", "-Werror", "-Wl,--strip-all", "-o", out, "main.c")
+		cmd.Dir = src
+	case mode == "c-shared" && exists(filepath.Join(src, "main.rs")):
+		needTool(t, "/usr/bin/rustc", "rustc and libstd-rust-dev-wasm32", pkg)
+		cmd = exec.Command("/usr/bin/rustc", "--edition", "2021", "--target", "wasm32-wasi", "--crate-type", "cdylib",
+			"-C", "opt-level=s", "-C", "strip=symbols", "-o", out, "main.rs")
+		cmd.Dir = src
+	default:
+		cmd = exec.Command("go", "build", "-buildmode="+mode, "-trimpath", "-ldflags=-s", "-o", out, "./"+pkg)
+		cmd.Dir = Root()
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -69,6 +85,25 @@ func build(t testing.TB, pkg, mode string) []byte {
 	}
 	built[pkg+"/"+mode] = b
 	return b
+}
+
+// needTool fails the test when the compiler of pkg's language is not
+// installed, naming the Debian packages; under -short it skips it instead
+// (the short tests need nothing but Go).
+func needTool(t testing.TB, tool, debian, pkg string) {
+	t.Helper()
+	if _, err := exec.LookPath(tool); err == nil {
+		return
+	}
+	if testing.Short() {
+		t.Skipf("%s needs %s (Debian packages %s)", pkg, tool, debian)
+	}
+	t.Fatalf("%s needs %s: install the Debian packages %s", pkg, tool, debian)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // CacheDir is the compiled-module cache shared by `make` (aiodpack) and the

@@ -170,7 +170,7 @@ func (c *compiled) Restore(ctx context.Context, snap *snapshot) (runtime.Instanc
 	m, err := c.r.InstantiateModule(ictx, c.cm, c.moduleConfig().WithOsyield(y.yield).WithStartFunctions())
 	var inst *instance
 	if err == nil {
-		inst = &instance{m: m, mem: mem, pages: c.pages, fns: map[string]api.Function{}, yield: y}
+		inst = &instance{m: m, mem: mem, pages: c.pages, fns: map[string]export{}, yield: y}
 		err = mem.applySnapshot(snap, m.Memory())
 		for k, g := range c.snaps.plan.Globals {
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -363,7 +364,7 @@ func (c *compiled) instantiate(ctx context.Context, capture *capturingWriter) (*
 	m, err := c.r.InstantiateModule(ictx, c.cm, cfg)
 	var inst *instance
 	if err == nil {
-		inst = &instance{m: m, mem: mem, pages: c.pages, fns: map[string]api.Function{}, yield: y}
+		inst = &instance{m: m, mem: mem, pages: c.pages, fns: map[string]export{}, yield: y}
 		err = mem.apply(c.img, m.Memory())
 		if err == nil {
 			err = inst.arm(c.noInterrupt == nil)
@@ -448,7 +449,7 @@ type instance struct {
 	m      api.Module
 	mem    *memSlot
 	pages  uint32
-	fns    map[string]api.Function
+	fns    map[string]export
 	stack  [4]uint64
 	closed atomic.Bool
 	// flag is the interrupt flag of an instrumented module (nil if not:
@@ -473,27 +474,35 @@ func (i *instance) arm(instrumented bool) error {
 }
 
 func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params ...uint64) (int32, error) {
-	fn := i.fns[name]
-	if fn == nil {
-		fn = i.m.ExportedFunction(name)
+	e, ok := i.fns[name]
+	if !ok {
+		fn := i.m.ExportedFunction(name)
 		if fn == nil {
 			return 0, fmt.Errorf("%w: export %s not found", runtime.ErrTrap, name)
 		}
-		i.fns[name] = fn
+		e = export{fn: fn, results: len(fn.Definition().ResultTypes())}
+		i.fns[name] = e
 	}
-	stack := i.stack[:max(len(params), len(fn.Definition().ResultTypes()))]
+	stack := i.stack[:max(len(params), e.results)]
 	copy(stack, params)
-	err := i.run(context.WithValue(ctx, callKey{}, c), fn, stack)
+	err := i.run(context.WithValue(ctx, callKey{}, c), e.fn, stack)
 	if err != nil {
 		if c != nil && c.Overflow {
 			return 0, hostfn.ErrResultTooLarge{Limit: c.MaxOutput}
 		}
 		return 0, classify(ctx, err, i.m, i.pages)
 	}
-	if len(fn.Definition().ResultTypes()) == 0 {
+	if e.results == 0 {
 		return 0, nil
 	}
 	return int32(uint32(stack[0])), nil
+}
+
+// export is an exported function and how many results it has (looked up
+// once per instance).
+type export struct {
+	fn      api.Function
+	results int
 }
 
 // run calls fn holding the instance's memory mapped (memSlot.hold). On an
@@ -504,7 +513,7 @@ func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params
 func (i *instance) run(ctx context.Context, fn api.Function, stack []uint64) error {
 	i.mem.hold()
 	defer i.mem.release()
-	i.yield.start()
+	i.yield.since = time.Time{} // the run's first yield point starts its quantum
 	if i.flag == nil {
 		return fn.CallWithStack(ctx, stack)
 	}

@@ -21,16 +21,19 @@ var yieldQuantum = 500 * time.Microsecond
 // the guest's own sched_yield calls land here too. Calls on an instance
 // are serial, so it needs no lock.
 type yielder struct {
-	since time.Time // the start of the current run, or the last yield
+	// since is the run's first yield point or its last yield; zero at
+	// the start of a run (a short run then reads no clock for it).
+	since time.Time
 }
 
-func newYielder() *yielder { return &yielder{since: time.Now()} }
-
-// start marks the beginning of a run on the instance.
-func (y *yielder) start() { y.since = time.Now() }
+func newYielder() *yielder { return &yielder{} }
 
 // yield gives the processor up once the run has held it a quantum.
 func (y *yielder) yield() {
+	if y.since.IsZero() {
+		y.since = time.Now()
+		return
+	}
 	if time.Since(y.since) < yieldQuantum {
 		return
 	}

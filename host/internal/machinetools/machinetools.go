@@ -1,4 +1,13 @@
-package host
+// Package machinetools is the host's part of Machine Mode tools
+// (spec/machine-mode.md): the registrations of --machine-tools and of the
+// policy's machine_tools become the configuration of the built-in
+// machine_tools plugin (plugins/machine), a configured plugin (ABI v1.1)
+// that publishes one tool per command. Here: the registrations merged (the
+// policy's entry wins a name), the named environment variables resolved
+// from aiod's own environment, the programs checked against their pins
+// (required in lockdown), the plugin's grant narrowed to the registered
+// programs, and in lockdown the programs shown in the sandbox.
+package machinetools
 
 import (
 	"crypto/sha256"
@@ -18,21 +27,11 @@ import (
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
-// Machine Mode tools (spec/machine-mode.md): the registrations of
-// --machine-tools and of the policy's machine_tools become the
-// configuration of the built-in machine_tools plugin (plugins/machine), a
-// configured plugin (ABI v1.1) that publishes one tool per command. The
-// host's part is here: the registrations merged (the policy's entry wins a
-// name), the named environment variables resolved from aiod's own
-// environment, the programs checked against their pins (required in
-// lockdown), the plugin's grant narrowed to the registered programs, and
-// in lockdown the programs shown in the sandbox.
+// Plugin is the plugin that publishes Machine Mode tools.
+const Plugin = "machine_tools"
 
-// MachineToolsPlugin is the plugin that publishes Machine Mode tools.
-const MachineToolsPlugin = "machine_tools"
-
-// machineTools is the host's state of the Machine Mode tools.
-type machineTools struct {
+// Tools is the host's state of the Machine Mode tools.
+type Tools struct {
 	flag     map[string]caps.MachineTool
 	lockdown bool
 	log      *slog.Logger
@@ -43,8 +42,14 @@ type machineTools struct {
 	paths atomic.Pointer[[]string]
 }
 
-// machineSetup is what the registrations make at one load or reload.
-type machineSetup struct {
+// New returns the state of the registrations flag (--machine-tools);
+// lookup reads aiod's environment.
+func New(flag map[string]caps.MachineTool, lockdown bool, log *slog.Logger, lookup func(string) (string, bool)) *Tools {
+	return &Tools{flag: flag, lockdown: lockdown, log: log, lookup: lookup}
+}
+
+// Setup is what the registrations make at one load or reload.
+type Setup struct {
 	// config is the plugin's configuration (nil: no tool to publish)
 	config json.RawMessage
 	// programs are the registered programs, the plugin's whole process
@@ -66,11 +71,11 @@ type machineCLI struct {
 	MaxOutputBytes int64             `json:"max_output_bytes,omitempty"`
 }
 
-// setup makes the configuration of the registrations of the flag and of
+// Setup makes the configuration of the registrations of the flag and of
 // policy p. A registration whose program is missing, is not a regular
 // executable file, or does not match its pin (or has none in lockdown) is
 // refused with the reason; the others are published.
-func (mt *machineTools) setup(p *caps.Policy) machineSetup {
+func (mt *Tools) Setup(p *caps.Policy) Setup {
 	all := maps.Clone(mt.flag)
 	if all == nil {
 		all = map[string]caps.MachineTool{}
@@ -85,7 +90,7 @@ func (mt *machineTools) setup(p *caps.Policy) machineSetup {
 	}
 	if len(all) == 0 {
 		mt.paths.Store(&[]string{})
-		return machineSetup{}
+		return Setup{}
 	}
 	cfg := machineConfig{Tools: map[string]machineCLI{}}
 	var programs, paths []string
@@ -133,19 +138,19 @@ func (mt *machineTools) setup(p *caps.Policy) machineSetup {
 	sort.Strings(paths)
 	mt.paths.Store(&paths)
 	if len(cfg.Tools) == 0 {
-		return machineSetup{} // nothing to publish: the refusals are logged
+		return Setup{} // nothing to publish: the refusals are logged
 	}
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		mt.log.Error("machine tools configuration", "err", err)
-		return machineSetup{}
+		return Setup{}
 	}
-	return machineSetup{config: b, programs: programs}
+	return Setup{config: b, programs: programs}
 }
 
 // check checks a registration's program: a regular executable file that
 // matches its pin; in lockdown a pin is required.
-func (mt *machineTools) check(t caps.MachineTool) error {
+func (mt *Tools) check(t caps.MachineTool) error {
 	prog := t.Command[0]
 	if mt.lockdown && t.SHA256 == "" {
 		return fmt.Errorf("%s: lockdown requires a sha256 pin of the program", prog)
@@ -172,26 +177,26 @@ func (mt *machineTools) check(t caps.MachineTool) error {
 	return nil
 }
 
-// sandboxPaths are the paths lockdown's sandbox shows read-only for the
+// SandboxPaths are the paths lockdown's sandbox shows read-only for the
 // registered tools.
-func (mt *machineTools) sandboxPaths() []string {
+func (mt *Tools) SandboxPaths() []string {
 	if p := mt.paths.Load(); p != nil {
 		return *p
 	}
 	return nil
 }
 
-// configurations are the registry's configurations of configured plugins.
-func (s machineSetup) configurations() map[string]json.RawMessage {
-	return map[string]json.RawMessage{MachineToolsPlugin: s.config}
+// Configurations are the registry's configurations of configured plugins.
+func (s Setup) Configurations() map[string]json.RawMessage {
+	return map[string]json.RawMessage{Plugin: s.config}
 }
 
-// withMachinePolicy is the built-ins' policy bp with the machine_tools
+// WithPolicy is the built-ins' policy bp with the machine_tools
 // plugin's process grant narrowed to the registered programs (in the
 // sandbox's working directories, no shell), unless the operator's policy
 // names the plugin itself.
-func withMachinePolicy(bp *caps.Policy, s machineSetup) *caps.Policy {
-	if _, own := bp.Plugins[MachineToolsPlugin]; own || len(s.programs) == 0 {
+func WithPolicy(bp *caps.Policy, s Setup) *caps.Policy {
+	if _, own := bp.Plugins[Plugin]; own || len(s.programs) == 0 {
 		return bp
 	}
 	np := *bp
@@ -199,6 +204,6 @@ func withMachinePolicy(bp *caps.Policy, s machineSetup) *caps.Policy {
 	if np.Plugins == nil {
 		np.Plugins = map[string]abi.Capabilities{}
 	}
-	np.Plugins[MachineToolsPlugin] = abi.Capabilities{Process: &abi.ProcessScope{Commands: slices.Clone(s.programs), Cwd: []string{"$SANDBOX"}}}
+	np.Plugins[Plugin] = abi.Capabilities{Process: &abi.ProcessScope{Commands: slices.Clone(s.programs), Cwd: []string{"$SANDBOX"}}}
 	return &np
 }

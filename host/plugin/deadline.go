@@ -1,0 +1,103 @@
+package plugin
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// deadlineCtx is a call's deadline (its grant's timeout) under its parent
+// context, with no timer until something waits on it. A call's guest runs
+// under its instance's own watch, which only asks Err (wazero's watch);
+// most calls never select on Done (only a pool that is full, a plugin
+// still loading or a family that waits does). context.WithTimeout would
+// allocate a timerCtx and arm and stop a runtime timer for every call, a
+// fifth of a no-op guard's cost on the host; this allocates the struct
+// and reads the clock on Err. The first Done (or AfterFunc, which a
+// derived context uses) makes the real context.WithDeadline, which then
+// answers everything.
+type deadlineCtx struct {
+	parent   context.Context
+	deadline time.Time
+	once     sync.Once
+	real     atomic.Pointer[realCtx]
+}
+
+type realCtx struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// withDeadline is context.WithDeadline(parent, d) made lazily; the stop
+// function must be called when the call ends.
+func withDeadline(parent context.Context, d time.Time) *deadlineCtx {
+	if pd, ok := parent.Deadline(); ok && pd.Before(d) {
+		d = pd
+	}
+	return &deadlineCtx{parent: parent, deadline: d}
+}
+
+func (c *deadlineCtx) materialise() *realCtx {
+	c.once.Do(func() {
+		ctx, cancel := context.WithDeadline(c.parent, c.deadline)
+		c.real.Store(&realCtx{ctx: ctx, cancel: cancel})
+	})
+	return c.real.Load()
+}
+
+// stop releases the real context's timer, if one was made.
+func (c *deadlineCtx) stop() {
+	if r := c.real.Load(); r != nil {
+		r.cancel()
+	}
+}
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func (c *deadlineCtx) Done() <-chan struct{} { return c.materialise().ctx.Done() }
+
+func (c *deadlineCtx) Err() error {
+	if r := c.real.Load(); r != nil {
+		return r.ctx.Err()
+	}
+	if err := c.parent.Err(); err != nil {
+		return err
+	}
+	if time.Until(c.deadline) <= 0 { // the monotonic clock alone
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// Value is the parent's values; once the real context is made, its
+// (which answers the context package's own key with itself, so that a
+// context derived from c registers with it instead of starting a
+// goroutine to follow it, and context.Cause sees its deadline).
+func (c *deadlineCtx) Value(key any) any {
+	if r := c.real.Load(); r != nil {
+		return r.ctx.Value(key)
+	}
+	return c.parent.Value(key)
+}
+
+// AfterFunc lets a context derived from c (context.WithCancel and the
+// like) follow it without a goroutine of its own.
+func (c *deadlineCtx) AfterFunc(f func()) func() bool {
+	return context.AfterFunc(c.materialise().ctx, f)
+}
+
+// ended is ctx.Err() != nil, for pool.done after a call returned. Of a
+// deadlineCtx without its real context only the parent is asked, not the
+// clock: nothing but that real context (a family that waited on it)
+// could have acted on the deadline, and a guest the deadline interrupted
+// did not return.
+func ended(ctx context.Context) bool {
+	if d, ok := ctx.(*deadlineCtx); ok {
+		if r := d.real.Load(); r != nil {
+			return r.ctx.Err() != nil
+		}
+		return d.parent.Err() != nil
+	}
+	return ctx.Err() != nil
+}
