@@ -146,7 +146,7 @@ func (h *Host) reload(ctx context.Context) (*ReloadResult, error) {
 	ms := h.machine.Setup(p)
 	h.reg.SetPolicy(p, machinetools.WithPolicy(builtinPolicy(p), ms))
 	h.reg.SetConfigurations(ms.Configurations())
-	h.reg.SetRemotes(h.oci.remotes(ctx, p, h.log))
+	h.reg.SetRemotes(h.oci.Remotes(ctx, p))
 	h.reloadStateKeys()
 	rep, err := h.reg.ReloadReport(ctx)
 	res.Report = rep

@@ -1,8 +1,12 @@
-package host
+// Package ociplugins fetches the plugins the policy names by OCI
+// reference (spec/oci.md §2) into the plugin cache, at start and at every
+// reload, and hands them to the registry as package sources.
+package ociplugins
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,35 +17,39 @@ import (
 	"github.com/aiodhq/aiod/host/plugin"
 )
 
-// ociPlugins fetches the plugins the policy names by OCI reference
-// (spec/oci.md §2) into the plugin cache, at start and at every reload.
-type ociPlugins struct {
-	cache    string // Config.PluginCache; "" until first needed (the default)
-	lockdown bool
-	client   ocireg.Client // Config.RegistryAuth
+// Fetcher fetches a policy's OCI plugins.
+type Fetcher struct {
+	// Cache is the plugin cache (--plugin-cache); "" for the default,
+	// <user cache dir>/aiod/plugins.
+	Cache string
+	// Client reaches the registries (--registry-auth).
+	Client ocireg.Client
+	Log    *slog.Logger
 }
 
 // fetchTimeout bounds the fetch of one plugin.
 const fetchTimeout = 2 * time.Minute
 
-// remotes fetches each plugin p names by OCI reference (a cached one is
+// Remotes fetches each plugin p names by OCI reference (a cached one is
 // not fetched again; its signatures are read again when the policy has
 // trusted keys) and returns them for the registry. A fetch that fails is
 // logged and given to the registry as the plugin's load error, so that a
-// version already serving keeps serving.
-func (o *ociPlugins) remotes(ctx context.Context, p *caps.Policy, log interface {
-	Warn(string, ...any)
-	Error(string, ...any)
-}) []plugin.Remote {
+// version already serving keeps serving. Not safe for concurrent use (the
+// host calls it under its reload lock).
+func (f *Fetcher) Remotes(ctx context.Context, p *caps.Policy) []plugin.Remote {
 	if len(p.OCI) == 0 {
 		return nil
 	}
-	if o.cache == "" {
+	log := f.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	if f.Cache == "" {
 		d, err := os.UserCacheDir()
 		if err != nil {
 			d = os.TempDir()
 		}
-		o.cache = filepath.Join(d, "aiod", "plugins")
+		f.Cache = filepath.Join(d, "aiod", "plugins")
 	}
 	names := make([]string, 0, len(p.OCI))
 	for n := range p.OCI {
@@ -56,10 +64,10 @@ func (o *ociPlugins) remotes(ctx context.Context, p *caps.Policy, log interface 
 			rm.Where = "oci://" + r.Registry + "/" + r.Repository
 		}
 		fctx, cancel := context.WithTimeout(ctx, fetchTimeout)
-		err := os.MkdirAll(o.cache, 0o700)
+		err := os.MkdirAll(f.Cache, 0o700)
 		var warn error
 		if err == nil {
-			rm.Dir, warn, err = o.client.Fetch(fctx, ref, o.cache, len(p.Keys) > 0)
+			rm.Dir, warn, err = f.Client.Fetch(fctx, ref, f.Cache, len(p.Keys) > 0)
 		}
 		cancel()
 		if warn != nil {
