@@ -66,6 +66,10 @@ type Config struct {
 	// AdminKey, when not empty, opens the admin API (POST /admin/reload,
 	// GET /admin/plugins) to requests that carry it; the API key does not.
 	AdminKey string
+	// OTLPEndpoint, when set, exports traces over OTLP/HTTP to this base
+	// URL (http://collector:4318); the OTEL_ variables configure the rest
+	// and can turn export on without it (spec/tracing.md). Off by default.
+	OTLPEndpoint string
 	// Upstreams are other MCP servers whose tools are published after the
 	// plugins' (upstream.ParseServers parses the EXTRA_MCP_SERVERS value);
 	// UpstreamListTimeout bounds one upstream's tools/list (zero:

@@ -36,6 +36,8 @@ import (
 	"github.com/aiodhq/aiod/host/internal/netx"
 	"github.com/aiodhq/aiod/host/internal/ociplugins"
 	"github.com/aiodhq/aiod/host/internal/toolsearch"
+	"github.com/aiodhq/aiod/host/internal/tracing"
+	"github.com/aiodhq/aiod/host/internal/tracing/otlp"
 	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/oci/ocireg"
@@ -58,6 +60,7 @@ type Host struct {
 	policyFile, apiKey, stateKeyFile string
 
 	engine  runtime.Engine
+	engName string // engine's name, as the admin page shows it
 	browser *browser.Browser
 	ups     *upstream.Set // nil without upstreams
 	fams    *families
@@ -111,6 +114,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		}
 	}()
 	for _, step := range []func() error{
+		func() error { return h.provisionTracing(ctx, cfg.OTLPEndpoint) },
 		func() error {
 			return h.provisionEngine(cfg.Engine, EngineOptions{CacheDir: p.cacheDir, Snapshots: !cfg.NoSnapshots})
 		},
@@ -151,7 +155,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		func() error {
 			h.provisionServer(server.Options{APIKey: cfg.APIKey, Loopback: netx.Loopback(cfg.Host),
 				AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins,
-				Admin:  &server.Admin{Key: cfg.AdminKey, Reload: h.adminReload, Plugins: h.adminPlugins},
+				Admin:  h.admin(cfg.AdminKey),
 				Status: status(p.env, p.cacheDir, cfg.Browser, h.fams.procs, h.browser)})
 			return nil
 		},
@@ -174,6 +178,7 @@ func (h *Host) provisionEngine(name string, o EngineOptions) (err error) {
 	if h.engine, err = newEngine(name, o); err != nil {
 		return err
 	}
+	h.engName = engineName(name)
 	h.built(h.engine.Close)
 	return nil
 }
@@ -531,4 +536,18 @@ func (h *Host) pluginAnnotations(name string) (*abi.ToolAnnotations, bool) {
 		return nil, false
 	}
 	return tl.Decl.Annotations, true
+}
+
+// provisionTracing starts the trace export when the endpoint or the
+// OTEL_ variables ask for it (spec/tracing.md); Close flushes it.
+func (h *Host) provisionTracing(ctx context.Context, endpoint string) error {
+	shutdown, err := otlp.Start(ctx, otlp.Options{Endpoint: endpoint, Version: Version})
+	if err != nil {
+		return err
+	}
+	if tracing.On() {
+		h.log.Info("tracing on: spans exported over OTLP/HTTP")
+	}
+	h.built(shutdown)
+	return nil
 }

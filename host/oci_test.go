@@ -131,6 +131,9 @@ func TestOCIPlugins(t *testing.T) {
 	if swap["signed_by"] != "ops" || swap["source"] != "oci://"+reg+"/aiod/swap" {
 		t.Fatalf("admin plugins: %v", swap)
 	}
+	if _, body := adminDo(t, "GET", url+"/admin/state", "adm"); !strings.Contains(fmt.Sprint(body), "signature:signed by ops") {
+		t.Fatalf("admin state: %v", body)
+	}
 	reload := func(want string) {
 		t.Helper()
 		_, body := adminDo(t, "POST", url+"/admin/reload", "adm")

@@ -9,6 +9,8 @@ import (
 
 	"github.com/aiodhq/aiod/host/audit"
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/internal/tracing"
+	"github.com/aiodhq/aiod/host/internal/tracing/reqtrace"
 	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
@@ -64,6 +66,9 @@ func (t *tenancy) start(c TenancyConfig, auditRequired bool, adminKey string, p 
 			return err
 		}
 		t.audit = l
+	} else if adminKey != "" {
+		// the admin page's recent calls: the audit stream kept in memory
+		t.audit = audit.New(nil, audit.Options{})
 	}
 	if adminKey != "" {
 		for _, tn := range p.Tenants {
@@ -109,6 +114,9 @@ func (h *Host) wireTenancy(c TenancyConfig, auditRequired bool, adminKey string,
 // tools/list what listed reports (the tool search tools).
 func (t *tenancy) middleware(listed func(ctx context.Context, name string) bool) []mcp.Middleware {
 	mw := []mcp.Middleware{t.set.Middleware()}
+	if tracing.On() {
+		mw = append(mw, reqtrace.Middleware)
+	}
 	if t.audit != nil {
 		mw = append(mw, t.audit.Middleware())
 	}

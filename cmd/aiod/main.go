@@ -138,7 +138,8 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.str(&c.PprofAddr, "pprof-addr", "AIO_PPROF_ADDR", "", "serve Go's profiler on this loopback host:port (debugging aid)")
 	s.bool(&c.Watch, "watch", "AIO_WATCH", true, "reload when the plugins directory, a package in it or the policy file changes (with --plugins-dir)")
 	s.duration(&c.WatchDebounce, "watch-debounce", "AIO_WATCH_DEBOUNCE", host.DefaultWatchDebounce, "how long the plugins directory must be quiet after a change before the reload")
-	s.str(&c.AdminKey, "admin-key", "AIO_ADMIN_KEY", "", "key of the admin API (POST /admin/reload, GET /admin/plugins) as 'Authorization: Bearer KEY'; unset: the admin API is off")
+	s.str(&c.AdminKey, "admin-key", "AIO_ADMIN_KEY", "", "key of the operator's page /admin/ and the admin API (POST /admin/reload, GET /admin/plugins) as 'Authorization: Bearer KEY'; unset: they are off")
+	s.str(&c.OTLPEndpoint, "otlp-endpoint", "AIO_OTLP_ENDPOINT", "", "export OpenTelemetry traces over OTLP/HTTP to this base URL (http://collector:4318; the OTEL_EXPORTER_OTLP_* variables work too); unset: no traces")
 	s.fs.Var(&s.servers, "mcp-servers", `other MCP servers whose tools are published beside aiod's, {"<name>": {"url": "http://127.0.0.1:PORT/mcp", "prefix": "<prefix>"}} (env EXTRA_MCP_SERVERS)`)
 	s.env["mcp-servers"] = "EXTRA_MCP_SERVERS"
 	s.str(&c.PinUpstreams, "pin-upstreams", "AIO_PIN_UPSTREAMS", "", "pin file of the upstream MCP servers' tools: a tool that is new or whose definition changed is withheld until `aiod upstream review --accept`")

@@ -90,6 +90,7 @@ var settings = []setting{
 	{"AIO_WATCH", "false", false, "true", true, "sometimes", func(s *startFlags) any { return s.cfg.Watch }, true},
 	{"AIO_WATCH_DEBOUNCE", "250ms", 250 * time.Millisecond, "1s", time.Second, "soon", func(s *startFlags) any { return s.cfg.WatchDebounce }, host.DefaultWatchDebounce},
 	{"AIO_ADMIN_KEY", "env-admin", "env-admin", "flag-admin", "flag-admin", "", func(s *startFlags) any { return s.cfg.AdminKey }, ""},
+	{"AIO_OTLP_ENDPOINT", "http://127.0.0.1:4318", "http://127.0.0.1:4318", "http://collector:4318", "http://collector:4318", "", func(s *startFlags) any { return s.cfg.OTLPEndpoint }, ""},
 	{"AIO_BROWSER", "launch", browser.Launch, "off", browser.Off, "on", func(s *startFlags) any { return s.cfg.Browser.Mode }, browser.Attach},
 	{"BROWSER_REMOTE_DEBUGGING_HOST", "127.0.0.5", "127.0.0.5", "::1", "::1", "", func(s *startFlags) any { return s.cfg.Browser.Host }, browser.DefaultHost},
 	{"BROWSER_REMOTE_DEBUGGING_PORT", "9333", 9333, "9444", 9444, "nine", func(s *startFlags) any { return s.cfg.Browser.Port }, browser.DefaultPort},

@@ -97,7 +97,16 @@ type Log struct {
 	required bool
 	failing  atomic.Bool
 	closed   bool
+	// recent is the last RecentEntries entries written, oldest first from
+	// next (the admin page's recent calls)
+	recent [RecentEntries]Entry
+	next   int
+	filled bool
 }
+
+// RecentEntries is how many of the last entries a Log keeps in memory
+// (Recent).
+const RecentEntries = 100
 
 // Options configure a Log.
 type Options struct {
@@ -116,8 +125,36 @@ func Open(path string, o Options) (*Log, error) {
 	return &Log{w: f, f: f, required: o.Required}, nil
 }
 
-// New returns a Log writing to w (tests).
+// New returns a Log writing to w (tests); a nil w keeps the recent entries
+// in memory only (Recent) and writes nothing.
 func New(w io.Writer, o Options) *Log { return &Log{w: w, required: o.Required} }
+
+// Recent returns the last entries written (at most RecentEntries), newest
+// first. They carry no argument values: an entry never does.
+func (l *Log) Recent() []Entry {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.next
+	if l.filled {
+		n = RecentEntries
+	}
+	out := make([]Entry, 0, n)
+	for i := 1; i <= n; i++ {
+		out = append(out, l.recent[(l.next-i+RecentEntries)%RecentEntries])
+	}
+	return out
+}
+
+func (l *Log) remember(e Entry) {
+	l.recent[l.next] = e
+	l.next++
+	if l.next == RecentEntries {
+		l.next, l.filled = 0, true
+	}
+}
 
 // Required reports whether a request must be refused when its line cannot
 // be written.
@@ -131,6 +168,12 @@ func (l *Log) Write(e Entry) error {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
+	if l.w == nil {
+		l.mu.Lock()
+		l.remember(e)
+		l.mu.Unlock()
+		return nil
+	}
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -138,6 +181,7 @@ func (l *Log) Write(e Entry) error {
 	b = append(b, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.remember(e)
 	if l.closed {
 		err = os.ErrClosed
 	} else {
@@ -177,7 +221,10 @@ func (l *Log) Middleware() mcp.Middleware {
 		return func(ctx context.Context, req *mcp.Request) (json.RawMessage, error) {
 			start := time.Now()
 			e := Entry{Time: start.UTC(), Tenant: req.Owner(), Session: req.SessionID, Method: req.Method, Tool: req.Name,
-				ArgsSHA256: argsDigest(req), Via: req.Via, Step: req.Step}
+				Via: req.Via, Step: req.Step}
+			if l.w != nil { // a log in memory only keeps no digests
+				e.ArgsSHA256 = argsDigest(req)
+			}
 			if t := tenant.FromContext(ctx); t != nil {
 				e.Tenant = t.Name
 			}
@@ -191,7 +238,9 @@ func (l *Log) Middleware() mcp.Middleware {
 			e.DurationMs = float64(time.Since(start).Microseconds()) / 1000
 			e.Outcome, e.Code = Classify(ctx, req, res, err)
 			e.ResultBytes = len(res)
-			e.Enriched = enrichment(req, res)
+			if l.w != nil {
+				e.Enriched = enrichment(req, res)
+			}
 			if werr := l.Write(e); werr != nil && l.required {
 				return nil, refusal()
 			}

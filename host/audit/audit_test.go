@@ -132,3 +132,40 @@ func TestEnrichment(t *testing.T) {
 		})
 	}
 }
+
+// TestRecent: the last RecentEntries entries are kept newest first, with a
+// file or in memory only; in memory only they carry no digest of the
+// arguments, and never the arguments.
+func TestRecent(t *testing.T) {
+	for _, w := range []*flaky{{}, nil} {
+		var l *Log
+		if w != nil {
+			l = New(w, Options{})
+		} else {
+			l = New(nil, Options{})
+		}
+		if got := l.Recent(); len(got) != 0 {
+			t.Fatalf("a new log has %d recent entries", len(got))
+		}
+		for i := range RecentEntries + 7 {
+			req := &mcp.Request{Method: "tools/call", Name: "echo", Step: i,
+				Params: json.RawMessage(`{"name":"echo","arguments":{"text":"secret-value"}}`)}
+			serve(t, l, context.Background(), req, `{"content":[]}`, nil)
+		}
+		got := l.Recent()
+		if len(got) != RecentEntries || got[0].Step != RecentEntries+6 || got[len(got)-1].Step != 7 {
+			t.Fatalf("recent: %d entries, from step %d to %d", len(got), got[0].Step, got[len(got)-1].Step)
+		}
+		b, _ := json.Marshal(got)
+		if strings.Contains(string(b), "secret-value") {
+			t.Fatal("a recent entry holds an argument value")
+		}
+		if (got[0].ArgsSHA256 == "") != (w == nil) {
+			t.Fatalf("with a file %v: args digest %q", w != nil, got[0].ArgsSHA256)
+		}
+	}
+	var nilLog *Log
+	if nilLog.Recent() != nil {
+		t.Fatal("a nil log has recent entries")
+	}
+}

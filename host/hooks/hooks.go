@@ -167,21 +167,28 @@ func (c *Chain) CallTool(ctx context.Context, req mcp.CallRequest) ([]byte, erro
 	defer pe.release()
 	for i := range before {
 		st := &before[i]
+		gctx, sp := startGuard(ctx, st, "before", tenant, req.Name)
 		if st.guard {
-			args, res := c.guardBefore(ctx, st, req, &ev, pe.of(st.h, &ev))
+			args, res := c.guardBefore(gctx, st, req, &ev, pe.of(st.h, &ev))
 			if res != nil {
+				endGuard(sp, "blocked")
 				return res, nil
 			}
 			if args != nil {
 				req.Args, ev.Input = args, args
 				pe.stale()
+				endGuard(sp, "rewritten")
+			} else {
+				endGuard(sp, "allowed")
 			}
 			continue
 		}
 		ev.Event = caps.HookBeforeTool
-		if reason, ok := c.before(ctx, st.h, &ev); !ok {
+		if reason, ok := c.before(gctx, st.h, &ev); !ok {
+			endGuard(sp, "blocked")
 			return Blocked(st.label(), reason), nil
 		}
+		endGuard(sp, "allowed")
 	}
 	res, err := c.inner.CallTool(ctx, req)
 	if err != nil || len(after) == 0 {
@@ -191,19 +198,25 @@ func (c *Chain) CallTool(ctx context.Context, req mcp.CallRequest) ([]byte, erro
 	pe.stale()
 	for i := range after {
 		st := &after[i]
+		gctx, sp := startGuard(ctx, st, "after", tenant, req.Name)
 		if st.guard {
-			if r := c.guardAfter(ctx, st, req, &ev, pe.of(st.h, &ev), res); !sameBytes(r, res) {
+			if r := c.guardAfter(gctx, st, req, &ev, pe.of(st.h, &ev), res); !sameBytes(r, res) {
 				res = r
 				ev.Outcome.Result = res
 				pe.stale()
+				endGuard(sp, "rewritten")
+			} else {
+				endGuard(sp, "allowed")
 			}
 			continue
 		}
 		ev.Event = caps.HookAfterTool
-		text, ok := c.after(ctx, st.h, &ev)
+		text, ok := c.after(gctx, st.h, &ev)
 		if !ok || text == "" {
+			endGuard(sp, "allowed")
 			continue
 		}
+		endGuard(sp, "added")
 		if b, aerr := AddText(res, st.label(), text); aerr == nil {
 			res = b
 			ev.Outcome.Result = res

@@ -28,7 +28,10 @@ import (
 	"fmt"
 	"log/slog"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/internal/tracing"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -174,7 +177,9 @@ func (c *Call) Reset() {
 }
 
 // ReqResp wraps a request/response body in the family calling convention.
+// Each call is a span (tracing.HostfnSpanName) when tracing is on.
 func ReqResp(module, name string, fn func(ctx context.Context, c *Call, req []byte) ([]byte, error)) Def {
+	span := tracing.HostfnSpanName(module, name)
 	return Def{
 		Module:  module,
 		Name:    name,
@@ -186,10 +191,18 @@ func ReqResp(module, name string, fn func(ctx context.Context, c *Call, req []by
 				panic(fmt.Errorf("%s.%s: request out of bounds", module, name))
 			}
 			req = append([]byte(nil), req...)
+			var sp trace.Span
+			if tracing.On() {
+				ctx, sp = tracing.Start(ctx, span, tracing.AttrFamily.String(module), tracing.AttrFunction.String(name),
+					tracing.AttrPlugin.String(c.Plugin), tracing.AttrTenant.String(c.Owner))
+			}
 			resp, err := fn(ctx, c, req)
 			code := abi.OK
 			if err != nil {
 				code, resp = encodeError(err)
+			}
+			if sp != nil {
+				tracing.End(sp, code.String())
 			}
 			c.Response = resp
 			stack[0] = uint64(code)<<32 | uint64(uint32(len(resp)))

@@ -61,6 +61,21 @@ type Request struct {
 // Owner is the principal's owner id: the default owner when none is set.
 func (r *Request) Owner() string { return r.Principal.owner() }
 
+// TraceHeader is the traceparent or tracestate header the request came
+// with (Exchange.Trace), "" for another name or when there is none.
+func (r *Request) TraceHeader(name string) string {
+	if r.rc == nil || r.rc.ex == nil {
+		return ""
+	}
+	switch name {
+	case "traceparent":
+		return r.rc.ex.Trace[0]
+	case "tracestate":
+		return r.rc.ex.Trace[1]
+	}
+	return ""
+}
+
 // chain applies mw to h, the first middleware outermost (it sees the
 // request first and the outcome last).
 func chain(h Handler, mw []Middleware) Handler {

@@ -163,6 +163,9 @@ func NewServer(cat Catalog, opts Options) *Server {
 // SessionCount is the number of live legacy sessions.
 func (s *Server) SessionCount() int { return s.sessions.Len() }
 
+// SessionsByOwner counts the legacy sessions open now of each owner.
+func (s *Server) SessionsByOwner() map[string]int { return s.sessions.byOwner() }
+
 // Close ends every session and open stream, and stops the session
 // janitor. Idempotent; a nil Server is closed.
 func (s *Server) Close() {

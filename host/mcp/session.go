@@ -269,6 +269,17 @@ func (t *sessions) Len() int {
 	return len(t.m)
 }
 
+// byOwner counts the sessions of each owner.
+func (t *sessions) byOwner() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]int{}
+	for _, s := range t.m {
+		out[s.owner]++
+	}
+	return out
+}
+
 func (t *sessions) janitor() {
 	defer t.done.Done()
 	every := min(t.idle/2, 30*time.Second)

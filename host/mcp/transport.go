@@ -27,6 +27,11 @@ type Exchange struct {
 	// then does not release the slot itself; the task calls the returned
 	// release when its run ends. May be nil (nothing to hold).
 	Hold func() (release func())
+	// Trace is the W3C trace context of the HTTP request's traceparent
+	// and tracestate headers, copied when tracing is on (the middleware
+	// reads them with Request.TraceHeader; the work may outlive the
+	// request's headers).
+	Trace [2]string
 }
 
 // HeaderField is one response header.

@@ -10,8 +10,12 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
+	"github.com/aiodhq/aiod/host/internal/tracing"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/runtime/runtimetest"
@@ -50,6 +54,16 @@ func BenchmarkCallEcho(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkCallEchoTraced is BenchmarkCallEcho with tracing on: the plugin
+// call, instance and run spans made and batched to an exporter that drops
+// them (what tracing on costs a call, without the network).
+func BenchmarkCallEchoTraced(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	tracing.Enable(tp)
+	defer func() { tracing.Disable(); tp.Shutdown(context.Background()) }()
+	BenchmarkCallEcho(b)
 }
 
 // BenchmarkReloadChanged measures one reload of a changed plugin, as a

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,8 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/hostfn/core"
+	"github.com/aiodhq/aiod/host/internal/tracing"
 	"github.com/aiodhq/aiod/host/mcp/catalog"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/sdk/abi"
@@ -67,6 +72,30 @@ func (r *Registry) run(ctx context.Context, p *Plugin, op uint64, req CallReques
 }
 
 func (r *Registry) invokeOp(ctx context.Context, p *Plugin, op uint64, req CallRequest, await bool) ([]byte, error) {
+	if !tracing.On() {
+		return r.callOp(ctx, p, op, req, await)
+	}
+	owner := req.Owner
+	if owner == "" {
+		owner = DefaultOwner
+	}
+	ctx, sp := tracing.Start(ctx, tracing.SpanPluginCall, tracing.AttrPlugin.String(p.Manifest.Name), tracing.AttrTool.String(req.Name),
+		tracing.AttrTenant.String(owner), attribute.String("aiod.op", opName(op)))
+	out, err := r.callOp(ctx, p, op, req, await)
+	outcome := "ok"
+	switch {
+	case err != nil:
+		outcome = "error"
+	case bytes.Contains(out, []byte(`"isError":true`)):
+		outcome = "tool_error"
+	}
+	sp.SetAttributes(tracing.AttrBytes.Int(len(out)))
+	tracing.End(sp, outcome)
+	return out, err
+}
+
+// callOp is invokeOp without its span.
+func (r *Registry) callOp(ctx context.Context, p *Plugin, op uint64, req CallRequest, await bool) ([]byte, error) {
 	// hold the plugin until the call ends, even if a reload retires it
 	p.refs.Add(1)
 	defer r.releasePlugin(p)
@@ -122,7 +151,14 @@ func (r *Registry) invokeOp(ctx context.Context, p *Plugin, op uint64, req CallR
 		}
 		return r.callCommand(ctx, p, c, req.Name, args)
 	}
+	var wsp trace.Span
+	if tracing.On() {
+		_, wsp = tracing.Start(ctx, tracing.SpanInstanceWait, tracing.AttrPlugin.String(p.Manifest.Name), tracing.AttrTenant.String(owner))
+	}
 	pl, inst, err := p.get(ctx, owner)
+	if wsp != nil {
+		tracing.End(wsp, okOr(err, "error"))
+	}
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.Canceled) {
 			return toolError("tool %s: no instance became free before the deadline (timeout %s)", req.Name, p.Grant.Timeout), nil
@@ -132,7 +168,15 @@ func (r *Registry) invokeOp(ctx context.Context, p *Plugin, op uint64, req CallR
 		}
 		return toolError("tool %s: cannot start plugin %s: %v", req.Name, p.Manifest.Name, err), nil
 	}
-	ret, err := inst.Call(ctx, c, abi.ExportCall, op, uint64(len(req.Name)), uint64(len(args)))
+	runCtx := ctx
+	var rsp trace.Span
+	if tracing.On() {
+		runCtx, rsp = tracing.Start(ctx, tracing.SpanPluginRun, tracing.AttrPlugin.String(p.Manifest.Name), tracing.AttrTool.String(req.Name))
+	}
+	ret, err := inst.Call(runCtx, c, abi.ExportCall, op, uint64(len(req.Name)), uint64(len(args)))
+	if rsp != nil {
+		tracing.End(rsp, okOr(err, "trap"))
+	}
 	out := c.Output
 	c.Output = in[:0] // give the buffer back for reuse
 	if err != nil {
@@ -176,6 +220,35 @@ func (r *Registry) invokeOp(ctx context.Context, p *Plugin, op uint64, req CallR
 		return toolError("plugin %s returned an invalid result for tool %s (not a JSON object)", p.Manifest.Name, req.Name), nil
 	}
 	return out, nil
+}
+
+// opName names an aiod_call operation in a span.
+func opName(op uint64) string {
+	switch op {
+	case abi.OpToolCall:
+		return "tools/call"
+	case abi.OpPromptGet:
+		return "prompts/get"
+	case abi.OpResourceRead:
+		return "resources/read"
+	case abi.OpComplete:
+		return "completion/complete"
+	case abi.OpHookBefore:
+		return "hook_before"
+	case abi.OpHookAfter:
+		return "hook_after"
+	case abi.OpConfigure:
+		return "configure"
+	}
+	return "describe"
+}
+
+// okOr is "ok" without err, else failed.
+func okOr(err error, failed string) string {
+	if err != nil {
+		return failed
+	}
+	return "ok"
 }
 
 // toolErrorText extracts the message of a toolError result.

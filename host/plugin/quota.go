@@ -173,3 +173,12 @@ func (r *Registry) evictOldest(owner string) bool {
 	}
 	return oldest != nil && oldest.evictOne()
 }
+
+// OwnerInstances is how many instances (idle or in a call) owner holds now
+// across all plugins; 0 without Options.OwnerInstances.
+func (r *Registry) OwnerInstances(owner string) int {
+	if r.slots == nil {
+		return 0
+	}
+	return r.slots.holding(owner)
+}

@@ -87,6 +87,12 @@ func (g *guard) check(c *fiber.Ctx) error {
 		}
 		if !keyMatches(credential(c), g.adminSum) {
 			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="aiod-admin"`)
+			if p == adminPrefix && c.Method() == fiber.MethodGet && strings.Contains(string(c.Request().Header.Peek(fiber.HeaderAccept)), fiber.MIMETextHTML) {
+				// a browser cannot send the key when it opens the page:
+				// it gets the page (no data in it), which asks for the
+				// key and sends it with each of its requests
+				return sendAdminPage(c, fiber.StatusUnauthorized)
+			}
 			return deny(c, fiber.StatusUnauthorized, "Unauthorized: send the admin key as 'Authorization: Bearer <admin key>'")
 		}
 		return c.Next()

@@ -16,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/aiodhq/aiod/host/audit"
+	"github.com/aiodhq/aiod/host/internal/tracing"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/tenant"
 )
@@ -107,6 +108,9 @@ func (s *Server) handleMCP(c *fiber.Ctx) error {
 		}
 	}()
 	ex := &mcp.Exchange{Method: c.Method(), Header: fiberHeaders{c}, Principal: principal(c), Context: c.Context()}
+	if tracing.On() {
+		ex.Trace = [2]string{string(c.Request().Header.Peek("traceparent")), string(c.Request().Header.Peek("tracestate"))}
+	}
 	if ex.Method == fiber.MethodPost {
 		ex.Body = c.Body()
 		ex.Hold = hold(&release) // a call that becomes a task keeps the slot (tenancy.go)

@@ -2,16 +2,20 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aiodhq/aiod/host/audit"
+	"github.com/aiodhq/aiod/host/internal/tracing"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/tenant"
 )
 
 // CodeQuota is the JSON-RPC error code of a request refused over a quota
@@ -52,6 +56,9 @@ func (s *Server) admit(c *fiber.Ctx) (release func(), err error) {
 		admit = t.AdmitRate
 	}
 	rel, qe := admit()
+	if tracing.On() {
+		traceQuota(c, t, qe)
+	}
 	if qe == nil {
 		return rel, nil
 	}
@@ -160,4 +167,23 @@ func (s *Server) auditOutside(c *fiber.Ctx, start time.Time, r *mcp.Response) er
 		return c.SendString(rpcErrorBody(-32603, audit.ErrUnavailable.Error()))
 	}
 	return nil
+}
+
+// traceQuota records the quota decision on a request of a tenant with a
+// rate or concurrency quota, in the trace the request continues.
+func traceQuota(c *fiber.Ctx, t *tenant.Tenant, qe *tenant.QuotaError) {
+	if q := t.Quotas(); q.ConcurrentCalls == 0 && q.CallsPerMinute == 0 {
+		return
+	}
+	ctx := tracing.FromBody(context.Background(), c.Body())
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		ctx = tracing.Extract(ctx, func(k string) string { return string(c.Request().Header.Peek(k)) })
+	}
+	_, sp := tracing.Start(ctx, tracing.SpanQuota, tracing.AttrTenant.String(t.Name))
+	outcome := "admitted"
+	if qe != nil {
+		outcome = "refused"
+		sp.SetAttributes(tracing.AttrQuota.String(qe.Quota))
+	}
+	tracing.End(sp, outcome)
 }

@@ -312,3 +312,26 @@ func (t *Tenant) ToolSearch(def bool) bool {
 	}
 	return def
 }
+
+// Usage is a tenant's use of its rate and concurrency quotas now.
+type Usage struct {
+	// InFlight is the requests holding a concurrent_calls slot (0 without
+	// that quota: then nothing counts them).
+	InFlight int `json:"in_flight"`
+	// TokensLeft is the calls_per_minute bucket's tokens now (-1 without
+	// that quota).
+	TokensLeft float64 `json:"tokens_left"`
+}
+
+// Usage reports t's use of its quotas now.
+func (t *Tenant) Usage() Usage {
+	u := Usage{TokensLeft: -1}
+	if t == nil || t.lim == nil {
+		return u
+	}
+	u.InFlight = len(t.lim.sem)
+	if t.lim.rate != nil {
+		u.TokensLeft = max(0, t.lim.rate.Tokens())
+	}
+	return u
+}

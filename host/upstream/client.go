@@ -55,6 +55,7 @@ type noRedirect struct {
 }
 
 func (t noRedirect) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = withTrace(req) // the traceparent of the call, when tracing is on
 	resp, err := t.base.RoundTrip(req)
 	if err != nil || resp.StatusCode < 300 || resp.StatusCode > 399 {
 		return resp, err

@@ -89,7 +89,7 @@ func (u *upstream) fastCall(ctx context.Context, cs *mcp.ClientSession, fp *fast
 		body = append(body, a...)
 	}
 	body = append(body, `,"_meta":`...)
-	body = append(body, fp.meta...)
+	body = append(body, metaWithTrace(ctx, fp.meta)...)
 	body = append(body, "}}"...)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.srv.URL, bytes.NewReader(body))
 	if err != nil {

@@ -169,8 +169,9 @@ type Change struct {
 
 // FieldChange is one pinned field that changed.
 type FieldChange struct {
-	Field    string
-	Old, New string
+	Field string `json:"field"`
+	Old   string `json:"old"`
+	New   string `json:"new"`
 }
 
 // Review compares the definitions a server lists now with its pins, in

@@ -375,10 +375,13 @@ func (s *Set) Call(ctx context.Context, name string, arguments json.RawMessage, 
 	}
 	ctx, cancel := context.WithCancel(ctx) // ends the answer's stream on return
 	defer cancel()
+	ctx, sp := startCall(ctx, r.u.srv.Name, r.name)
 	if res, ok := s.callable(ctx, r.u, r.name); !ok {
+		endCall(sp, res, nil)
 		return res, nil
 	}
 	res, err := r.u.call(ctx, r.name, arguments, notify)
+	endCall(sp, res, err)
 	if err != nil {
 		return nil, err
 	}
@@ -475,10 +478,14 @@ func (s *Set) CallServer(ctx context.Context, name, tool string, arguments json.
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	ctx, sp := startCall(ctx, u.srv.Name, tool)
 	if res, ok := s.callable(ctx, u, tool); !ok {
+		endCall(sp, res, nil)
 		return res, nil
 	}
-	return u.call(ctx, tool, arguments, notify)
+	res, err := u.call(ctx, tool, arguments, notify)
+	endCall(sp, res, err)
+	return res, err
 }
 
 // Close ends the sessions (a DELETE to each legacy upstream) and stops the

@@ -193,10 +193,11 @@ func belowFamilies(dep string) bool {
 // SDKTestHost is what sdk/sdktest may import of the host: its fake host is
 // made of the real files, process and state families (so a plugin's unit
 // test exercises exactly the requests and answers the host will), and
-// what they stand on. Nothing else under host/, and nothing at all for the
+// what they stand on (the spans of a family call, off unless a host turns
+// tracing on). Nothing else under host/, and nothing at all for the
 // rest of sdk/.
 var SDKTestHost = []string{
-	m("host/caps"), m("host/fsroot"), m("host/proc"), m("host/internal/pathx"),
+	m("host/caps"), m("host/fsroot"), m("host/proc"), m("host/internal/pathx"), m("host/internal/tracing"),
 	m("host/hostfn"), m("host/hostfn/core"), m("host/hostfn/files"), m("host/hostfn/process"), m("host/hostfn/state"),
 }
 
