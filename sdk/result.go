@@ -37,6 +37,8 @@ type Content struct {
 	// json: text is JSON from JSONResult, which may hold kept responses
 	// (sdk/files.Text) for the host to write
 	json bool
+	// kept, when not nil, is the text, kept on the host (RawJSONResult)
+	kept *guest.Blob
 }
 
 // Text is a text content block.
@@ -80,6 +82,19 @@ func JSONResult(v any, isError bool) *Result {
 	b := jsonx.Marshal(v)
 	r := oneBlock(Content{typ: "text", text: string(b), json: true}, isError)
 	r.Structured = json.RawMessage(b)
+	return r
+}
+
+// RawJSONResult is a result whose structuredContent is raw, one JSON
+// object written as it is (the host checks the whole result, as always),
+// and whose one text block holds the same JSON text, escaped by the host
+// natively instead of by the guest (aiod:core.bytes_keep, ABI v1.1): for
+// a large object, escaping it in wasm costs more than building it. raw
+// must not hold kept responses (sdk/files.Text) and must not change until
+// the call returns.
+func RawJSONResult(raw []byte, isError bool) *Result {
+	r := oneBlock(Content{typ: "text", kept: guest.KeepBytes(raw)}, isError)
+	r.Structured = json.RawMessage(raw)
 	return r
 }
 
@@ -134,7 +149,9 @@ func appendContent(b []byte, c *Content) []byte {
 	switch c.typ {
 	case "text":
 		b = append(b, `{"type":"text","text":`...)
-		if c.json && guest.Splicing() {
+		if c.kept != nil {
+			b = c.kept.AppendJSON(b)
+		} else if c.json && guest.Splicing() {
 			b = guest.AppendJSONText(b, c.text)
 		} else {
 			b = jsonx.AppendString(b, c.text)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/aiodhq/aiod/host"
+	"github.com/aiodhq/aiod/host/aoi"
 	"github.com/aiodhq/aiod/host/doctor"
 	"github.com/aiodhq/aiod/host/proc"
 )
@@ -30,24 +32,45 @@ func containment() doctor.Check {
 // for each plane, by the probes behind GET /v1/capabilities (host/doctor),
 // and with --lockdown what a locked-down start would be refused for.
 func doctorCmd(args []string, stdout, stderr io.Writer) int {
+	var ms *aoi.Stream
+	if jsonl(args) {
+		ms = startStream(stdout, "doctor")
+	}
 	fs := flag.NewFlagSet("aiod doctor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	output := outputFlag(fs)
 	cacheDir := fs.String("cache-dir", os.Getenv("AIO_CACHE_DIR"), "compiled-module cache directory to check (default: <user cache dir>/aiod/wazero, as aiod start)")
 	workspace := fs.String("workspace", os.Getenv("AIO_WORKSPACE"), "workspace directory to check")
 	lockdownEnv, err := strconv.ParseBool(cmp.Or(os.Getenv("AIO_LOCKDOWN"), "false"))
 	if err != nil {
-		fmt.Fprintf(stderr, "aiod doctor: AIO_LOCKDOWN=%q is not a boolean\n", os.Getenv("AIO_LOCKDOWN"))
+		err = fmt.Errorf("AIO_LOCKDOWN=%q is not a boolean", os.Getenv("AIO_LOCKDOWN"))
+		if ms != nil {
+			return abort(ms, usageError{err}, "", "")
+		}
+		fmt.Fprintf(stderr, "aiod doctor: %v\n", err)
 		return 2
 	}
 	lockdown := fs.Bool("lockdown", lockdownEnv, "also check what aiod start --lockdown needs (bubblewrap, cgroups, --data-dir, --audit-log)")
 	dataDir := fs.String("data-dir", os.Getenv("AIO_DATA_DIR"), "lockdown: the data directory aiod start is given")
 	auditLog := fs.String("audit-log", os.Getenv("AIO_AUDIT_LOG"), "lockdown: the audit log aiod start is given")
 	if err := fs.Parse(args); err != nil {
+		if ms != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return ms.Finish(true, nil)
+			}
+			return abort(ms, usageError{err}, "", "")
+		}
 		return 2
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "aiod doctor: unexpected argument %q\n", fs.Arg(0))
+	if err := checkOutput(*output); err != nil || fs.NArg() > 0 {
+		if err == nil {
+			err = usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		}
+		if ms != nil {
+			return abort(ms, err, "", "")
+		}
+		fmt.Fprintf(stderr, "aiod doctor: %v\n", err)
 		return 2
 	}
 	if *cacheDir == "" {
@@ -61,6 +84,24 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		o.Lockdown = &doctor.Lockdown{DataDir: *dataDir, AuditLog: *auditLog}
 	}
 	r := doctor.Probe(context.Background(), o)
+	if ms != nil {
+		failing := 0
+		for _, c := range r.Checks {
+			more := map[string]any{}
+			if len(c.Missing) > 0 {
+				more["missing"] = c.Missing
+			}
+			if !c.OK {
+				failing++
+			}
+			ms.Check(c.Name, c.OK, c.Detail, more)
+		}
+		for _, name := range doctor.Domains {
+			d := r.Domains[name]
+			ms.Event("plane", map[string]any{"name": name, "status": d.Status, "missing": nonNilStrings(d.Missing), "warnings": nonNilStrings(d.Warnings)})
+		}
+		return ms.Finish(true, map[string]any{"failing_checks": failing})
+	}
 	if *asJSON {
 		out := map[string]any{"version": host.Version, "checks": r.Checks, "capabilities": r.DomainsMap(), "at": r.At}
 		enc := json.NewEncoder(stdout)
@@ -95,4 +136,11 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+func nonNilStrings(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }

@@ -4,10 +4,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 
 	"github.com/aiodhq/aiod/host"
+	"github.com/aiodhq/aiod/host/aoi"
 	"github.com/aiodhq/aiod/host/caps"
 )
 
@@ -16,14 +19,44 @@ import (
 // tenant's "keys" (spec/tenants.md). The key is printed once and never
 // stored: the policy holds only its SHA-256.
 func keyCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 || args[0] != "new" {
-		fmt.Fprintln(stderr, "usage: aiod key new")
+	var ms *aoi.Stream
+	if jsonl(args) {
+		ms = startStream(stdout, "key new")
+	}
+	fs := flag.NewFlagSet("aiod key new", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	output := outputFlag(fs)
+	var err error
+	if len(args) == 0 || args[0] != "new" {
+		err = errors.New("usage: aiod key new [--output jsonl]")
+	} else if err = fs.Parse(args[1:]); err == nil {
+		if err = checkOutput(*output); err == nil && fs.NArg() > 0 {
+			err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		}
+	}
+	if err != nil {
+		if ms != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return ms.Finish(true, nil)
+			}
+			return abort(ms, usageError{err}, "", "")
+		}
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "aiod key: %v\n", err)
+		}
 		return 2
 	}
 	key, line, err := newKey(rand.Reader)
 	if err != nil {
+		if ms != nil {
+			return ms.Abort(err, aoi.CategoryInternal, "NO_RANDOMNESS")
+		}
 		fmt.Fprintf(stderr, "aiod key new: %v\n", err)
 		return 1
+	}
+	if ms != nil {
+		ms.Event("key", map[string]string{"key": key, "policy": line})
+		return ms.Finish(true, nil)
 	}
 	fmt.Fprintf(stdout, "key:    %s\npolicy: %q\n\nGive the key to the tenant (it is shown only now); paste the policy line into the tenant's \"keys\".\n", key, line)
 	return 0

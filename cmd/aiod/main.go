@@ -4,6 +4,7 @@
 //	aiod upstream review  compare the upstream tools with their pins (--accept pins them)
 //	aiod plugin ...       write, build and check plugins (plugin.go)
 //	aiod deploy ...       replicas behind nginx or in Kubernetes (deploy.go)
+//	aiod capabilities     Machine Mode discovery (machine.go); schema likewise
 //	aiod version          print the version
 //
 // Every flag of start also reads an environment variable (the flag wins);
@@ -43,17 +44,22 @@ func usage(w io.Writer) {
 
 usage:
   aiod start [flags]   serve MCP at http://HOST:PORT/mcp (aiod start -h lists flags)
-  aiod upstream review [--accept]
+  aiod upstream review [--accept] [--output jsonl]
                        show how the upstream MCP servers' tools differ from their pins
                        (--pin-upstreams); --accept pins them as they are now
-  aiod doctor [--json] [--lockdown]
+  aiod doctor [--json] [--lockdown] [--output jsonl]
                        what this machine has for each plane (shell, interpreters, browser, isolation);
                        --lockdown: what aiod start --lockdown would be refused for
   aiod plugin new|build|inspect|verify|test|add|push|pull|sign|keygen
                        write, build, check, publish and sign a plugin (aiod plugin help)
-  aiod key new         print a fresh API key and the line to paste into a tenant's "keys"
+  aiod key new [--output jsonl]
+                       print a fresh API key and the line to paste into a tenant's "keys"
   aiod deploy nginx|kubernetes
                        write the configuration of several replicas behind nginx or in Kubernetes
+  aiod capabilities --output json
+  aiod schema --output json --command NAME
+                       Machine Mode discovery (AOI-CLI v0.2) of the commands that take --output jsonl:
+                       plugin inspect|verify|test, doctor, upstream review, key new
   aiod version         print the version
 `)
 }
@@ -77,6 +83,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return pluginCmd(args[1:], stdout, stderr)
 	case "key":
 		return keyCmd(args[1:], stdout, stderr)
+	case "capabilities", "schema":
+		return discover(args[0], args[1:], stdout, stderr)
 	case "deploy":
 		return deployCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":

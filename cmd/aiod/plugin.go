@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/aiodhq/aiod/cmd/aiod/internal/author"
 	"github.com/aiodhq/aiod/host"
+	"github.com/aiodhq/aiod/host/aoi"
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/plugins/builtin"
 )
@@ -25,11 +27,11 @@ const pluginUsage = `usage:
                        a new plugin project (one tool, a build script, examples.json, a README)
   aiod plugin build [DIR] [--into PLUGINS_DIR] [--lang L] [--work DIR] [--cache-dir DIR]
                        compile the project and pack it into a plugin package
-  aiod plugin inspect FILE.wasm|PACKAGE_DIR [--json]
+  aiod plugin inspect FILE.wasm|PACKAGE_DIR [--json] [--output jsonl]
                        ABI version, form, tools and schemas, capabilities, limits, imports, size, digest
-  aiod plugin verify PACKAGE_DIR [--policy FILE] [--json]
+  aiod plugin verify PACKAGE_DIR [--policy FILE] [--json] [--output jsonl]
                        what the policy grants and refuses, and why
-  aiod plugin test DIR [--args FILE] [--engine E] [--cache-dir DIR] [--json]
+  aiod plugin test DIR [--args FILE] [--engine E] [--cache-dir DIR] [--json] [--output jsonl]
                        call each tool of examples.json (or --args) on every engine, print the answers
   aiod plugin add FILE.wasm --form extism --into PLUGINS_DIR [--allow-http HOST] [--name N]
                        pack an Extism plugin as it is (manifest from its tool list, pinned by sha256)
@@ -62,12 +64,11 @@ func pluginCmd(args []string, stdout, stderr io.Writer) int {
 		err = pluginNew(rest, stdout, stderr)
 	case "build":
 		err = pluginBuild(ctx, rest, stdout, stderr)
-	case "inspect":
-		err = pluginInspect(ctx, rest, stdout, stderr)
-	case "verify":
-		code, err = pluginVerify(ctx, rest, stdout, stderr)
-	case "test":
-		code, err = pluginTest(ctx, rest, stdout, stderr)
+	case "inspect", "verify", "test":
+		if jsonl(rest) {
+			return pluginMachine(ctx, sub, rest, stdout, stderr)
+		}
+		code, err = pluginCheck(ctx, sub, rest, nil, stdout, stderr)
 	case "add":
 		if !hasOCIArg(rest) {
 			return pluginAddTo(rest, stdout, stderr)
@@ -112,6 +113,32 @@ func hasOCIArg(args []string) bool {
 		}
 	}
 	return false
+}
+
+// pluginCheck runs inspect, verify or test; with s (--output jsonl) they
+// write their events on it and finish it.
+func pluginCheck(ctx context.Context, sub string, args []string, s *aoi.Stream, stdout, stderr io.Writer) (int, error) {
+	switch sub {
+	case "inspect":
+		return pluginInspect(ctx, args, s, stdout, stderr)
+	case "verify":
+		return pluginVerify(ctx, args, s, stdout, stderr)
+	}
+	return pluginTest(ctx, args, s, stdout, stderr)
+}
+
+// pluginMachine is inspect, verify or test in Machine Mode: only JSONL on
+// stdout, every failure an error event before the summary.
+func pluginMachine(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) int {
+	s := startStream(stdout, "plugin "+sub)
+	code, err := pluginCheck(ctx, sub, args, s, stdout, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return s.Finish(true, nil)
+	case err != nil:
+		return abort(s, err, aoi.CategoryValidation, "PLUGIN_UNREADABLE")
+	}
+	return code
 }
 
 // parseArgs parses flags placed before, between or after the positional
@@ -234,22 +261,33 @@ func pluginBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
-func pluginInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func pluginInspect(ctx context.Context, args []string, s *aoi.Stream, stdout, stderr io.Writer) (int, error) {
 	fs := flagSet("inspect", stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
+	output := outputFlag(fs)
 	pos, err := parseArgs(fs, args, 1, 1)
+	if err == nil {
+		err = checkOutput(*output)
+	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	r, err := author.Inspect(ctx, pos[0], host.PackOptions{})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if *asJSON {
-		return writeJSON(stdout, r)
+	switch {
+	case s != nil:
+		s.Event("module", r)
+		for _, p := range r.Problems {
+			s.Warning("PROBLEM", p)
+		}
+		return s.Finish(true, map[string]any{"problems": len(r.Problems)}), nil
+	case *asJSON:
+		return 0, writeJSON(stdout, r)
 	}
 	printReport(stdout, r)
-	return nil
+	return 0, nil
 }
 
 func printReport(w io.Writer, r *author.Report) {
@@ -310,12 +348,16 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func pluginVerify(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+func pluginVerify(ctx context.Context, args []string, s *aoi.Stream, stdout, stderr io.Writer) (int, error) {
 	fs := flagSet("verify", stderr)
 	policyFile := fs.String("policy", "", "operator policy file (default: none, deny by default)")
 	workspace := fs.String("workspace", "", "the workspace $SANDBOX and $WORKSPACE resolve to, as aiod start --workspace")
 	asJSON := fs.Bool("json", false, "print JSON")
+	output := outputFlag(fs)
 	pos, err := parseArgs(fs, args, 1, 1)
+	if err == nil {
+		err = checkOutput(*output)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -341,6 +383,21 @@ func pluginVerify(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	code := 0
 	if !v.Loads {
 		code = 1
+	}
+	if s != nil {
+		if v.Families == nil {
+			v.Families = []author.FamilyVerdict{}
+		}
+		for _, f := range v.Families {
+			s.Check(string(f.Family), f.Granted, cmp.Or(f.Detail, f.Why), nil)
+		}
+		s.Event("verdict", v)
+		if !v.Loads {
+			e := aoi.Fail(aoi.CategoryAuthz, "PLUGIN_REFUSED", "the host would refuse plugin %s: %s", v.Plugin, strings.Join(v.Refused, "; "))
+			e.Hint = "grant what it asks for in the policy, or drop what it does not need from its manifest"
+			s.Error(e)
+		}
+		return s.Finish(v.Loads, map[string]any{"loads": v.Loads}), nil
 	}
 	if *asJSON {
 		return code, writeJSON(stdout, v)
@@ -375,14 +432,18 @@ func pluginVerify(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return code, nil
 }
 
-func pluginTest(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+func pluginTest(ctx context.Context, args []string, s *aoi.Stream, stdout, stderr io.Writer) (int, error) {
 	fs := flagSet("test", stderr)
 	argsFile := fs.String("args", "", "calls to make (default: DIR/examples.json): [{\"tool\", \"arguments\", \"expect\"}]")
 	engine := fs.String("engine", "", fmt.Sprintf("run on this engine only (default: every one built in: %v)", host.Engines()))
 	policyFile := fs.String("policy", "", "grant what this policy grants (default: what the manifest asks for)")
 	cacheDir := fs.String("cache-dir", "", "compile through this compilation cache (as aiod start --cache-dir; default: in memory)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	output := outputFlag(fs)
 	pos, err := parseArgs(fs, args, 1, 1)
+	if err == nil {
+		err = checkOutput(*output)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -431,6 +492,15 @@ func pluginTest(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		if a.Failed != "" {
 			failed++
 		}
+	}
+	if s != nil {
+		for _, a := range answers {
+			s.Event("answer", a)
+		}
+		if failed > 0 {
+			s.Error(aoi.Fail(aoi.CategoryValidation, "ANSWERS_DIFFER", "%d of %d answers differ from their expectation", failed, len(answers)))
+		}
+		return s.Finish(failed == 0, map[string]any{"failed": failed}), nil
 	}
 	if *asJSON {
 		if err := writeJSON(stdout, answers); err != nil {

@@ -63,6 +63,18 @@ func TestPluginCommands(t *testing.T) {
 	if code, out, _ := runCmd(t, "plugin", "test", filepath.Join(plugins, "hello"), "--args", bad, "--engine", "wazero"); code != 1 || !strings.Contains(out, `text "Hello, Bob!", expected "Hello, Ada!"`) {
 		t.Errorf("test with a wrong expectation: exit %d, %s", code, out)
 	}
+	// in machine mode: an answer event per call, ok false and exit 1 when
+	// one differs (TestMachineStreams checks the other commands)
+	ds := discoverAiod(t)
+	evs := ds.stream(t, "plugin test", 0, "plugin", "test", "--output", "jsonl", "--engine=wazero", "--", proj)
+	if a := ofType(evs, "answer"); len(a) != 2 || a[0]["tool"] != "hello" || a[0]["text"] != "Hello, Ada!" || a[1]["isError"] != true {
+		t.Errorf("plugin test --output jsonl: %v", evs)
+	}
+	evs = ds.stream(t, "plugin test", 1, "plugin", "test", filepath.Join(plugins, "hello"), "--args", bad, "--engine", "wazero", "--output", "jsonl")
+	fatalError(t, evs, "validation", "ANSWERS_DIFFER")
+	if a := ofType(evs, "answer"); len(a) != 1 || !strings.Contains(a[0]["failed"].(string), `expected "Hello, Ada!"`) {
+		t.Errorf("plugin test with a wrong expectation: %v", evs)
+	}
 	// --cache-dir: the hosts compile through the given cache.
 	cache := filepath.Join(dir, "cache")
 	if code, out, errOut := runCmd(t, "plugin", "test", proj, "--engine", "wazero", "--cache-dir", cache); code != 0 || !strings.Contains(out, "ok   wazero   hello") {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 
 	"github.com/aiodhq/aiod/host"
+	"github.com/aiodhq/aiod/host/aoi"
 	"github.com/aiodhq/aiod/host/upstream"
 )
 
@@ -19,9 +21,31 @@ import (
 // they are now. Exit 0: nothing to review, or accepted; 1: changes are
 // pending (or a failure); 2: usage.
 func upstreamCmd(args []string, stdout, stderr io.Writer) int {
+	var ms *aoi.Stream
+	if jsonl(args) {
+		ms = startStream(stdout, "upstream review")
+	}
+	// fail ends the run with err: a usage error (code 2) or a failure (1)
+	fail := func(code int, err error) int {
+		if ms != nil {
+			if code == 2 {
+				return abort(ms, usageError{err}, "", "")
+			}
+			return abort(ms, err, aoi.CategoryUnavailable, "UPSTREAM_REVIEW_FAILED")
+		}
+		if code == 2 && !errors.Is(err, flag.ErrHelp) && !errors.As(err, new(reportedError)) {
+			fmt.Fprintf(stderr, "aiod upstream review: %v\n", err)
+		} else if code != 2 {
+			fmt.Fprintf(stderr, "aiod upstream review: %v\n", err)
+		}
+		return code
+	}
 	if len(args) == 0 || args[0] != "review" {
-		fmt.Fprintln(stderr, "usage: aiod upstream review [--accept] [--mcp-servers JSON] [--policy FILE] [--data-dir DIR] [--pin-upstreams FILE]")
-		return 2
+		if ms == nil {
+			fmt.Fprintln(stderr, "usage: aiod upstream review [--accept] [--mcp-servers JSON] [--policy FILE] [--data-dir DIR] [--pin-upstreams FILE] [--output jsonl]")
+			return 2
+		}
+		return fail(2, errors.New("usage: aiod upstream review [--accept] [--mcp-servers JSON] [--policy FILE] [--data-dir DIR] [--pin-upstreams FILE] [--output jsonl]"))
 	}
 	s := &startFlags{fs: flag.NewFlagSet("aiod upstream review", flag.ContinueOnError), env: map[string]string{}}
 	s.fs.SetOutput(stderr)
@@ -32,31 +56,39 @@ func upstreamCmd(args []string, stdout, stderr io.Writer) int {
 	s.str(&s.cfg.PinUpstreams, "pin-upstreams", "AIO_PIN_UPSTREAMS", "", "the pin file (required)")
 	s.duration(&s.cfg.UpstreamListTimeout, "upstream-list-timeout", "AIO_UPSTREAM_LIST_TIMEOUT", upstream.DefaultListTimeout, "longest to wait for one server's tools/list")
 	accept := s.fs.Bool("accept", false, "pin every tool as the servers list it now")
+	output := outputFlag(s.fs)
 	if err := s.parse(args[1:], os.LookupEnv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			if ms != nil {
+				return ms.Finish(true, nil)
+			}
 			return 0
 		}
-		if !errors.As(err, new(reportedError)) {
-			fmt.Fprintf(stderr, "aiod upstream review: %v\n", err)
-		}
-		return 2
+		return fail(2, err)
+	}
+	if err := checkOutput(*output); err != nil {
+		return fail(2, err)
 	}
 	if s.cfg.PinUpstreams == "" {
-		fmt.Fprintln(stderr, "aiod upstream review: --pin-upstreams (AIO_PIN_UPSTREAMS) is required")
-		return 2
+		return fail(2, errors.New("--pin-upstreams (AIO_PIN_UPSTREAMS) is required"))
 	}
 	for _, w := range s.servers.warns {
-		fmt.Fprintf(stderr, "warning: %s\n", w)
+		if ms != nil {
+			ms.Warning("SERVER_SKIPPED", w.String())
+		} else {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
+		}
 	}
 	pins, err := upstream.LoadPins(s.cfg.PinUpstreams)
 	if err != nil {
-		fmt.Fprintf(stderr, "aiod upstream review: %v\n", err)
-		return 1
+		if ms != nil {
+			return abort(ms, err, aoi.CategoryValidation, "PINS_UNREADABLE")
+		}
+		return fail(1, err)
 	}
 	servers, stdio, err := host.ReviewUpstreams(s.cfg.Upstreams, s.cfg.PolicyFile, s.cfg.DataDir)
 	if err != nil {
-		fmt.Fprintf(stderr, "aiod upstream review: %v\n", err)
-		return 1
+		return fail(1, err)
 	}
 	opts := upstream.Options{ListTimeout: s.cfg.UpstreamListTimeout,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ClientName: "aiod", ClientVersion: host.Version}
@@ -68,43 +100,81 @@ func upstreamCmd(args []string, stdout, stderr io.Writer) int {
 	for _, srv := range servers {
 		defs, reachable, err := set.ServerTools(ctx, srv.Name)
 		if err != nil || !reachable {
-			fmt.Fprintf(stdout, "%s: not reachable; its pins are kept\n", srv)
+			if ms != nil {
+				ms.Event("server", map[string]any{"name": srv.Name, "url": srv.URL, "reachable": false})
+				ms.Warning("SERVER_UNREACHABLE", srv.String()+": not reachable; its pins are kept")
+			} else {
+				fmt.Fprintf(stdout, "%s: not reachable; its pins are kept\n", srv)
+			}
 			continue
 		}
 		changes, err := pins.Review(srv.Name, defs)
 		if err != nil {
-			fmt.Fprintf(stderr, "aiod upstream review: %v\n", err)
-			return 1
+			return fail(1, err)
 		}
-		fmt.Fprintf(stdout, "%s: %d tools, %d to review\n", srv, len(defs), len(changes))
-		for _, c := range changes {
-			fmt.Fprintf(stdout, "  %-8s %s\n", c.Kind, c.Tool)
-			for _, f := range c.Fields {
-				fmt.Fprintf(stdout, "           %s:\n             - %s\n             + %s\n", f.Field, orAbsent(f.Old), orAbsent(f.New))
+		if ms != nil {
+			ms.Event("server", map[string]any{"name": srv.Name, "url": srv.URL, "reachable": true, "tools": len(defs), "pending": len(changes)})
+			for _, c := range changes {
+				fields := []map[string]any{}
+				for _, f := range c.Fields {
+					fields = append(fields, map[string]any{"field": f.Field, "old": rawOrNull(f.Old), "new": rawOrNull(f.New)})
+				}
+				ms.Event("change", map[string]any{"server": srv.Name, "tool": c.Tool, "kind": c.Kind, "fields": fields})
+			}
+		} else {
+			fmt.Fprintf(stdout, "%s: %d tools, %d to review\n", srv, len(defs), len(changes))
+			for _, c := range changes {
+				fmt.Fprintf(stdout, "  %-8s %s\n", c.Kind, c.Tool)
+				for _, f := range c.Fields {
+					fmt.Fprintf(stdout, "           %s:\n             - %s\n             + %s\n", f.Field, orAbsent(f.Old), orAbsent(f.New))
+				}
 			}
 		}
 		pending += len(changes)
 		if *accept && len(changes) > 0 {
 			if err := pins.Accept(srv.Name, defs); err != nil {
-				fmt.Fprintf(stderr, "aiod upstream review: %v\n", err)
-				return 1
+				return fail(1, err)
 			}
 		}
+	}
+	accepted := 0
+	if *accept && pending > 0 {
+		if err := pins.Save(); err != nil {
+			return fail(1, err)
+		}
+		accepted = pending
+	}
+	if ms != nil {
+		if pending > 0 && !*accept {
+			e := aoi.Fail(aoi.CategoryConflict, "CHANGES_PENDING", "%d changes pending", pending)
+			e.Hint = "review the change events, then run with --accept to pin the tools as they are now"
+			ms.Error(e)
+		}
+		return ms.Finish(pending == 0 || *accept, map[string]any{"pending": pending, "accepted": accepted})
 	}
 	switch {
 	case pending == 0:
 		fmt.Fprintln(stdout, "nothing to review")
 		return 0
 	case *accept:
-		if err := pins.Save(); err != nil {
-			fmt.Fprintf(stderr, "aiod upstream review: %v\n", err)
-			return 1
-		}
 		fmt.Fprintf(stdout, "accepted %d changes into %s\n", pending, pins.Path())
 		return 0
 	}
 	fmt.Fprintf(stdout, "%d changes pending: run with --accept to pin the tools as they are now\n", pending)
 	return 1
+}
+
+// rawOrNull is a pinned field's JSON value ("" for absent: null; what
+// is not JSON, as a string).
+func rawOrNull(v string) json.RawMessage {
+	switch {
+	case v == "":
+		return json.RawMessage("null")
+	case !json.Valid([]byte(v)):
+		b, _ := json.Marshal(v)
+		return b
+	}
+	return json.RawMessage(v)
 }
 
 func orAbsent(v string) string {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/aiodhq/aiod/sdk"
 	"github.com/aiodhq/aiod/sdk/process"
@@ -305,7 +306,9 @@ func run(c *sdk.Ctx, cli CLI, b *Binding, argv []string) *sdk.Result {
 	col := &collector{command: b.Command, types: b.Types, progress: c.Progress}
 	var readErr error
 	for {
-		piece, err := p.Read(1<<20, readWait)
+		// the host splits the lines and checks them: the guest reads
+		// no byte of a domain event
+		lines, err := p.ReadLines(1<<20, readWait)
 		if errors.Is(err, process.ErrTimeout) {
 			continue
 		}
@@ -313,11 +316,11 @@ func run(c *sdk.Ctx, cli CLI, b *Binding, argv []string) *sdk.Result {
 			readErr = err
 			break
 		}
-		if len(piece) == 0 {
+		if len(lines) == 0 {
 			col.end()
 			break
 		}
-		if !col.write(piece) {
+		if !col.writeLines(lines) {
 			break
 		}
 	}
@@ -358,10 +361,26 @@ func run(c *sdk.Ctx, cli CLI, b *Binding, argv []string) *sdk.Result {
 	return result(col, nil, false)
 }
 
+// hostEscaped is the size from which the text block is escaped by the
+// host: below it, escaping in the guest costs less than the host call.
+const hostEscaped = 16 << 10
+
 // result is the MCP result of a collected stream (col may be nil), with
 // errEv (nil for none) as its error: structuredContent {"events", "summary",
 // "error"}, and the same JSON as text.
 func result(col *collector, errEv []byte, isError bool) *sdk.Result {
+	buf := structured(col, errEv)
+	if len(buf) < hostEscaped {
+		return &sdk.Result{Content: []sdk.Content{sdk.Text(unsafe.String(&buf[0], len(buf)))}, Structured: json.RawMessage(buf), IsError: isError}
+	}
+	// the text block is the same JSON, escaped by the host: escaping a
+	// large stream in the guest cost more than reading it
+	return sdk.RawJSONResult(buf, isError)
+}
+
+// structured is the structuredContent of a result (buf is not written
+// again: the text block may share it).
+func structured(col *collector, errEv []byte) []byte {
 	n := 64 + len(errEv)
 	if col != nil {
 		n += len(col.events) + len(col.summary)
@@ -380,6 +399,5 @@ func result(col *collector, errEv []byte, isError bool) *sdk.Result {
 	if errEv != nil {
 		buf = append(append(buf, `,"error":`...), errEv...)
 	}
-	buf = append(buf, '}')
-	return &sdk.Result{Content: []sdk.Content{sdk.Text(string(buf))}, Structured: json.RawMessage(buf), IsError: isError}
+	return append(buf, '}')
 }

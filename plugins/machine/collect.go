@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aiodhq/aiod/sdk/jsonx"
+	"github.com/aiodhq/aiod/sdk/process"
 )
 
 // The stream (spec/machine-mode.md §5): the JSONL a command writes on
@@ -76,8 +77,29 @@ type header struct {
 	Type *string `json:"type"`
 }
 
+// writeLines takes the whole lines of a read with lines (sdk/process
+// ReadLines): a line the host checked is filed without being read again.
+// It returns false once the stream broke the standard.
+func (c *collector) writeLines(resp []byte) bool {
+	// room for all of them at once: the events buffer does not double its
+	// way up a large stream
+	c.events = slices.Grow(c.events, len(resp))
+	err := process.EachLine(resp, func(line, typ []byte, checked bool) bool {
+		c.take(line, typ, checked)
+		return c.violation == ""
+	})
+	if err != nil && c.violation == "" {
+		c.violation = err.Error()
+	}
+	return c.violation == ""
+}
+
 // takeLine checks one line and files its event.
-func (c *collector) takeLine(line []byte) {
+func (c *collector) takeLine(line []byte) { c.take(line, nil, false) }
+
+// take files one line; checked means the host found it to be one JSON
+// object whose top-level type is the string typ.
+func (c *collector) take(line, typ []byte, checked bool) {
 	c.line++
 	line = bytes.TrimSuffix(line, []byte{'\r'})
 	if len(bytes.TrimSpace(line)) == 0 {
@@ -87,22 +109,44 @@ func (c *collector) takeLine(line []byte) {
 		c.violation = fmt.Sprintf("line %d comes after the summary, which must be the last", c.line)
 		return
 	}
-	if !utf8.Valid(line) {
-		c.violation = fmt.Sprintf("line %d is not UTF-8", c.line)
+	// one pass checks the line and finds its type without decoding it
+	// (keys match exactly: "TYPE" is not "type", as it is not to the
+	// client); the rare line it cannot read exactly is decoded
+	raw, slow, ok := typ, false, true
+	if !checked {
+		raw, slow, ok = jsonx.ScanObject(line)
+	}
+	if !ok {
+		if !utf8.Valid(line) {
+			c.violation = fmt.Sprintf("line %d is not UTF-8", c.line)
+		} else {
+			c.violation = fmt.Sprintf("line %d is not a JSON object (machine mode allows nothing else on stdout): %s", c.line, excerpt(line))
+		}
 		return
 	}
-	// jsonx: keys match exactly ("TYPE" is not "type", as it is not to
-	// the client), and it checks the whole line
-	var h header
-	if line[0] != '{' || jsonx.Unmarshal(line, &h) != nil {
-		c.violation = fmt.Sprintf("line %d is not a JSON object (machine mode allows nothing else on stdout): %s", c.line, excerpt(line))
-		return
-	}
-	if h.Type == nil {
+	if slow {
+		var h header
+		if jsonx.Unmarshal(line, &h) != nil {
+			c.violation = fmt.Sprintf("line %d is not a JSON object (machine mode allows nothing else on stdout): %s", c.line, excerpt(line))
+			return
+		}
+		if h.Type == nil {
+			c.violation = fmt.Sprintf("line %d has no \"type\"", c.line)
+			return
+		}
+		raw = []byte(*h.Type)
+	} else if raw == nil {
 		c.violation = fmt.Sprintf("line %d has no \"type\"", c.line)
 		return
 	}
-	t := bare(*h.Type)
+	// a domain event (most lines) is filed without a string made of it
+	if c.meta && c.summary == nil && isDomain(raw) && c.allows(raw) {
+		c.add(line)
+		return
+	}
+	t := bare(string(raw))
+	typeName := string(raw)
+	h := header{Type: &typeName}
 	if !c.meta {
 		if t != "meta" {
 			c.violation = fmt.Sprintf("line %d is a %s event: the stream must start with the meta event", c.line, *h.Type)
@@ -171,6 +215,35 @@ func (c *collector) takeLine(line []byte) {
 	default:
 		c.add(line)
 	}
+}
+
+// isDomain reports whether t (raw, with or without "aoi:") is not one of
+// the standard types the collector reads.
+func isDomain(t []byte) bool {
+	if len(t) >= 4 && string(t[:4]) == "aoi:" {
+		t = t[4:]
+	}
+	switch string(t) {
+	case "meta", "summary", "progress", "heartbeat", "error":
+		return false
+	}
+	return true
+}
+
+// allows reports whether the command's schema allows type t (raw).
+func (c *collector) allows(t []byte) bool {
+	if len(c.types) == 0 {
+		return true
+	}
+	if len(t) >= 4 && string(t[:4]) == "aoi:" {
+		t = t[4:]
+	}
+	for _, a := range c.types {
+		if a == string(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // add keeps an event (its bytes are copied).

@@ -41,6 +41,9 @@ func TestCollector(t *testing.T) {
 		{"type in another case", meta + "\n{\"TYPE\":\"hit\"}\n", nil, "line 2 has no \"type\"", 0, false, false, false},
 		{"ok in another case", meta + "\n{\"type\":\"aoi:summary\",\"OK\":true}\n", nil, "", 0, true, false, false},
 		{"trailing data", meta + "\n{\"type\":\"hit\"} x\n", nil, "line 2 is not a JSON object", 0, false, false, false},
+		{"type with escapes", meta + "\n{\"type\":\"h\\u0069t\"}\n{\"type\":\"aoi:summary\",\"ok\":true}\n", []string{"meta", "hit", "summary"}, "", 1, true, true, false},
+		{"type not a string", meta + "\n{\"type\":7}\n", nil, "line 2 is not a JSON object", 0, false, false, false},
+		{"the type repeated", meta + "\n{\"type\":\"hit\",\"type\":\"other\"}\n", []string{"meta", "hit", "summary"}, "line 2 is a other event", 0, false, false, false},
 		{"retryable not a boolean", meta + "\n{\"type\":\"aoi:error\",\"retryable\":\"no\"}\n", nil, "line 2: the error event does not read", 0, false, false, false},
 	}
 	for _, tt := range tests {

@@ -150,7 +150,22 @@ type ProcessReadRequest struct {
 	ID        int   `json:"id"`
 	MaxBytes  int   `json:"max_bytes,omitempty"`
 	TimeoutMs int64 `json:"timeout_ms,omitempty"`
+	// Lines (v1.1) asks for whole lines only, with the host's reading of
+	// each (spec/abi/v1/process.md §3.6): the response is then a line
+	// index (LineIndex) followed by the lines.
+	Lines bool `json:"lines,omitempty"`
 }
+
+// The response of a read with Lines: a little-endian uint32 count N, N
+// entries of three uint32 (LineEntry bytes each): the line's length
+// (without its newline), then where its top-level "type" string starts in
+// the line and its length, or LineUnchecked twice when the host did not
+// find the line to be one JSON object with a plain string type
+// (jsonx.ScanObject); then the N lines back to back, without newlines.
+const (
+	LineEntry     = 12
+	LineUnchecked = 0xFFFFFFFF
+)
 
 // ProcessWaitRequest is the request of aiod:process.wait.
 type ProcessWaitRequest struct {

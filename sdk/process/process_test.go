@@ -82,3 +82,42 @@ func TestShell(t *testing.T) {
 		t.Errorf("no cmd: %v", err)
 	}
 }
+
+// TestReadLines: a started program read by whole lines through the real
+// process family, each line with the host's reading of its type; and
+// EachLine refusing a response that is not in the index format.
+func TestReadLines(t *testing.T) {
+	setup(t, []string{"sh"}, false)
+	p, err := process.Start(process.StartRequest{Argv: []string{"sh", "-c", `printf '{"type":"hit"}\nprose\n{"type":"sum'; sleep 0.1; printf 'mary"}'`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		resp, err := p.ReadLines(0, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp == nil {
+			break
+		}
+		if err := process.EachLine(resp, func(line, typ []byte, checked bool) bool {
+			got = append(got, string(line)+"|"+string(typ)+"|"+map[bool]string{true: "checked", false: "unchecked"}[checked])
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Wait(false); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"type":"hit"}|hit|checked`, "prose||unchecked", `{"type":"summary"}|summary|checked`}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Errorf("lines %q, want %q", got, want)
+	}
+	for _, bad := range [][]byte{nil, {1, 0}, {9, 0, 0, 0}, {1, 0, 0, 0, 200, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 'x'}} {
+		if err := process.EachLine(bad, func([]byte, []byte, bool) bool { return true }); err == nil {
+			t.Errorf("EachLine(%v): no error", bad)
+		}
+	}
+}

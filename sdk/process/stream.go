@@ -1,6 +1,8 @@
 package process
 
 import (
+	"encoding/binary"
+	"errors"
 	"strconv"
 	"time"
 
@@ -101,6 +103,63 @@ func (s *Started) Wait(kill bool) (*WaitResult, error) {
 }
 
 // marshalRead encodes a read request (small and fixed: no reflection).
+// ReadLines is Read for a program that writes lines (ABI v1.1): it
+// returns whole lines only, at least one (waiting up to wait for it) and
+// then as many as there are within max bytes, with the host's reading of
+// each; EachLine walks them. At the end of stdout it returns (nil, nil);
+// when no whole line arrived within wait, an *Error with code "timeout".
+// A program is read with Read or with ReadLines, not both.
+func (s *Started) ReadLines(max int, wait time.Duration) ([]byte, error) {
+	b, err := marshalRead(abi.ProcessReadRequest{ID: s.ID, MaxBytes: max, TimeoutMs: ms(wait), Lines: true})
+	if err != nil {
+		return nil, err
+	}
+	out, code := callStream("read", b)
+	if code != 0 {
+		var e Error
+		e.Code, e.Message = guest.Decode(out, code)
+		return nil, &e
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// EachLine calls f for each line of a ReadLines response, in order: the
+// line (without its newline), and, when checked, the host found it to be
+// one JSON object whose top-level "type" is the string typ (its raw text,
+// without escapes; jsonx.ScanObject). It stops when f returns false. A
+// response that is not in the index format is an error.
+func EachLine(resp []byte, f func(line, typ []byte, checked bool) bool) error {
+	if len(resp) < 4 {
+		return errors.New("aiod:process.read: a lines response without its count")
+	}
+	n := int(binary.LittleEndian.Uint32(resp))
+	if n > (len(resp)-4)/abi.LineEntry {
+		return errors.New("aiod:process.read: a lines response shorter than its index")
+	}
+	pos := 4 + abi.LineEntry*n
+	for k := 0; k < n; k++ {
+		e := resp[4+abi.LineEntry*k:]
+		l, ts, tl := int(binary.LittleEndian.Uint32(e)), binary.LittleEndian.Uint32(e[4:]), binary.LittleEndian.Uint32(e[8:])
+		if l < 0 || l > len(resp)-pos {
+			return errors.New("aiod:process.read: a line past the end of the response")
+		}
+		line := resp[pos : pos+l : pos+l]
+		pos += l
+		var typ []byte
+		checked := ts != abi.LineUnchecked && uint64(ts)+uint64(tl) <= uint64(l)
+		if checked {
+			typ = line[ts : ts+tl]
+		}
+		if !f(line, typ, checked) {
+			return nil
+		}
+	}
+	return nil
+}
+
 func marshalRead(r abi.ProcessReadRequest) ([]byte, error) {
 	b := make([]byte, 0, 64)
 	b = append(b, `{"id":`...)
@@ -112,6 +171,9 @@ func marshalRead(r abi.ProcessReadRequest) ([]byte, error) {
 	if r.TimeoutMs > 0 {
 		b = append(b, `,"timeout_ms":`...)
 		b = strconv.AppendInt(b, r.TimeoutMs, 10)
+	}
+	if r.Lines {
+		b = append(b, `,"lines":true`...)
 	}
 	return append(b, '}'), nil
 }

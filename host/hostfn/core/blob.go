@@ -26,7 +26,35 @@ const maxKept = 64
 var (
 	responseKeepDef = hostfn.Def{Module: abi.ModuleCore, Name: "response_keep", Results: []hostfn.ValueType{hostfn.I64}, Fn: responseKeep}
 	outputBlobDef   = hostfn.Def{Module: abi.ModuleCore, Name: "output_blob", Params: []hostfn.ValueType{hostfn.I32, hostfn.I32}, Results: []hostfn.ValueType{hostfn.I32}, Fn: outputBlob}
+	bytesKeepDef    = hostfn.Def{Module: abi.ModuleCore, Name: "bytes_keep", Params: []hostfn.ValueType{hostfn.I32, hostfn.I32}, Results: []hostfn.ValueType{hostfn.I64}, Fn: bytesKeep}
 )
+
+// bytesKeep (v1.1) keeps a copy of len bytes of the guest's memory at ptr
+// as a kept response, for output_blob to write escaped natively: a large
+// text the guest made itself (the JSON text of its structuredContent)
+// need not be escaped in the guest. It answers as response_keep does.
+func bytesKeep(_ context.Context, c *hostfn.Call, mem hostfn.Memory, stack []uint64) {
+	ptr, n := uint32(stack[0]), uint32(stack[1])
+	b, ok := mem.Read(ptr, n)
+	if !ok {
+		panic(fmt.Errorf("aiod:core.bytes_keep: %d bytes at %d are outside the guest's memory", n, ptr))
+	}
+	if len(c.Kept) >= maxKept {
+		panic(fmt.Errorf("aiod:core.bytes_keep: more than %d responses kept in one call", maxKept))
+	}
+	// what is kept is written at least once: refuse now what cannot fit
+	if int64(len(b)) > c.MaxOutput {
+		c.Overflow = true
+		panic(hostfn.ErrResultTooLarge{Limit: c.MaxOutput})
+	}
+	h := uint64(len(c.Kept))
+	k := hostfn.Kept{Bytes: append([]byte(nil), b...), UTF8: utf8.Valid(b)}
+	c.Kept = append(c.Kept, k)
+	if k.UTF8 {
+		h |= 1 << 32
+	}
+	stack[0] = h
+}
 
 // responseKeep keeps the pending response for the rest of the call:
 // -1 if none is pending, else its handle | 1<<32 if it is valid UTF-8.

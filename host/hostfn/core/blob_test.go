@@ -168,3 +168,87 @@ func BenchmarkAppendEscaped1MiB(b *testing.B) {
 		dst = AppendEscaped(dst[:0], src, 2)
 	}
 }
+
+// mem is a guest's memory for the tests.
+type mem []byte
+
+func (m mem) Read(off, n uint32) ([]byte, bool) {
+	if uint64(off)+uint64(n) > uint64(len(m)) {
+		return nil, false
+	}
+	return m[off : off+n], true
+}
+
+func (m mem) Write(off uint32, b []byte) bool {
+	if uint64(off)+uint64(len(b)) > uint64(len(m)) {
+		return false
+	}
+	copy(m[off:], b)
+	return true
+}
+
+// TestBytesKeep: bytes of the guest's memory kept as a copy (the guest may
+// reuse its buffer), written escaped by output_blob like a kept response;
+// a range outside the memory, too many kept, or more than the result may
+// hold trap.
+func TestBytesKeep(t *testing.T) {
+	m := mem(`....{"a":"x\"y","b":[1]}....bad` + "\xff")
+	c := &hostfn.Call{MaxOutput: 1 << 20}
+	stack := []uint64{4, 20}
+	bytesKeep(context.Background(), c, m, stack)
+	if stack[0] != 1<<32 {
+		t.Fatalf("handle %#x", stack[0])
+	}
+	stack[0], stack[1] = 28, 4
+	bytesKeep(context.Background(), c, m, stack)
+	if stack[0] != 1 {
+		t.Fatalf("handle of invalid UTF-8 %#x", stack[0])
+	}
+	copy(m[4:], "XXXX") // the guest's buffer changes: the kept copy does not
+	c.Output = append(c.Output, `{"content":[{"type":"text","text":"`...)
+	stack[0], stack[1] = 0, 1
+	outputBlob(context.Background(), c, m, stack)
+	c.Output = append(c.Output, `"}],"structuredContent":{"a":"x\"y","b":[1]}}`...)
+	if want := `{"content":[{"type":"text","text":"{\"a\":\"x\\\"y\",\"b\":[1]}"}],"structuredContent":{"a":"x\"y","b":[1]}}`; string(c.Output) != want {
+		t.Fatalf("output %s\nwant   %s", c.Output, want)
+	}
+	if !ValidObject(c.Output, c.Spliced) {
+		t.Fatal("not valid")
+	}
+	var v struct {
+		Content []struct{ Text string }
+	}
+	if err := json.Unmarshal(c.Output, &v); err != nil || v.Content[0].Text != `{"a":"x\"y","b":[1]}` {
+		t.Fatalf("text %q: %v", v.Content, err)
+	}
+	for _, tc := range []struct {
+		name     string
+		ptr, n   uint64
+		max      int64
+		full     bool
+		tooLarge bool
+	}{
+		{"outside the memory", 30, 10, 1 << 20, false, false},
+		{"past 4 GiB", 1<<32 - 1, 2, 1 << 20, false, false},
+		{"more than max_result_bytes", 0, 20, 10, false, true},
+		{"too many kept", 0, 1, 1 << 20, true, false},
+	} {
+		func() {
+			defer func() {
+				err, _ := recover().(error)
+				var tl hostfn.ErrResultTooLarge
+				if err == nil || errors.As(err, &tl) != tc.tooLarge {
+					t.Errorf("%s: trap %v", tc.name, err)
+				}
+			}()
+			c.MaxOutput = tc.max
+			if tc.full {
+				for len(c.Kept) < maxKept {
+					c.Kept = append(c.Kept, hostfn.Kept{})
+				}
+			}
+			stack[0], stack[1] = tc.ptr, tc.n
+			bytesKeep(context.Background(), c, m, stack)
+		}()
+	}
+}

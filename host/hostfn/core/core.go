@@ -29,7 +29,7 @@ func (core) Defs() []hostfn.Def {
 		{Module: abi.ModuleCore, Name: "log", Params: []hostfn.ValueType{hostfn.I32, hostfn.I32, hostfn.I32}, Fn: logFn},
 		{Module: abi.ModuleCore, Name: "progress", Params: []hostfn.ValueType{hostfn.F64, hostfn.F64, hostfn.I32, hostfn.I32}, Fn: progressFn},
 		clientInfoDef, clientInputDef, notifyDef,
-		responseKeepDef, outputBlobDef,
+		responseKeepDef, outputBlobDef, bytesKeepDef,
 		hostfn.ReqResp(abi.ModuleCore, "configuration", configuration),
 	}
 }

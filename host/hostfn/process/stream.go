@@ -1,13 +1,16 @@
 package process
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"slices"
 	"time"
 
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/proc"
 	"github.com/aiodhq/aiod/sdk/abi"
+	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
 // Started programs (ABI v1.1, spec/abi/v1/process.md §3.6): start runs a
@@ -19,6 +22,17 @@ import (
 type started struct {
 	next int
 	byID map[int]*proc.Running
+	// lines are the line readers' states (reads with lines)
+	lines map[int]*lineState
+}
+
+// lineState is what a line reader holds between reads: the unfinished
+// last line (and how much of it was searched for a newline), and whether
+// stdout has ended.
+type lineState struct {
+	rest    []byte
+	scanned int
+	eof     bool
 }
 
 type startedKey struct{}
@@ -27,7 +41,7 @@ func callStarted(c *hostfn.Call) *started {
 	if s, ok := c.Values[startedKey{}].(*started); ok {
 		return s
 	}
-	s := &started{byID: map[int]*proc.Running{}}
+	s := &started{byID: map[int]*proc.Running{}, lines: map[int]*lineState{}}
 	if c.Values == nil {
 		c.Values = map[any]any{}
 	}
@@ -107,6 +121,14 @@ func (f *Family) read(ctx context.Context, c *hostfn.Call, raw []byte) ([]byte, 
 	if req.TimeoutMs <= 0 {
 		wait = 30 * time.Second
 	}
+	if req.Lines {
+		ls := callStarted(c).lines[req.ID]
+		if ls == nil {
+			ls = &lineState{}
+			callStarted(c).lines[req.ID] = ls
+		}
+		return readLines(ctx, r, ls, n, wait)
+	}
 	b, eof := r.Read(ctx, n, wait)
 	if len(b) == 0 && !eof {
 		if ctx.Err() != nil {
@@ -130,10 +152,87 @@ func (f *Family) wait(_ context.Context, c *hostfn.Call, req *abi.ProcessWaitReq
 		return nil, hostfn.Errorf(abi.NotFound, "no started program %d in this call", req.ID)
 	}
 	delete(st.byID, req.ID)
+	delete(st.lines, req.ID)
 	res := r.Wait(req.Kill)
 	return &abi.ProcessWaitResponse{
 		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Killed: res.Killed,
 		DurationMs: res.Duration.Milliseconds(), StdoutBytes: res.StdoutBytes, StdoutTruncated: res.StdoutTruncated,
 		Stderr: string(res.Stderr), StderrTruncated: res.StderrTruncated,
 	}, nil
+}
+
+// readLines answers a read with lines: the whole lines that are there (at
+// least one, waiting up to wait for it; then as many as fit, with their
+// index entries, in n bytes),
+// each with the host's reading of it, in the index format of
+// abi.LineEntry. At the end of stdout an unfinished last line is a line;
+// after it the response is empty.
+func readLines(ctx context.Context, r *proc.Running, ls *lineState, n int, wait time.Duration) ([]byte, error) {
+	deadline := time.Now().Add(wait)
+	for !ls.eof && bytes.IndexByte(ls.rest[ls.scanned:], '\n') < 0 {
+		ls.scanned = len(ls.rest)
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, hostfn.Errorf(abi.Timeout, "no whole line within %s", wait)
+		}
+		b, eof := r.Read(ctx, n, left)
+		if len(b) == 0 && !eof {
+			if ctx.Err() != nil {
+				return nil, hostfn.Errorf(abi.Timeout, "the call ended")
+			}
+			return nil, hostfn.Errorf(abi.Timeout, "no whole line within %s", wait)
+		}
+		ls.rest = append(ls.rest, b...)
+		ls.eof = eof
+	}
+	if !ls.eof {
+		// what else is there already, without waiting
+		if b, eof := r.Read(ctx, n, 0); len(b) > 0 || eof {
+			ls.rest = append(ls.rest, b...)
+			ls.eof = eof
+		}
+	}
+	// the whole lines, as many as fit in n (at least one)
+	var ends []int
+	size := 0
+	for off := 0; off < len(ls.rest); {
+		i := bytes.IndexByte(ls.rest[off:], '\n')
+		end := off + i
+		if i < 0 {
+			if !ls.eof {
+				break
+			}
+			end = len(ls.rest) // the unfinished last line, at the end
+		}
+		// a line's index entry counts too: a flood of empty lines makes
+		// no larger a response
+		if len(ends) > 0 && size+end-off+abi.LineEntry > n {
+			break
+		}
+		size += end - off + abi.LineEntry
+		ends = append(ends, end)
+		off = end + 1
+	}
+	if len(ends) == 0 {
+		return []byte{}, nil // the end of stdout
+	}
+	out := make([]byte, 4+abi.LineEntry*len(ends), 4+size)
+	binary.LittleEndian.PutUint32(out, uint32(len(ends)))
+	start := 0
+	for k, end := range ends {
+		line := ls.rest[start:end]
+		e := out[4+abi.LineEntry*k:]
+		binary.LittleEndian.PutUint32(e, uint32(len(line)))
+		ts, tl := uint32(abi.LineUnchecked), uint32(abi.LineUnchecked)
+		if typ, slow, ok := jsonx.ScanObject(line); ok && !slow && typ != nil {
+			ts, tl = uint32(cap(line)-cap(typ)), uint32(len(typ))
+		}
+		binary.LittleEndian.PutUint32(e[4:], ts)
+		binary.LittleEndian.PutUint32(e[8:], tl)
+		out = append(out, line...)
+		start = end + 1
+	}
+	ls.rest = append(ls.rest[:0], ls.rest[min(start, len(ls.rest)):]...)
+	ls.scanned = 0
+	return out, nil
 }

@@ -8,6 +8,9 @@ import "unicode/utf8"
 // keeps them itself and escapes them as the host would.
 var nativeKept [][]byte
 
+// KeepBytes keeps a copy of b as a Blob.
+func KeepBytes(b []byte) *Blob { return KeepNative(append([]byte(nil), b...)) }
+
 // KeepNative keeps resp, a successful response, as a Blob.
 func KeepNative(resp []byte) *Blob {
 	if len(resp) == 0 {

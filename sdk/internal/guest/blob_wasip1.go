@@ -2,11 +2,27 @@
 
 package guest
 
+import "unsafe"
+
 //go:wasmimport aiod:core response_keep
 func responseKeep() uint64
 
 //go:wasmimport aiod:core output_blob
 func outputBlob(h, escape uint32) uint32
+
+//go:wasmimport aiod:core bytes_keep
+func bytesKeep(ptr unsafe.Pointer, n uint32) uint64
+
+// KeepBytes keeps a copy of b on the host (aiod:core.bytes_keep, ABI
+// v1.1) as a Blob.
+func KeepBytes(b []byte) *Blob {
+	if len(b) == 0 {
+		return &Blob{utf8: true, gen: gen}
+	}
+	k := bytesKeep(unsafe.Pointer(&b[0]), uint32(len(b)))
+	kept++
+	return &Blob{h: uint32(k), n: len(b), utf8: k>>32&1 == 1, gen: gen}
+}
 
 // FinishKept is Finish for a call whose response the guest keeps on the
 // host: on success the response stays there (a Blob); a failure's

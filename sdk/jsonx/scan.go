@@ -1,0 +1,272 @@
+package jsonx
+
+import "unicode/utf8"
+
+// ScanObject checks b in a single pass, without allocating: that it is
+// exactly one JSON object starting at b[0] (RFC 8259; whitespace after it
+// allowed) and valid UTF-8, and where its top-level "type" member is. It
+// is the hot path of a Machine Mode stream (every line of it, in the
+// adapter and in the host's line reader), where decoding each line cost
+// more than everything else.
+//
+// ok is false when b is not one JSON object or not UTF-8. Else typ is the
+// raw text of the last top-level "type" member's string (nil when there is
+// none), and slow is true when b needs decoding to be read exactly: a
+// top-level key or the type with escapes in it, or a type that is not a
+// string.
+func ScanObject(b []byte) (typ []byte, slow, ok bool) {
+	s := scanner{b: b}
+	if len(b) == 0 || b[0] != '{' {
+		return nil, false, false
+	}
+	if !s.object(0, true) {
+		return nil, false, false
+	}
+	s.ws()
+	if s.i != len(b) {
+		return nil, false, false
+	}
+	return s.typ, s.slow, true
+}
+
+// maxDepth bounds nesting, as encoding/json does.
+const maxDepth = 10000
+
+type scanner struct {
+	b    []byte
+	i    int
+	typ  []byte
+	slow bool
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// str reads a string at s.i (its opening quote) and returns its contents'
+// bounds and whether it has escapes.
+func (s *scanner) str() (start, end int, esc, ok bool) {
+	b := s.b
+	s.i++
+	start = s.i
+	for s.i < len(b) {
+		c := b[s.i]
+		switch {
+		case c == '"':
+			end = s.i
+			s.i++
+			return start, end, esc, true
+		case c == '\\':
+			esc = true
+			s.i++
+			if s.i >= len(b) {
+				return 0, 0, false, false
+			}
+			switch b[s.i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i++
+			case 'u':
+				if s.i+4 >= len(b) {
+					return 0, 0, false, false
+				}
+				for k := 1; k <= 4; k++ {
+					if !isHex(b[s.i+k]) {
+						return 0, 0, false, false
+					}
+				}
+				s.i += 5
+			default:
+				return 0, 0, false, false
+			}
+		case c < 0x20:
+			return 0, 0, false, false
+		case c < utf8.RuneSelf:
+			s.i++
+		default:
+			r, size := utf8.DecodeRune(b[s.i:])
+			if r == utf8.RuneError && size == 1 {
+				return 0, 0, false, false
+			}
+			s.i += size
+		}
+	}
+	return 0, 0, false, false
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func (s *scanner) value(depth int) bool {
+	s.ws()
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch c := s.b[s.i]; {
+	case c == '{':
+		return s.object(depth+1, false)
+	case c == '[':
+		return s.array(depth + 1)
+	case c == '"':
+		_, _, _, ok := s.str()
+		return ok
+	case c == 't':
+		return s.lit("true")
+	case c == 'f':
+		return s.lit("false")
+	case c == 'n':
+		return s.lit("null")
+	}
+	return s.number()
+}
+
+func (s *scanner) lit(w string) bool {
+	if len(s.b)-s.i < len(w) || string(s.b[s.i:s.i+len(w)]) != w {
+		return false
+	}
+	s.i += len(w)
+	return true
+}
+
+func (s *scanner) digits() int {
+	n := 0
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+		n++
+	}
+	return n
+}
+
+func (s *scanner) number() bool {
+	b := s.b
+	if s.i < len(b) && b[s.i] == '-' {
+		s.i++
+	}
+	switch {
+	case s.i >= len(b):
+		return false
+	case b[s.i] == '0':
+		s.i++
+	case b[s.i] >= '1' && b[s.i] <= '9':
+		s.digits()
+	default:
+		return false
+	}
+	if s.i < len(b) && b[s.i] == '.' {
+		s.i++
+		if s.digits() == 0 {
+			return false
+		}
+	}
+	if s.i < len(b) && (b[s.i] == 'e' || b[s.i] == 'E') {
+		s.i++
+		if s.i < len(b) && (b[s.i] == '+' || b[s.i] == '-') {
+			s.i++
+		}
+		if s.digits() == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *scanner) array(depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	s.i++ // [
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return true
+	}
+	for {
+		if !s.value(depth) {
+			return false
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// object reads an object at s.i; top marks the line's own object, whose
+// "type" member is recorded.
+func (s *scanner) object(depth int, top bool) bool {
+	if depth > maxDepth {
+		return false
+	}
+	s.i++ // {
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return true
+	}
+	for {
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != '"' {
+			return false
+		}
+		ks, ke, kesc, ok := s.str()
+		if !ok {
+			return false
+		}
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
+		s.i++
+		isType := top && !kesc && string(s.b[ks:ke]) == "type"
+		if top && kesc {
+			s.slow = true // a key with escapes may spell "type"
+		}
+		s.ws()
+		if isType && s.i < len(s.b) && s.b[s.i] == '"' {
+			vs, ve, vesc, ok := s.str()
+			if !ok {
+				return false
+			}
+			s.typ = s.b[vs:ve]
+			if vesc {
+				s.slow = true
+			}
+		} else {
+			if isType {
+				s.slow = true // not a string: decoding says how it is wrong
+			}
+			if !s.value(depth) {
+				return false
+			}
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
