@@ -93,6 +93,13 @@ type Config struct {
 	Logger   *slog.Logger
 	// LockdownConfig: the locked-down mode (host/lockdown).
 	LockdownConfig
+
+	// PluginCache holds the plugins the policy names by OCI reference,
+	// fetched (default <user cache dir>/aiod/plugins; spec/oci.md).
+	PluginCache string
+	// RegistryAuth is the Docker config file whose credentials reach the
+	// registries of those plugins ("": Docker's own).
+	RegistryAuth string
 	// TenancyConfig: OAuth, the audit log (tenancy.go).
 	TenancyConfig
 	// ReplicaConfig: the shared state keys and the replica id (config.go).

@@ -34,11 +34,13 @@ import (
 	"github.com/aiodhq/aiod/host/internal/footprint"
 	"github.com/aiodhq/aiod/host/internal/machinetools"
 	"github.com/aiodhq/aiod/host/internal/netx"
+	"github.com/aiodhq/aiod/host/internal/ociplugins"
 	"github.com/aiodhq/aiod/host/internal/toolsearch"
 	"github.com/aiodhq/aiod/host/internal/tracing"
 	"github.com/aiodhq/aiod/host/internal/tracing/otlp"
 	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/mcp"
+	"github.com/aiodhq/aiod/host/oci/ocireg"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/proc"
 	"github.com/aiodhq/aiod/host/runtime"
@@ -84,6 +86,8 @@ type Host struct {
 	// the policy's servers registered at start (upstreams.go).
 	upsStdio  func(*upstream.Options)
 	policyUps []string
+	// oci fetches the plugins the policy names by OCI reference
+	oci *ociplugins.Fetcher
 }
 
 // ErrUnauthenticatedExposure is returned when binding beyond loopback
@@ -101,7 +105,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		return nil, err
 	}
 	h := &Host{log: cfg.Logger, addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), pprofAddr: cfg.PprofAddr,
-		policyFile: cfg.PolicyFile, apiKey: cfg.APIKey, stateKeyFile: cfg.StateKeyFile,
+		policyFile: cfg.PolicyFile, apiKey: cfg.APIKey, stateKeyFile: cfg.StateKeyFile, oci: &ociplugins.Fetcher{Cache: cfg.PluginCache, Client: ocireg.Client{AuthFile: cfg.RegistryAuth}, Log: cfg.Logger},
 		machine: machinetools.New(cfg.MachineTools, cfg.Lockdown, cfg.Logger, os.LookupEnv)}
 	h.policy.Store(p.policy)
 	defer func() {
@@ -134,7 +138,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 			ms := h.machine.Setup(p.policy)
 			return h.provisionRegistry(ctx, plugin.Options{Policy: p.policy, BuiltinPolicy: machinetools.WithPolicy(builtinPolicy(p.policy), ms), Env: p.env,
 				Builtins: cfg.PageToolsConfig.builtins(cfg.Builtins, cfg.Browser.Mode), Dir: cfg.PluginsDir,
-				IdleTimeout: cfg.IdleTimeout, KeepCompiled: cfg.KeepCompiled, RequirePins: cfg.Lockdown,
+				IdleTimeout: cfg.IdleTimeout, KeepCompiled: cfg.KeepCompiled, RequirePins: cfg.Lockdown, Remotes: h.oci.Remotes(ctx, p.policy),
 				Configurations: ms.Configurations()})
 		},
 		func() error { return h.wireTenancy(cfg.TenancyConfig, p.auditRequired, cfg.AdminKey, p.policy, p.lock) },

@@ -148,6 +148,7 @@ func (h *Host) reload(ctx context.Context) (*ReloadResult, error) {
 	ms := h.machine.Setup(p)
 	h.reg.SetPolicy(p, machinetools.WithPolicy(builtinPolicy(p), ms))
 	h.reg.SetConfigurations(ms.Configurations())
+	h.reg.SetRemotes(h.oci.Remotes(ctx, p))
 	h.reloadStateKeys()
 	rep, err := h.reg.ReloadReport(ctx)
 	res.Report = rep
@@ -194,6 +195,7 @@ func (h *Host) adminPlugins() any {
 		SHA256     string   `json:"sha256"`
 		Builtin    bool     `json:"builtin"`
 		Source     string   `json:"source"`
+		SignedBy   string   `json:"signed_by,omitempty"`
 		Tools      []string `json:"tools"`
 		Instances  int      `json:"idle_instances"`
 		Dormant    bool     `json:"dormant"`
@@ -206,7 +208,7 @@ func (h *Host) adminPlugins() any {
 	}
 	out := []entry{}
 	for _, p := range cat.Plugins {
-		e := entry{Name: p.Manifest.Name, Version: p.Manifest.Version, SHA256: p.Digest, Builtin: p.Builtin,
+		e := entry{Name: p.Manifest.Name, Version: p.Manifest.Version, SHA256: p.Digest, Builtin: p.Builtin, SignedBy: p.Signer,
 			Source: p.Source, Tools: []string{}, Families: []string{}, Instances: p.IdleInstances(plugin.DefaultOwner),
 			Dormant: p.Dormant(), LoadError: cat.LoadError(p.Manifest.Name), Generation: cat.Generation}
 		for _, t := range p.Tools() {
@@ -295,6 +297,15 @@ type adminCall struct {
 }
 
 // adminState is GET /admin/state: the plugins, tenants and recent calls.
+// signature is how the admin page shows a plugin's signature: the
+// trusted key whose signature verified (spec/oci.md §3), or "unsigned".
+func signature(p *plugin.Plugin) string {
+	if p.Signer == "" {
+		return "unsigned"
+	}
+	return "signed by " + p.Signer
+}
+
 func (h *Host) adminState() any {
 	cat := h.reg.Catalog()
 	names := h.tenancy.set.Names()
@@ -302,7 +313,7 @@ func (h *Host) adminState() any {
 	plugins := make([]adminPlugin, 0, len(cat.Plugins))
 	for _, p := range cat.Plugins {
 		e := adminPlugin{Name: p.Manifest.Name, Version: p.Manifest.Version, SHA256: p.Digest, Builtin: p.Builtin,
-			Source: p.Source, Engine: h.engName, Signature: "unsigned", Dormant: p.Dormant(), Tools: []string{},
+			Source: p.Source, Engine: h.engName, Signature: signature(p), Dormant: p.Dormant(), Tools: []string{},
 			LoadError: cat.LoadError(p.Manifest.Name)}
 		for _, n := range names {
 			k := p.IdleInstances(n)

@@ -50,8 +50,8 @@ usage:
   aiod doctor [--json] [--lockdown] [--output jsonl]
                        what this machine has for each plane (shell, interpreters, browser, isolation);
                        --lockdown: what aiod start --lockdown would be refused for
-  aiod plugin new|build|inspect|verify|test
-                       write, build and check a plugin (aiod plugin help)
+  aiod plugin new|build|inspect|verify|test|add|push|pull|sign|keygen
+                       write, build, check, publish and sign a plugin (aiod plugin help)
   aiod key new [--output jsonl]
                        print a fresh API key and the line to paste into a tenant's "keys"
   aiod deploy nginx|kubernetes
@@ -127,6 +127,8 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.int(&c.Port, "port", "AIO_PORT", host.DefaultPort, "port to listen on")
 	s.str(&c.PluginsDir, "plugins-dir", "AIO_PLUGINS_DIR", "", "directory of plugin packages to load besides the built-ins")
 	s.str(&c.CacheDir, "cache-dir", "AIO_CACHE_DIR", "", "compiled-module cache directory; '-' disables it (default: <user cache dir>/aiod/wazero)")
+	s.str(&c.PluginCache, "plugin-cache", "AIO_PLUGIN_CACHE", "", "where plugins the policy names by OCI reference are fetched to (default: <user cache dir>/aiod/plugins)")
+	s.str(&c.RegistryAuth, "registry-auth", "AIO_REGISTRY_AUTH", "", "Docker config file whose credentials reach the registries of those plugins (default: Docker's own, $DOCKER_CONFIG/config.json or ~/.docker/config.json; none: anonymous)")
 	s.str(&c.Workspace, "workspace", "AIO_WORKSPACE", "", "restrict every file operation and process working directory to this directory")
 	s.str(&c.PolicyFile, "policy", "AIO_POLICY", "", "operator capability policy file, JSON (default: plugins from --plugins-dir get no capabilities)")
 	s.str(&c.APIKey, "api-key", "AIO_API_KEY", "", "API key required as 'Authorization: Bearer KEY' or 'x-api-key: KEY'; set but empty refuses to start")

@@ -59,6 +59,8 @@ var settings = []setting{
 	{"AIO_PORT", "19000", 19000, "19001", 19001, "abc", func(s *startFlags) any { return s.cfg.Port }, host.DefaultPort},
 	{"AIO_PLUGINS_DIR", "/env/plugins", "/env/plugins", "/flag/plugins", "/flag/plugins", "", func(s *startFlags) any { return s.cfg.PluginsDir }, ""},
 	{"AIO_CACHE_DIR", "/env/cache", "/env/cache", "-", "-", "", func(s *startFlags) any { return s.cfg.CacheDir }, ""},
+	{"AIO_PLUGIN_CACHE", "/env/plugins", "/env/plugins", "/flag/plugins", "/flag/plugins", "", func(s *startFlags) any { return s.cfg.PluginCache }, ""},
+	{"AIO_REGISTRY_AUTH", "/env/auth.json", "/env/auth.json", "/flag/auth.json", "/flag/auth.json", "", func(s *startFlags) any { return s.cfg.RegistryAuth }, ""},
 	{"AIO_WORKSPACE", "/env/ws", "/env/ws", "/flag/ws", "/flag/ws", "", func(s *startFlags) any { return s.cfg.Workspace }, ""},
 	{"AIO_POLICY", "/env/p.json", "/env/p.json", "/flag/p.json", "/flag/p.json", "", func(s *startFlags) any { return s.cfg.PolicyFile }, ""},
 	{"AIO_API_KEY", "env-key", "env-key", "flag-key", "flag-key", "", func(s *startFlags) any { return s.cfg.APIKey }, ""},

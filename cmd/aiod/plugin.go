@@ -35,6 +35,16 @@ const pluginUsage = `usage:
                        call each tool of examples.json (or --args) on every engine, print the answers
   aiod plugin add FILE.wasm --form extism --into PLUGINS_DIR [--allow-http HOST] [--name N]
                        pack an Extism plugin as it is (manifest from its tool list, pinned by sha256)
+  aiod plugin add oci://REGISTRY/REPO@sha256:... --into PLUGINS_DIR [--key PUB]
+                       install a package from an OCI registry, by digest
+  aiod plugin push PACKAGE_DIR REGISTRY/REPO[:TAG]
+                       push a package as an OCI artifact; prints its reference by digest
+  aiod plugin pull REGISTRY/REPO[:TAG|@sha256:...] [--into DIR] [--key PUB] [--force]
+                       pull a package (and its signatures) into DIR/<name>
+  aiod plugin sign REGISTRY/REPO[:TAG|@sha256:...] --key KEY
+                       sign a pushed package (a cosign signature, pushed beside it)
+  aiod plugin keygen --out PREFIX
+                       a P-256 key pair for signing: PREFIX.key and PREFIX.pub
 `
 
 // pluginCmd is `aiod plugin SUBCOMMAND`. Exit 0: done; 1: a failure (or
@@ -60,7 +70,18 @@ func pluginCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		code, err = pluginCheck(ctx, sub, rest, nil, stdout, stderr)
 	case "add":
-		return pluginAddTo(rest, stdout, stderr)
+		if !hasOCIArg(rest) {
+			return pluginAddTo(rest, stdout, stderr)
+		}
+		err = pluginAddOCI(ctx, rest, stdout, stderr)
+	case "push":
+		err = pluginPush(ctx, rest, stdout, stderr)
+	case "pull":
+		err = pluginPull(ctx, rest, stdout, stderr)
+	case "sign":
+		err = pluginSign(ctx, rest, stdout, stderr)
+	case "keygen":
+		err = pluginKeygen(rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, pluginUsage)
 		return 0
@@ -83,6 +104,16 @@ func pluginCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 type usageError struct{ error }
+
+// hasOCIArg reports whether an argument is an oci:// reference.
+func hasOCIArg(args []string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, "oci://") {
+			return true
+		}
+	}
+	return false
+}
 
 // pluginCheck runs inspect, verify or test; with s (--output jsonl) they
 // write their events on it and finish it.
@@ -382,6 +413,9 @@ func pluginVerify(ctx context.Context, args []string, s *aoi.Stream, stdout, std
 		} else {
 			fmt.Fprintf(stdout, "  refuse  %-8s %s\n", f.Family, f.Why)
 		}
+	}
+	if v.SignedBy != "" {
+		fmt.Fprintf(stdout, "  signed  by %s\n", v.SignedBy)
 	}
 	for _, r := range v.Refused {
 		fmt.Fprintf(stdout, "  refused: %s\n", r)

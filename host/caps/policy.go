@@ -1,6 +1,7 @@
 package caps
 
 import (
+	"crypto/ecdsa"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -27,6 +28,19 @@ type Policy struct {
 	// Pins are the module digests (hex sha256) the policy pins, by plugin
 	// name: the "sha256" of a plugin's entry (pins.go).
 	Pins map[string]string `json:"-"`
+	// OCI are the plugins the policy names by OCI reference and digest
+	// ("<registry>/<repository>@sha256:<hex>"), by plugin name: the "oci"
+	// of a plugin's entry (pins.go, spec/oci.md §2).
+	OCI map[string]string `json:"-"`
+	// TrustedKeys are the public keys (ECDSA P-256, PKIX PEM or its
+	// base64 body) whose signatures a plugin may carry, by name; Keys are
+	// them parsed (signing.go).
+	TrustedKeys map[string]string           `json:"trusted_keys,omitempty"`
+	Keys        map[string]*ecdsa.PublicKey `json:"-"`
+	// RequireSignatures refuses a plugin from the plugins directory or a
+	// registry unless one of its signatures verifies with a trusted key
+	// (lockdown requires them whenever there are trusted keys).
+	RequireSignatures bool `json:"require_signatures,omitempty"`
 	// Tenants are the clients of a multi-tenant host, by name
 	// (spec/tenants.md; tenants.go). Empty: the single-tenant form.
 	Tenants map[string]Tenant `json:"tenants,omitempty"`
@@ -91,14 +105,17 @@ const (
 // ParsePolicy decodes an operator policy strictly.
 func ParsePolicy(data []byte) (*Policy, error) {
 	var p Policy
-	data, pins, err := splitPins(data)
+	data, pins, refs, err := splitPins(data)
 	if err != nil {
 		return nil, fmt.Errorf("invalid policy: %w", err)
 	}
 	if err := StrictUnmarshal(data, &p); err != nil {
 		return nil, fmt.Errorf("invalid policy: %w", err)
 	}
-	p.Pins = pins
+	p.Pins, p.OCI = pins, refs
+	if err := p.parseKeys(); err != nil {
+		return nil, fmt.Errorf("invalid policy: %w", err)
+	}
 	for name, c := range p.Plugins {
 		if err := validateCapabilities(c); err != nil {
 			return nil, fmt.Errorf("invalid policy: plugin %s: %w", name, err)

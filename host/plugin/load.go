@@ -17,6 +17,7 @@ import (
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/hostfn/core"
+	"github.com/aiodhq/aiod/host/oci"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
@@ -54,6 +55,10 @@ func (r *Registry) load(ctx context.Context, s source, reuse map[string]*Plugin,
 	return p, nil
 }
 
+// ErrSignatureRequired marks a plugin refused for want of a signature by
+// a trusted key (caps.Policy.SignaturesRequired).
+var ErrSignatureRequired = errors.New("signature required")
+
 // prepare does the checks that need no compilation (manifest, digest, wasm
 // magic, grant) and makes the Plugin. A plugin carried over from reuse is
 // returned with nil fams; a configured plugin without a configuration is
@@ -88,6 +93,14 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 			return nil, nil, err
 		}
 	}
+	var signer string
+	if !s.builtin && len(policy.Keys) > 0 {
+		var err error
+		signer, err = oci.VerifyPackage(s.artifact, s.sigs, s.manifest, digest, policy.Keys)
+		if err != nil && policy.SignaturesRequired(r.opts.RequirePins) {
+			return nil, nil, fmt.Errorf("plugin %s (%s): %w: %w", m.Name, s.where, ErrSignatureRequired, err)
+		}
+	}
 	grant := policy.Allow(m, r.opts.Env)
 	msum := sha256.Sum256(s.manifest)
 	gkey := grantKey(grant)
@@ -113,6 +126,7 @@ func (r *Registry) prepare(s source, reuse map[string]*Plugin) (*Plugin, []hostf
 	p := &Plugin{Manifest: m, Grant: grant, Digest: digest, Builtin: s.builtin, Source: s.where,
 		key: key, modKey: fmt.Sprintf("%s/%s/%s/%s", digest, m.Name, m.Form, gkey), command: m.Form == "command", log: r.log.With("plugin", m.Name), ownerMax: r.opts.OwnerInstances}
 	p.slots = r.slots
+	p.Signer = signer
 	p.config = config
 	p.refs.Add(1)
 	return p, fams, nil

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/internal/filedigest"
+	"github.com/aiodhq/aiod/host/oci"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -34,6 +36,10 @@ type source struct {
 	builtin  bool
 	where    string
 	err      error // the package could not be read or parsed
+	// artifact and sigs are the package's record of the OCI artifact it
+	// was pulled as and that artifact's signatures (oci.ArtifactFile,
+	// oci.SignaturesFile); nil when it has none
+	artifact, sigs []byte
 }
 
 // maxModuleBytes bounds a plugin module.
@@ -184,6 +190,15 @@ func readPackages(fsys fs.FS, dir string, builtin bool, where string, late bool,
 			modName = "plugin.wasm"
 		}
 		src := source{name: m.Name, manifest: mb, m: m, fsys: fsys, module: path.Join(pdir, modName), builtin: builtin, where: pwhere, pinned: m.SHA256, digests: digests}
+		if !builtin {
+			if src.artifact, err = readOptional(fsys, path.Join(pdir, oci.ArtifactFile), oci.MaxArtifactBytes); err == nil {
+				src.sigs, err = readOptional(fsys, path.Join(pdir, oci.SignaturesFile), maxSignaturesBytes)
+			}
+			if err != nil {
+				fail(m.Name, fmt.Errorf("plugin %s: %w", m.Name, err))
+				continue
+			}
+		}
 		if late && m.SHA256 != "" {
 			// pinned by its manifest: its digest is known without reading
 			// it, and it is read and checked when compiled
@@ -214,6 +229,44 @@ func readLimited(fsys fs.FS, name string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is %d bytes, over the %d byte limit", name, st.Size(), max)
 	}
 	return fs.ReadFile(fsys, name)
+}
+
+// maxSignaturesBytes bounds a package's signatures file.
+const maxSignaturesBytes = 1 << 20
+
+// readOptional reads a file of at most max bytes; nil if there is none.
+func readOptional(fsys fs.FS, name string, max int64) ([]byte, error) {
+	b, err := readLimited(fsys, name, max)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// readRemotes lists the packages fetched from registries: each one's
+// cache directory holds the one package, which must be the plugin its
+// policy entry names; a fetch that failed is its error, in its place.
+func readRemotes(remotes []Remote, late bool, digests *filedigest.Cache) []source {
+	var out []source
+	for _, rm := range remotes {
+		if rm.Err != nil {
+			out = append(out, source{name: rm.Name, where: rm.Where, err: fmt.Errorf("plugin %s: %w", rm.Name, rm.Err)})
+			continue
+		}
+		srcs := readPackages(os.DirFS(filepath.Dir(rm.Dir)), ".", false, rm.Where, late, digests)
+		for i := range srcs {
+			srcs[i].where = rm.Where
+			if srcs[i].err == nil && srcs[i].name != rm.Name {
+				srcs[i].err = fmt.Errorf("plugin %s: the artifact %s holds plugin %s", rm.Name, rm.Where, srcs[i].name)
+				srcs[i].name = rm.Name
+			}
+		}
+		if len(srcs) != 1 {
+			srcs = []source{{name: rm.Name, where: rm.Where, err: fmt.Errorf("plugin %s: cache directory %s holds %d packages, want 1", rm.Name, filepath.Dir(rm.Dir), len(srcs))}}
+		}
+		out = append(out, srcs...)
+	}
+	return out
 }
 
 func isWasm(b []byte) bool { return len(b) >= 8 && string(b[:4]) == "\x00asm" }

@@ -79,6 +79,10 @@ type Options struct {
 	// reloads load before they swap.
 	Background bool
 	Logger     *slog.Logger
+	// Remotes are the packages the policy names by OCI reference, fetched
+	// into the cache by the host (host/oci/ocireg); SetRemotes replaces
+	// them for the next Reload.
+	Remotes []Remote
 	// RequirePins refuses a plugin from Dir whose module the policy does
 	// not pin by sha256 (caps.Policy.CheckPin; lockdown).
 	RequirePins bool
@@ -131,8 +135,11 @@ type Plugin struct {
 	Manifest *abi.Manifest
 	Grant    *caps.Grant
 	Digest   string // hex sha256 of the module
-	Builtin  bool
-	Source   string // where it was loaded from
+	// Signer names the trusted key whose signature of the package's OCI
+	// artifact verified ("" when none did or the policy has no keys).
+	Signer  string
+	Builtin bool
+	Source  string // where it was loaded from
 
 	key      string // digest + manifest digest + grant: reuse across reloads
 	modKey   string // digest + name + form + grant: a compiled module's inputs
@@ -217,6 +224,27 @@ func (r *Registry) SetPolicy(policy, builtin *caps.Policy) {
 	}
 	r.mu.Lock()
 	r.opts.Policy, r.opts.BuiltinPolicy = policy, builtin
+	r.mu.Unlock()
+}
+
+// Remote is a package the policy names by OCI reference: the directory
+// the host fetched it into, or why the fetch failed.
+type Remote struct {
+	// Name is the policy entry's plugin name; the package must be that
+	// plugin.
+	Name string
+	// Where says where it comes from, the same for every version of it
+	// ("oci://REGISTRY/REPOSITORY"): a version refused at reload keeps
+	// the one loaded from the same place serving.
+	Where string
+	Dir   string
+	Err   error
+}
+
+// SetRemotes replaces the fetched packages for the next Reload.
+func (r *Registry) SetRemotes(remotes []Remote) {
+	r.mu.Lock()
+	r.opts.Remotes = remotes
 	r.mu.Unlock()
 }
 

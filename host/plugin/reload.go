@@ -65,6 +65,7 @@ func (r *Registry) ReloadReport(ctx context.Context) (*Report, error) {
 	if r.opts.Dir != "" {
 		srcs = append(srcs, readPackages(os.DirFS(r.opts.Dir), ".", false, r.opts.Dir, r.background.Load(), &r.digests)...)
 	}
+	srcs = append(srcs, readRemotes(r.opts.Remotes, r.background.Load(), &r.digests)...)
 	rep := &Report{Generation: old.Generation + 1}
 	var errs []error
 	var plugins []*Plugin
@@ -96,6 +97,12 @@ func (r *Registry) ReloadReport(ctx context.Context) (*Report, error) {
 			// the version loaded from the same package keeps serving
 			prev := oldBySource[s.where]
 			if prev == nil || prev.closed.Load() || seenPlugin[prev.Manifest.Name] {
+				continue
+			}
+			if errors.Is(err, ErrSignatureRequired) && !r.stillTrusted(prev) {
+				// signatures became required, or its key is no longer
+				// trusted: the previous version does not keep serving
+				r.log.Warn("signature required: the previous version is unloaded too", "plugin", prev.Manifest.Name, "version", prev.Manifest.Version)
 				continue
 			}
 			r.log.Warn("new version refused; the previous one keeps serving", "plugin", prev.Manifest.Name, "version", prev.Manifest.Version)
@@ -148,4 +155,10 @@ func (r *Registry) ReloadReport(ctx context.Context) (*Report, error) {
 	r.log.Info("catalogue loaded", "generation", next.Generation, "plugins", len(next.Plugins), "tools", len(next.Tools),
 		"added", rep.Added, "removed", rep.Removed, "changed", rep.Changed, "kept", rep.Kept, "ms", rep.DurationMs)
 	return rep, errors.Join(errs...)
+}
+
+// stillTrusted reports whether p was signed by a key the policy still
+// trusts (r.mu held).
+func (r *Registry) stillTrusted(p *Plugin) bool {
+	return p.Signer != "" && r.opts.Policy.Keys[p.Signer] != nil
 }

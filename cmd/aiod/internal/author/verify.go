@@ -2,14 +2,17 @@ package author
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/oci"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -47,6 +50,9 @@ type Verdict struct {
 	Warnings []string `json:"warnings"`
 	Limits   Limits   `json:"limits"`
 	Report   *Report  `json:"report"`
+	// SignedBy names the policy's trusted key whose signature of the
+	// package's OCI artifact verifies (spec/oci.md §3).
+	SignedBy string `json:"signed_by,omitempty"`
 }
 
 // Limits are the effective per-call limits.
@@ -129,6 +135,9 @@ func Verify(ctx context.Context, dir string, o VerifyOptions) (*Verdict, error) 
 			}
 		}
 	}
+	if len(policy.Keys) > 0 {
+		v.signature(dir, m.Name, r.SHA256, policy)
+	}
 	v.Limits = Limits{TimeoutMs: g.Timeout.Milliseconds(), MemoryMiB: int(g.MemoryPages / 16), MaxResultBytes: g.MaxResultBytes,
 		MaxInstances: g.MaxInstances, Fuel: g.Fuel}
 	v.Loads = len(v.Refused) == 0
@@ -181,4 +190,38 @@ func builtinTools(b fs.FS) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// signature checks the package's signatures against the policy's trusted
+// keys, as the host does at load: a refusal when the policy requires
+// signatures, else a warning.
+func (v *Verdict) signature(dir, name, moduleSHA256 string, policy *caps.Policy) {
+	read := func(f string, max int64) ([]byte, error) {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err == nil && int64(len(b)) > max {
+			err = fmt.Errorf("%s is over %d bytes", f, max)
+		}
+		return b, err
+	}
+	mj, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	var art, sigs []byte
+	if err == nil {
+		art, err = read(oci.ArtifactFile, oci.MaxArtifactBytes)
+	}
+	if err == nil {
+		sigs, err = read(oci.SignaturesFile, 1<<20)
+	}
+	if err == nil {
+		v.SignedBy, err = oci.VerifyPackage(art, sigs, mj, moduleSHA256, policy.Keys)
+	}
+	switch {
+	case err == nil:
+	case policy.RequireSignatures:
+		v.Refused = append(v.Refused, fmt.Sprintf("plugin %s: signature required: %v", name, err))
+	default:
+		v.Warnings = append(v.Warnings, fmt.Sprintf("plugin %s: %v (refused in lockdown, or with require_signatures)", name, err))
+	}
 }
