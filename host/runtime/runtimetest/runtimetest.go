@@ -70,7 +70,7 @@ func (l *noticeLog) get() []string {
 // Option tells RunAll what an engine promises beyond the common table.
 type Option func(*options)
 
-type options struct{ shortHolds, snapshots bool }
+type options struct{ shortHolds, snapshots, noWarm bool }
 
 // ShortHolds: a long guest run holds its Go processor about a millisecond
 // at a time at most (wazero's compiler yields, RATIONALE "A long guest run
@@ -78,6 +78,11 @@ type options struct{ shortHolds, snapshots bool }
 // processor). Without it an engine is held to the Go scheduler's own
 // preemption (an interpreter is Go code: 10-20 ms).
 func ShortHolds() Option { return func(o *options) { o.shortHolds = true } }
+
+// NotWazero: the engine does not read wazero's compile cache, so the table
+// does not warm it (testwasm.Warm compiles for wazero only: for another
+// engine it was a process and a compile spent for nothing).
+func NotWazero() Option { return func(o *options) { o.noWarm = true } }
 
 // Snapshots: the engine was made with snapshots on (its compiled modules
 // are runtime.Owned). The table's instances are then made for an owner
@@ -88,10 +93,19 @@ func Snapshots() Option { return func(o *options) { o.snapshots = true } }
 
 func (e env) core() []hostfn.Family { return []hostfn.Family{e.coreFamily} }
 
+// warm puts wasm in wazero's compile cache beforehand (testwasm.Warm),
+// for an engine that reads it.
+func (e env) warm(wasm []byte) {
+	e.t.Helper()
+	if !e.opts.noWarm {
+		testwasm.Warm(e.t, wasm)
+	}
+}
+
 func (e env) compile(pkg string, cfg runtime.Config) runtime.Compiled {
 	e.t.Helper()
 	wasm := testwasm.Wasm(e.t, pkg)
-	testwasm.Warm(e.t, wasm)
+	e.warm(wasm)
 	if cfg.Name == "" {
 		cfg.Name = "t"
 	}
@@ -214,7 +228,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 		}},
 		{"refuses an import that is not linked, naming it (the registry names the capability)", "compiles only", func(e env) {
 			wasm := testwasm.Wasm(e.t, "host/plugin/testdata/importer")
-			testwasm.Warm(e.t, wasm)
+			e.warm(wasm)
 			_, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "importer", Families: e.core()})
 			var ie *runtime.ImportError
 			if !errors.As(err, &ie) || ie.Module != "aiod:files" || ie.Name != "read" {
@@ -438,7 +452,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 		}},
 		{"fuel bounds a WASI command's whole run (engines that meter; elsewhere it is ignored)", "a WASI command, never from a snapshot", func(e env) {
 			wasm := testwasm.Command(e.t, "host/plugin/testdata/cmdecho")
-			testwasm.Warm(e.t, wasm)
+			e.warm(wasm)
 			stdin := []byte(`{"op":"tools/call","name":"x","arguments":{"text":"y"}}`)
 			for _, fuel := range []uint64{1000, 1 << 40} {
 				c, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "cmd", Families: e.core(), Fuel: fuel})
@@ -477,7 +491,7 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 		}},
 		{"runs a WASI command", "a WASI command, never from a snapshot", func(e env) {
 			wasm := testwasm.Command(e.t, "host/plugin/testdata/cmdecho")
-			testwasm.Warm(e.t, wasm)
+			e.warm(wasm)
 			c, err := e.eng.Compile(context.Background(), wasm, runtime.Config{Name: "cmd", Families: e.core()})
 			if err != nil {
 				e.t.Fatal(err)

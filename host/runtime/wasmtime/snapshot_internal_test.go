@@ -27,8 +27,7 @@ func snapCompiled(tb testing.TB, pkg string, tune tuning) *compiled {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { e.Close(context.Background()) })
-	wasm := testplugins.Wasm(tb, pkg)
-	testplugins.Warm(tb, wasm)
+	wasm := testplugins.Wasm(tb, pkg) // wasmtime compiles into its own cache: no wazero warm
 	var notices []string
 	c, err := e.Compile(context.Background(), wasm, runtime.Config{Name: "t", Families: []hostfn.Family{core.New()}, MemoryPages: 16 * 1024,
 		Notice: func(s string) { notices = append(notices, s) }})

@@ -19,7 +19,7 @@ func TestEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 		return e
-	}, runtimetest.ShortHolds())
+	}, runtimetest.ShortHolds(), runtimetest.NotWazero())
 }
 
 // TestEngineSnapshots is the table with snapshots on: its instances are
@@ -31,5 +31,5 @@ func TestEngineSnapshots(t *testing.T) {
 			t.Fatal(err)
 		}
 		return e
-	}, runtimetest.ShortHolds(), runtimetest.Snapshots())
+	}, runtimetest.ShortHolds(), runtimetest.Snapshots(), runtimetest.NotWazero())
 }
