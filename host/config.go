@@ -192,6 +192,11 @@ type ReplicaConfig struct {
 	// (--replica-id, AIO_REPLICA_ID; mcp.ReplicaTag), what the load
 	// balancer routes a session's later requests on.
 	ReplicaID string
+	// Store, when set, is the store every replica shares (--store,
+	// AIO_STORE; redis://host:port[/db]): plugin state, task records and
+	// the tenants' calls_per_minute buckets (host/store/redis). Unset: a
+	// file under --data-dir (host/store/bolt), else memory (store.go).
+	Store string
 }
 
 // ToolSearchConfig is tool search (spec/protocol.md, "Tool search"),

@@ -40,6 +40,7 @@ import (
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/server"
 	"github.com/aiodhq/aiod/host/skills"
+	"github.com/aiodhq/aiod/host/store"
 	"github.com/aiodhq/aiod/host/tenant"
 	"github.com/aiodhq/aiod/host/upstream"
 	"github.com/aiodhq/aiod/sdk/abi"
@@ -57,6 +58,7 @@ type Host struct {
 	browser *browser.Browser
 	ups     *upstream.Set // nil without upstreams
 	fams    *families
+	store   store.Store   // plugin state and task records (storewire.go)
 	machine *machineTools // machine.go
 	reg     *plugin.Registry
 	mcp     *mcp.Server
@@ -109,6 +111,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		// their quotas (OwnerInstances) from the start
 		func() error { h.tenancy.set = tenant.New(p.policy.Tenants, cfg.APIKey); return nil },
 		func() error { return h.provisionUpstreams(cfg.Upstreams, p.pinFile, cfg.UpstreamListTimeout) },
+		func() error { return h.provisionStore(ctx, cfg) },
 		func() error { return h.provisionFamilies(ctx, p.lock) },
 		func() error {
 			if cfg.Builtins == nil {
@@ -176,7 +179,7 @@ func (h *Host) provisionBrowser(c browser.Config) (err error) {
 // provisionFamilies makes the families' state (in lockdown's sandbox when
 // lock is set, whose runtime checks then run).
 func (h *Host) provisionFamilies(ctx context.Context, lock *lockdown.Lockdown) error {
-	h.fams = newFamilies(h.log, h.browser, h.ups, lock, h.machine.sandboxPaths)
+	h.fams = newFamilies(h.log, h.browser, h.ups, h.store, lock, h.machine.sandboxPaths)
 	h.built(func(context.Context) error { return h.fams.Close() })
 	if lock == nil {
 		return nil

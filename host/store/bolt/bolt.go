@@ -1,0 +1,348 @@
+// Package bolt is the store.Store in one file on the local disk
+// (<data-dir>/state.db), an embedded bbolt database: every change is one
+// transaction, written and fsynced before it is acknowledged, so a crash
+// or a power cut loses nothing that was acknowledged and never leaves
+// half a change.
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aiodhq/aiod/host/store"
+	bbolt "go.etcd.io/bbolt"
+	bberrors "go.etcd.io/bbolt/errors"
+)
+
+// FileName is the store's file in the data directory.
+const FileName = "state.db"
+
+// Buckets: state holds one sub-bucket per space (named by spaceName),
+// usage the size of each space (8 bytes, big endian), records the
+// records (8 bytes of expiry in Unix ms, then the value).
+var (
+	bState   = []byte("state")
+	bUsage   = []byte("usage")
+	bRecords = []byte("records")
+)
+
+// LockTimeout is how long Open waits for another process's lock on the
+// file before it gives up.
+const LockTimeout = 2 * time.Second
+
+// Store is the bbolt store.
+type Store struct {
+	db   *bbolt.DB
+	path string
+	max  int64
+
+	mu    sync.Mutex // serializes writes, so that total stays exact
+	total int64
+	puts  int
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating it if need be) the store in dir, holding at most
+// maxBytes of state (store.DefaultMaxBytes if <= 0). A file another
+// process holds, or one that is not a sound bbolt database, is an error
+// that says so.
+func Open(dir string, maxBytes int64) (*Store, error) {
+	if maxBytes <= 0 {
+		maxBytes = store.DefaultMaxBytes
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("state store: %w", err)
+	}
+	path := filepath.Join(dir, FileName)
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: LockTimeout})
+	switch {
+	case errors.Is(err, bberrors.ErrTimeout):
+		return nil, fmt.Errorf("state store %s is locked by another process (another aiod with the same --data-dir?)", path)
+	case errors.Is(err, bberrors.ErrInvalid), errors.Is(err, bberrors.ErrVersionMismatch), errors.Is(err, bberrors.ErrChecksum):
+		return nil, fmt.Errorf("state store %s is damaged (%v): move it aside to start with an empty store", path, err)
+	case err != nil:
+		return nil, fmt.Errorf("state store %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path, max: maxBytes}
+	if err := s.init(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("state store %s is damaged (%v): move it aside to start with an empty store", path, err)
+	}
+	return s, nil
+}
+
+// init makes the buckets, checks the file's consistency and adds up the
+// spaces' sizes. A damaged page can make bbolt panic: that is an error
+// here, not a crash.
+func (s *Store) init() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		for _, b := range [][]byte{bState, bUsage, bRecords} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		var cerr error
+		for e := range tx.Check() { // drain: Check's goroutine sends them all
+			if cerr == nil {
+				cerr = e
+			}
+		}
+		if cerr != nil {
+			return cerr
+		}
+		var total int64
+		err := tx.Bucket(bUsage).ForEach(func(_, v []byte) error {
+			if len(v) != 8 {
+				return errors.New("a space's size is not 8 bytes")
+			}
+			total += int64(binary.BigEndian.Uint64(v))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		s.total = total
+		// records past their expiry go now
+		now := time.Now().UnixMilli()
+		rb := tx.Bucket(bRecords)
+		c := rb.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(v) < 8 || int64(binary.BigEndian.Uint64(v)) < now {
+				if err := c.Delete(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func (s *Store) String() string { return "bolt " + s.path }
+
+// Path is the store's file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the file (and releases its lock).
+func (s *Store) Close() error { return s.db.Close() }
+
+// spaceName is a space's sub-bucket: the plugin's name, NUL, the owner
+// (a plugin name has no NUL: manifest names are [a-z0-9-]).
+func spaceName(sp store.Space) []byte {
+	return []byte(sp.Plugin + "\x00" + sp.Owner)
+}
+
+func (s *Store) Get(_ context.Context, sp store.Space, key string) (v string, ok bool, err error) {
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bState).Bucket(spaceName(sp))
+		if b == nil {
+			return nil
+		}
+		if raw := b.Get([]byte(key)); raw != nil {
+			v, ok = string(raw), true
+		}
+		return nil
+	})
+	return v, ok, s.wrap(err)
+}
+
+func (s *Store) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	var tl *store.TooLargeError
+	if errors.As(err, &tl) || errors.Is(err, store.ErrKey) {
+		return err
+	}
+	return &store.UnavailableError{Store: s.String(), Err: err}
+}
+
+func usageOf(tx *bbolt.Tx, name []byte) int64 {
+	if v := tx.Bucket(bUsage).Get(name); len(v) == 8 {
+		return int64(binary.BigEndian.Uint64(v))
+	}
+	return 0
+}
+
+func putUsage(tx *bbolt.Tx, name []byte, n int64) error {
+	if n == 0 {
+		return tx.Bucket(bUsage).Delete(name)
+	}
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(n))
+	return tx.Bucket(bUsage).Put(name, b[:])
+}
+
+func (s *Store) Set(_ context.Context, sp store.Space, key, value string, limit int64) (int64, error) {
+	if err := store.CheckKey(key); err != nil {
+		return 0, err
+	}
+	name := spaceName(sp)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var used, delta int64
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		used = usageOf(tx, name)
+		b := tx.Bucket(bState).Bucket(name)
+		delta = int64(len(key) + len(value))
+		if b != nil {
+			if old := b.Get([]byte(key)); old != nil {
+				delta -= int64(len(key) + len(old))
+			}
+		}
+		if used+delta > limit {
+			return &store.TooLargeError{Used: used + delta, Limit: limit}
+		}
+		if s.total+delta > s.max {
+			return &store.TooLargeError{Used: used + delta, Limit: limit, Store: s.max}
+		}
+		if b == nil {
+			var err error
+			if b, err = tx.Bucket(bState).CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		if err := b.Put([]byte(key), []byte(value)); err != nil {
+			return err
+		}
+		used += delta
+		return putUsage(tx, name, used)
+	})
+	if err != nil {
+		var tl *store.TooLargeError
+		if errors.As(err, &tl) {
+			return used, err
+		}
+		return 0, s.wrap(err)
+	}
+	s.total += delta
+	return used, nil
+}
+
+func (s *Store) Delete(_ context.Context, sp store.Space, key string) (bool, error) {
+	name := spaceName(sp)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bState).Bucket(name)
+		if b == nil {
+			return nil
+		}
+		old := b.Get([]byte(key))
+		if old == nil {
+			return nil
+		}
+		n = int64(len(key) + len(old))
+		if err := b.Delete([]byte(key)); err != nil {
+			return err
+		}
+		used := usageOf(tx, name) - n
+		if used <= 0 {
+			if err := tx.Bucket(bState).DeleteBucket(name); err != nil {
+				return err
+			}
+			used = 0
+		}
+		return putUsage(tx, name, used)
+	})
+	if err != nil {
+		return false, s.wrap(err)
+	}
+	s.total -= n
+	return n > 0, nil
+}
+
+func (s *Store) List(_ context.Context, sp store.Space, prefix, after string, limit int) ([]string, bool, error) {
+	var keys []string
+	more := false
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bState).Bucket(spaceName(sp))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		start := prefix
+		if after >= prefix {
+			start = after
+		}
+		k, _ := c.Seek([]byte(start))
+		for ; k != nil; k, _ = c.Next() {
+			ks := string(k)
+			if ks <= after {
+				continue
+			}
+			if !strings.HasPrefix(ks, prefix) {
+				if ks > prefix {
+					break
+				}
+				continue
+			}
+			if len(keys) == limit {
+				more = true
+				break
+			}
+			keys = append(keys, ks)
+		}
+		return nil
+	})
+	return keys, more, s.wrap(err)
+}
+
+func (s *Store) Usage(_ context.Context, sp store.Space) (n int64, err error) {
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		n = usageOf(tx, spaceName(sp))
+		return nil
+	})
+	return n, s.wrap(err)
+}
+
+func (s *Store) PutRecord(_ context.Context, id string, val []byte, ttl time.Duration) error {
+	ttl = max(ttl, store.MinRecordTTL)
+	buf := make([]byte, 8+len(val))
+	binary.BigEndian.PutUint64(buf, uint64(time.Now().Add(ttl).UnixMilli()))
+	copy(buf[8:], val)
+	s.mu.Lock()
+	s.puts++
+	sweep := s.puts%256 == 0
+	s.mu.Unlock()
+	return s.wrap(s.db.Update(func(tx *bbolt.Tx) error {
+		rb := tx.Bucket(bRecords)
+		if sweep { // expired records go now and then, as new ones come
+			now := time.Now().UnixMilli()
+			c := rb.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if len(v) < 8 || int64(binary.BigEndian.Uint64(v)) < now {
+					if err := c.Delete(); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return rb.Put([]byte(id), buf)
+	}))
+}
+
+func (s *Store) GetRecord(_ context.Context, id string) (val []byte, ok bool, err error) {
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		v := tx.Bucket(bRecords).Get([]byte(id))
+		if len(v) < 8 || int64(binary.BigEndian.Uint64(v)) < time.Now().UnixMilli() {
+			return nil
+		}
+		val, ok = append([]byte(nil), v[8:]...), true
+		return nil
+	})
+	return val, ok, s.wrap(err)
+}

@@ -1,0 +1,32 @@
+package host
+
+import (
+	"context"
+
+	"github.com/aiodhq/aiod/host/store"
+	"github.com/aiodhq/aiod/host/store/bolt"
+	"github.com/aiodhq/aiod/host/store/redis"
+)
+
+// openStore opens where plugin state and task records live: the shared
+// server of --store, else the file under --data-dir, else memory (nothing
+// outlives the process).
+func openStore(ctx context.Context, url, dataDir string) (store.Store, error) {
+	switch {
+	case url != "":
+		return redis.Open(ctx, url, 0)
+	case dataDir != "":
+		return bolt.Open(dataDir, 0)
+	}
+	return store.NewMemory(0), nil
+}
+
+// provisionStore opens the store (openStore) and closes it last.
+func (h *Host) provisionStore(ctx context.Context, c Config) (err error) {
+	if h.store, err = openStore(ctx, c.Store, c.DataDir); err != nil {
+		return err
+	}
+	h.built(func(context.Context) error { return h.store.Close() })
+	h.log.Info("state store", "store", h.store.String(), "durable", h.store.String() != "memory")
+	return nil
+}
