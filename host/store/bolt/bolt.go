@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,14 +63,16 @@ func Open(dir string, maxBytes int64) (*Store, error) {
 		return nil, fmt.Errorf("state store: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: LockTimeout})
+	db, err := open(path)
+	var perr *fs.PathError
 	switch {
+	case err == nil:
 	case errors.Is(err, bberrors.ErrTimeout):
 		return nil, fmt.Errorf("state store %s is locked by another process (another aiod with the same --data-dir?)", path)
-	case errors.Is(err, bberrors.ErrInvalid), errors.Is(err, bberrors.ErrVersionMismatch), errors.Is(err, bberrors.ErrChecksum):
-		return nil, fmt.Errorf("state store %s is damaged (%v): move it aside to start with an empty store", path, err)
-	case err != nil:
+	case errors.As(err, &perr):
 		return nil, fmt.Errorf("state store %s: %w", path, err)
+	default: // not a database, a version of another bbolt, a checksum or a size that is wrong
+		return nil, fmt.Errorf("state store %s is damaged (%v): move it aside to start with an empty store", path, err)
 	}
 	s := &Store{db: db, path: path, max: maxBytes}
 	if err := s.init(); err != nil {
@@ -77,6 +80,17 @@ func Open(dir string, maxBytes int64) (*Store, error) {
 		return nil, fmt.Errorf("state store %s is damaged (%v): move it aside to start with an empty store", path, err)
 	}
 	return s, nil
+}
+
+// open is bbolt.Open, whose panics on a damaged file (a bad freelist
+// page) are errors.
+func open(path string) (db *bbolt.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("%w: %v", bberrors.ErrInvalid, r)
+		}
+	}()
+	return bbolt.Open(path, 0o600, &bbolt.Options{Timeout: LockTimeout})
 }
 
 // init makes the buckets, checks the file's consistency and adds up the

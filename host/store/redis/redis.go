@@ -23,6 +23,15 @@ import (
 // a slow server fails the call that needed it rather than holding it.
 const Timeout = 2 * time.Second
 
+// quiet drops the client library's own log lines (plain text on stderr,
+// beside aiod's JSON): what fails is reported by the operation that
+// needed the server, as an error naming it.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+func init() { goredis.SetLogger(quiet{}) }
+
 // Store is the Redis store.
 type Store struct {
 	c    *goredis.Client
