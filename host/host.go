@@ -126,7 +126,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		func() error { return h.wireTenancy(cfg.TenancyConfig, p.auditRequired, cfg.AdminKey, p.policy, p.lock) },
 		func() error {
 			return h.provisionProtocol(mcp.Options{MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout,
-				ReplicaID: cfg.ReplicaID, Tasks: taskOptions(p.policy.Limits)}, p.stateKeys, cfg.ToolSearchConfig, p.policy.Hooks)
+				ReplicaID: cfg.ReplicaID, Tasks: h.withTaskRecords(taskOptions(p.policy.Limits))}, p.stateKeys, cfg.ToolSearchConfig, p.policy.Hooks)
 		},
 		func() error {
 			// programs' tool calls go through the protocol layer just made

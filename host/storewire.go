@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 
+	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/store"
 	"github.com/aiodhq/aiod/host/store/bolt"
 	"github.com/aiodhq/aiod/host/store/redis"
@@ -29,4 +30,14 @@ func (h *Host) provisionStore(ctx context.Context, c Config) (err error) {
 	h.built(func(context.Context) error { return h.store.Close() })
 	h.log.Info("state store", "store", h.store.String(), "durable", h.store.String() != "memory")
 	return nil
+}
+
+// withTaskRecords keeps the tasks' records in the store when it outlives
+// the process (a file or a shared server): tasks/get then reads a task of
+// another replica or of an earlier process.
+func (h *Host) withTaskRecords(o mcp.TaskOptions) mcp.TaskOptions {
+	if _, mem := h.store.(*store.Memory); !mem {
+		o.Records = h.store
+	}
+	return o
 }

@@ -87,6 +87,10 @@ type TaskOptions struct {
 	Retention time.Duration
 	// MaxPerOwner bounds the tasks of one owner not yet finished.
 	MaxPerOwner int
+	// Records, when set, keep every task's record beyond this process
+	// (taskrecord.go): tasks/get reads there a task this process does not
+	// run. Nil: tasks live in this process only.
+	Records TaskRecords
 }
 
 func (o TaskOptions) withDefaults() TaskOptions {
@@ -198,8 +202,29 @@ func (s *Server) taskCall(ctx context.Context, ex *Exchange, rc *rpcCall) *Respo
 }
 
 // taskMethod checks a tasks/* request: the client declared the
-// extension, names a task id, and the task is the caller's.
-func (rc *rpcCall) taskMethod(method string) (*task, *Error) {
+// extension, names a task id, and the task is the caller's: one this
+// process runs (t), else one in the task records (rec: another replica's,
+// or an earlier process's).
+func (rc *rpcCall) taskMethod(method string) (t *task, rec *taskView, e *Error) {
+	t, e = rc.localTask(method)
+	if t != nil || e == nil || e.Data == nil {
+		return t, nil, e
+	}
+	rec, re := rc.s.recordedTask(rc.ex.Principal.owner(), *rc.p.TaskID)
+	switch {
+	case re != nil:
+		return nil, nil, re
+	case rec == nil:
+		return nil, nil, e
+	case method != "tasks/get" && !isTerminal(rec.Status):
+		return nil, nil, errf(CodeInternal, method+": task "+rec.TaskID+" runs on another aiod replica (or ran in an aiod process that has since stopped): tasks/get reads it from any replica; "+method+" reaches it only where it runs")
+	}
+	return nil, rec, nil
+}
+
+// localTask is taskMethod for the tasks this process runs; an unknown
+// task's error carries Data.
+func (rc *rpcCall) localTask(method string) (*task, *Error) {
 	if rc.era != Modern {
 		return nil, errf(CodeMethodNotFound, "Method not found: "+method+" is served in protocol "+modernVersion+" only")
 	}
@@ -235,13 +260,18 @@ func unknownTask(id string) *Error {
 }
 
 func (rc *rpcCall) tasksGet() ([]byte, *Error) {
-	t, e := rc.taskMethod("tasks/get")
+	t, rec, e := rc.taskMethod("tasks/get")
 	if e != nil {
 		return nil, e
 	}
-	t.mu.Lock()
-	v := t.view(true)
-	t.mu.Unlock()
+	var v taskView
+	if rec != nil {
+		v = *rec
+	} else {
+		t.mu.Lock()
+		v = t.view(true)
+		t.mu.Unlock()
+	}
 	b, err := json.Marshal(struct {
 		ResultType string `json:"resultType"`
 		taskView
@@ -253,9 +283,12 @@ func (rc *rpcCall) tasksGet() ([]byte, *Error) {
 }
 
 func (rc *rpcCall) tasksCancel() ([]byte, *Error) {
-	t, e := rc.taskMethod("tasks/cancel")
+	t, rec, e := rc.taskMethod("tasks/cancel")
 	if e != nil {
 		return nil, e
+	}
+	if rec != nil { // finished already: nothing to cancel
+		return []byte(`{}`), nil
 	}
 	t.mu.Lock()
 	if !isTerminal(t.status) {
@@ -270,9 +303,12 @@ func (rc *rpcCall) tasksCancel() ([]byte, *Error) {
 }
 
 func (rc *rpcCall) tasksUpdate() ([]byte, *Error) {
-	t, e := rc.taskMethod("tasks/update")
+	t, rec, e := rc.taskMethod("tasks/update")
 	if e != nil {
 		return nil, e
+	}
+	if rec != nil { // finished already: nothing asked
+		return []byte(`{}`), nil
 	}
 	var responses map[string]json.RawMessage
 	if raw := rc.p.InputResponses; len(raw) > 0 && string(raw) != "null" {

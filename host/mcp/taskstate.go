@@ -53,6 +53,10 @@ type task struct {
 	syncErr   *Error
 	lastWrite time.Time
 	slot      func() // the request's admission, held until the run ends (Exchange.Hold)
+	seq       int    // changes to save (taskrecord.go)
+
+	saveMu sync.Mutex
+	saved  int // the last change saved
 }
 
 const (
@@ -144,6 +148,7 @@ func (t *task) finish(res []byte, rerr *Error, ctx context.Context) {
 // touch marks a change of status and tells listening clients. t.mu is held.
 func (t *task) touch() {
 	t.updated = time.Now()
+	t.save()
 	v := t.view(true)
 	go t.s.notifyTask(t.owner, v)
 }
