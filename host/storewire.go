@@ -2,11 +2,14 @@ package host
 
 import (
 	"context"
+	"sync/atomic"
+	"time"
 
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/store"
 	"github.com/aiodhq/aiod/host/store/bolt"
 	"github.com/aiodhq/aiod/host/store/redis"
+	"github.com/aiodhq/aiod/host/tenant"
 )
 
 // openStore opens where plugin state and task records live: the shared
@@ -29,6 +32,16 @@ func (h *Host) provisionStore(ctx context.Context, c Config) (err error) {
 	}
 	h.built(func(context.Context) error { return h.store.Close() })
 	h.log.Info("state store", "store", h.store.String(), "durable", h.store.String() != "memory")
+	if b, ok := h.store.(tenant.SharedBuckets); ok && h.tenancy.set != nil {
+		var last atomic.Int64
+		h.tenancy.set.Share(b, func(err error) {
+			// at most one line every 10 s while the store is away
+			if now := time.Now().UnixNano(); now-last.Load() > int64(10*time.Second) {
+				last.Store(now)
+				h.log.Warn("calls_per_minute: the shared bucket cannot be reached, this replica's own bucket admits meanwhile", "err", err)
+			}
+		})
+	}
 	return nil
 }
 
