@@ -19,7 +19,10 @@ import (
 // task: the response is a CreateTaskResult, the run goes on under the
 // task's own deadline, and the client polls tasks/get, answers input
 // through tasks/update and stops it with tasks/cancel. Tasks live in
-// memory, per owner: a task id presented by another owner is unknown.
+// memory, per owner: a task id presented by another owner is unknown;
+// with TaskOptions.Records their records also live in a store, where
+// tasks/get finds a task of another replica or an earlier process
+// (taskrecord.go).
 //
 // The extension wraps the plain path; it does not sit inside it. The
 // snapshot says which tools declare execution.taskSupport, and only their

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -415,5 +416,60 @@ func TestRedisTake(t *testing.T) {
 	}
 	if ok, _, _ := a.Take(ctx, "other", 6, 3); !ok {
 		t.Error("another tenant's bucket is not its own")
+	}
+}
+
+// BenchmarkSet: one set of a 16-byte key and a 64-byte value, one
+// goroutine, over each store (bolt: a transaction fsynced; redis: one
+// script round trip on loopback). BENCHMARKS.md, "Plugin state".
+func BenchmarkSet(b *testing.B) {
+	stores := map[string]func(b *testing.B) store.Store{
+		"memory": func(*testing.B) store.Store { return store.NewMemory(0) },
+		"bolt": func(b *testing.B) store.Store {
+			s, err := bolt.Open(b.TempDir(), 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		},
+		"redis": func(b *testing.B) store.Store {
+			r := storetest.StartRedis(b)
+			s, err := redis.Open(ctx, r.URL(), 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		},
+	}
+	for _, name := range []string{"memory", "bolt", "redis"} {
+		b.Run(name+"/parallel-16", func(b *testing.B) {
+			s := stores[name](b)
+			defer s.Close()
+			v := strings.Repeat("v", 64)
+			var n atomic.Int64
+			b.SetParallelism(8) // 16 goroutines on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				sp := store.Space{Plugin: "p", Owner: fmt.Sprint(n.Add(1))}
+				for i := 0; pb.Next(); i++ {
+					if _, err := s.Set(ctx, sp, fmt.Sprintf("key-%011d", i%1000), v, 1<<20); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+		b.Run(name, func(b *testing.B) {
+			s := stores[name](b)
+			defer s.Close()
+			sp := store.Space{Plugin: "p", Owner: "o"}
+			v := strings.Repeat("v", 64)
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := s.Set(ctx, sp, fmt.Sprintf("key-%011d", i%1000), v, 1<<20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

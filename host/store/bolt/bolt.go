@@ -14,7 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aiodhq/aiod/host/store"
@@ -26,27 +26,51 @@ import (
 const FileName = "state.db"
 
 // Buckets: state holds one sub-bucket per space (named by spaceName),
-// usage the size of each space (8 bytes, big endian), records the
-// records (8 bytes of expiry in Unix ms, then the value).
+// usage the size of each space (8 bytes, big endian), meta the size of
+// all spaces (kTotal), records the records (8 bytes of expiry in Unix
+// ms, then the value).
 var (
 	bState   = []byte("state")
 	bUsage   = []byte("usage")
+	bMeta    = []byte("meta")
 	bRecords = []byte("records")
+	kTotal   = []byte("total")
 )
+
+// BatchDelay is the longest a write waits for others to share its
+// transaction and fsync.
+const BatchDelay = 2 * time.Millisecond
 
 // LockTimeout is how long Open waits for another process's lock on the
 // file before it gives up.
 const LockTimeout = 2 * time.Second
 
 // Store is the bbolt store.
+//
+// Concurrent writes go through bbolt's Batch: they share one transaction
+// and one fsync, and none is answered before it is on disk (write). Every check
+// (a space's size, the store's) reads the transaction, so it holds
+// within a batch too.
 type Store struct {
 	db   *bbolt.DB
 	path string
 	max  int64
+	puts atomic.Int64
+	// writing counts the writes in flight: a lone one commits at once,
+	// the others share a batch (write)
+	writing atomic.Int64
+}
 
-	mu    sync.Mutex // serializes writes, so that total stays exact
-	total int64
-	puts  int
+// write runs fn in a write transaction: its own when no other write is in
+// flight (no wait), else in a batch with the others (one commit, one
+// fsync for all). fn may run more than once (a batch is retried without a
+// member that failed), so it recomputes everything from the transaction.
+func (s *Store) write(fn func(*bbolt.Tx) error) error {
+	defer s.writing.Add(-1)
+	if s.writing.Add(1) == 1 {
+		return s.db.Update(fn)
+	}
+	return s.db.Batch(fn)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -74,6 +98,9 @@ func Open(dir string, maxBytes int64) (*Store, error) {
 	default: // not a database, a version of another bbolt, a checksum or a size that is wrong
 		return nil, fmt.Errorf("state store %s is damaged (%v): move it aside to start with an empty store", path, err)
 	}
+	// concurrent writes wait at most this long for each other to share a
+	// commit (bbolt's default, 10 ms, is a long wait for a lone set)
+	db.MaxBatchDelay = BatchDelay
 	s := &Store{db: db, path: path, max: maxBytes}
 	if err := s.init(); err != nil {
 		db.Close()
@@ -103,7 +130,7 @@ func (s *Store) init() (err error) {
 		}
 	}()
 	return s.db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bState, bUsage, bRecords} {
+		for _, b := range [][]byte{bState, bUsage, bMeta, bRecords} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -128,7 +155,9 @@ func (s *Store) init() (err error) {
 		if err != nil {
 			return err
 		}
-		s.total = total
+		if err := putInt(tx.Bucket(bMeta), kTotal, total); err != nil {
+			return err
+		}
 		// records past their expiry go now
 		now := time.Now().UnixMilli()
 		rb := tx.Bucket(bRecords)
@@ -183,20 +212,30 @@ func (s *Store) wrap(err error) error {
 	return &store.UnavailableError{Store: s.String(), Err: err}
 }
 
-func usageOf(tx *bbolt.Tx, name []byte) int64 {
-	if v := tx.Bucket(bUsage).Get(name); len(v) == 8 {
+func getInt(b *bbolt.Bucket, k []byte) int64 {
+	if v := b.Get(k); len(v) == 8 {
 		return int64(binary.BigEndian.Uint64(v))
 	}
 	return 0
 }
 
-func putUsage(tx *bbolt.Tx, name []byte, n int64) error {
-	if n == 0 {
-		return tx.Bucket(bUsage).Delete(name)
+func putInt(b *bbolt.Bucket, k []byte, n int64) error {
+	if n <= 0 {
+		return b.Delete(k)
 	}
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(n))
-	return tx.Bucket(bUsage).Put(name, b[:])
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], uint64(n))
+	return b.Put(k, v[:])
+}
+
+func usageOf(tx *bbolt.Tx, name []byte) int64 { return getInt(tx.Bucket(bUsage), name) }
+
+func putUsage(tx *bbolt.Tx, name []byte, n int64) error { return putInt(tx.Bucket(bUsage), name, n) }
+
+// addTotal adds delta to the size of all spaces.
+func addTotal(tx *bbolt.Tx, delta int64) error {
+	m := tx.Bucket(bMeta)
+	return putInt(m, kTotal, getInt(m, kTotal)+delta)
 }
 
 func (s *Store) Set(_ context.Context, sp store.Space, key, value string, limit int64) (int64, error) {
@@ -204,10 +243,8 @@ func (s *Store) Set(_ context.Context, sp store.Space, key, value string, limit 
 		return 0, err
 	}
 	name := spaceName(sp)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var used, delta int64
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.write(func(tx *bbolt.Tx) error {
 		used = usageOf(tx, name)
 		b := tx.Bucket(bState).Bucket(name)
 		delta = int64(len(key) + len(value))
@@ -219,7 +256,7 @@ func (s *Store) Set(_ context.Context, sp store.Space, key, value string, limit 
 		if used+delta > limit {
 			return &store.TooLargeError{Used: used + delta, Limit: limit}
 		}
-		if s.total+delta > s.max {
+		if getInt(tx.Bucket(bMeta), kTotal)+delta > s.max {
 			return &store.TooLargeError{Used: used + delta, Limit: limit, Store: s.max}
 		}
 		if b == nil {
@@ -231,8 +268,11 @@ func (s *Store) Set(_ context.Context, sp store.Space, key, value string, limit 
 		if err := b.Put([]byte(key), []byte(value)); err != nil {
 			return err
 		}
+		if err := putUsage(tx, name, used+delta); err != nil {
+			return err
+		}
 		used += delta
-		return putUsage(tx, name, used)
+		return addTotal(tx, delta)
 	})
 	if err != nil {
 		var tl *store.TooLargeError
@@ -241,16 +281,14 @@ func (s *Store) Set(_ context.Context, sp store.Space, key, value string, limit 
 		}
 		return 0, s.wrap(err)
 	}
-	s.total += delta
 	return used, nil
 }
 
 func (s *Store) Delete(_ context.Context, sp store.Space, key string) (bool, error) {
 	name := spaceName(sp)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var n int64
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.write(func(tx *bbolt.Tx) error {
+		n = 0
 		b := tx.Bucket(bState).Bucket(name)
 		if b == nil {
 			return nil
@@ -270,12 +308,14 @@ func (s *Store) Delete(_ context.Context, sp store.Space, key string) (bool, err
 			}
 			used = 0
 		}
-		return putUsage(tx, name, used)
+		if err := putUsage(tx, name, used); err != nil {
+			return err
+		}
+		return addTotal(tx, -n)
 	})
 	if err != nil {
 		return false, s.wrap(err)
 	}
-	s.total -= n
 	return n > 0, nil
 }
 
@@ -328,11 +368,8 @@ func (s *Store) PutRecord(_ context.Context, id string, val []byte, ttl time.Dur
 	buf := make([]byte, 8+len(val))
 	binary.BigEndian.PutUint64(buf, uint64(time.Now().Add(ttl).UnixMilli()))
 	copy(buf[8:], val)
-	s.mu.Lock()
-	s.puts++
-	sweep := s.puts%256 == 0
-	s.mu.Unlock()
-	return s.wrap(s.db.Update(func(tx *bbolt.Tx) error {
+	sweep := s.puts.Add(1)%256 == 0
+	return s.wrap(s.write(func(tx *bbolt.Tx) error {
 		rb := tx.Bucket(bRecords)
 		if sweep { // expired records go now and then, as new ones come
 			now := time.Now().UnixMilli()
