@@ -288,7 +288,8 @@ func TestDataDirRefused(t *testing.T) {
 // TestSharedStore: three replicas share one real redis-server (--store):
 // a tenant's plugin state written through one is read through the others;
 // a tenant at its calls_per_minute quota is refused on every replica; a
-// task started on one is polled to completion through another; and with
+// task started on one is polled to completion through another, and
+// another cancelled through a third; and with
 // the server stopped under load, the calls that need state fail with an
 // error naming the store while the others keep working, until it is back
 // (no restart of aiod).
@@ -334,15 +335,15 @@ func TestSharedStore(t *testing.T) {
 		}
 	})
 
-	t.Run("a task started on one replica is polled through another", func(t *testing.T) {
+	t.Run("a task started on one replica is polled and cancelled through the others", func(t *testing.T) {
 		id := toolTask(t, reps[0].URL, stateKey, "sandbox_execute_bash", map[string]any{"cmd": "sleep 2; echo shared-task-result", "timeout": 60, "new_session": true})
 		getAs := func(url, key string) (map[string]any, map[string]any, string) {
 			_, res, e, body := taskPostAs(t, url, key, "tasks/get", id, `{"taskId":"`+id+`"}`)
 			return res, e, body
 		}
-		st, _, e, body := taskPostAs(t, reps[2].URL, stateKey, "tasks/cancel", id, `{"taskId":"`+id+`"}`)
+		st, _, e, body := taskPostAs(t, reps[2].URL, stateKey, "tasks/update", id, `{"taskId":"`+id+`","inputResponses":{}}`)
 		if e == nil || !strings.Contains(fmt.Sprint(e["message"]), "runs on another aiod replica") {
-			t.Errorf("tasks/cancel through another replica: %d %s", st, body)
+			t.Errorf("tasks/update through another replica: %d %s", st, body)
 		}
 		deadline := time.Now().Add(60 * time.Second)
 		for {
@@ -364,6 +365,32 @@ func TestSharedStore(t *testing.T) {
 		}
 		if g, e, body := getAs(reps[2].URL, stateKey); e != nil || g["status"] != "completed" {
 			t.Errorf("tasks/get through replica 2: %s", body)
+		}
+		// cancelled through another replica than the one running it
+		long := toolTask(t, reps[0].URL, stateKey, "sandbox_execute_bash", map[string]any{"cmd": "sleep 60; echo never", "timeout": 120, "new_session": true})
+		if _, res, e, body := taskPostAs(t, reps[2].URL, stateKey, "tasks/cancel", long, `{"taskId":"`+long+`"}`); e != nil || res == nil {
+			t.Fatalf("tasks/cancel through replica 2: %s", body)
+		}
+		deadline = time.Now().Add(20 * time.Second)
+		for {
+			_, g, e, body := taskPostAs(t, reps[1].URL, stateKey, "tasks/get", long, `{"taskId":"`+long+`"}`)
+			if e != nil {
+				t.Fatalf("tasks/get of the cancelled task: %s", body)
+			}
+			if g["status"] == "cancelled" {
+				if !strings.Contains(fmt.Sprint(g["statusMessage"]), "through another replica") {
+					t.Errorf("cancelled task: %v", g)
+				}
+				break
+			}
+			if g["status"] != "working" || time.Now().After(deadline) {
+				t.Fatalf("task cancelled through replica 2, read through replica 1: %v", g)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		// and on the replica that ran it
+		if _, g, _, body := taskPostAs(t, reps[0].URL, stateKey, "tasks/get", long, `{"taskId":"`+long+`"}`); g["status"] != "cancelled" {
+			t.Errorf("the cancelled task on its own replica: %s", body)
 		}
 		// another tenant does not see it, on any replica
 		for i, a := range reps {

@@ -97,3 +97,62 @@ func (s *Server) waitTaskSaves(d time.Duration) {
 	case <-time.After(d):
 	}
 }
+
+func taskCancelID(id string) string { return "task-cancel/" + id }
+
+// requestCancel asks the replica running the task of rec to cancel it
+// (a cancel request in the records, which that replica watches: watch);
+// a finished task is left as it is.
+func (s *Server) requestCancel(rec *taskView) *Error {
+	if isTerminal(rec.Status) {
+		return nil
+	}
+	created, err := time.Parse(time.RFC3339Nano, rec.CreatedAt)
+	if err != nil {
+		return errf(CodeInternal, "internal error: task "+rec.TaskID+" has a bad record")
+	}
+	ttl := time.Until(created.Add(time.Duration(rec.TTLMs) * time.Millisecond))
+	if ttl <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(s.base, 5*time.Second)
+	defer cancel()
+	if err := s.taskOpts.Records.PutRecord(ctx, taskCancelID(rec.TaskID), []byte("1"), ttl); err != nil {
+		return errf(CodeInternal, "internal error: the task's cancellation cannot be recorded: "+err.Error())
+	}
+	return nil
+}
+
+// cancelPoll is how often a running task looks for a cancel request made
+// through another replica.
+const cancelPoll = 250 * time.Millisecond
+
+// watch cancels t when a cancel request for it appears in the records
+// (requestCancel, on another replica), until t's run ends or the server
+// closes. Only with records.
+func (t *task) watch() {
+	recs := t.s.taskOpts.Records
+	if recs == nil {
+		return
+	}
+	go func() {
+		tick := time.NewTicker(cancelPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-t.finished:
+				return
+			case <-t.s.base.Done():
+				return
+			case <-tick.C:
+			}
+			ctx, cancel := context.WithTimeout(t.s.base, 2*time.Second)
+			_, asked, err := recs.GetRecord(ctx, taskCancelID(t.id))
+			cancel()
+			if err == nil && asked {
+				t.cancelBy("cancelled by the client (through another replica)")
+				return
+			}
+		}
+	}()
+}

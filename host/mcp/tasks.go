@@ -219,8 +219,8 @@ func (rc *rpcCall) taskMethod(method string) (t *task, rec *taskView, e *Error) 
 		return nil, nil, re
 	case rec == nil:
 		return nil, nil, e
-	case method != "tasks/get" && !isTerminal(rec.Status):
-		return nil, nil, errf(CodeInternal, method+": task "+rec.TaskID+" runs on another aiod replica (or ran in an aiod process that has since stopped): tasks/get reads it from any replica; "+method+" reaches it only where it runs")
+	case method == "tasks/update" && !isTerminal(rec.Status):
+		return nil, nil, errf(CodeInternal, method+": task "+rec.TaskID+" runs on another aiod replica (or ran in an aiod process that has since stopped): tasks/get and tasks/cancel reach it from any replica; "+method+" only where it runs")
 	}
 	return nil, rec, nil
 }
@@ -290,19 +290,27 @@ func (rc *rpcCall) tasksCancel() ([]byte, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	if rec != nil { // finished already: nothing to cancel
+	if rec != nil { // another replica's: asked there (taskrecord.go)
+		if e := rc.s.requestCancel(rec); e != nil {
+			return nil, e
+		}
 		return []byte(`{}`), nil
 	}
+	t.cancelBy("cancelled by the client")
+	return []byte(`{}`), nil
+}
+
+// cancelBy ends t as cancelled with message, unless it ended already.
+func (t *task) cancelBy(message string) {
 	t.mu.Lock()
 	if !isTerminal(t.status) {
-		t.status, t.message = taskCancelled, "cancelled by the client"
+		t.status, t.message = taskCancelled, message
 		t.pending = nil
 		t.wakeLocked()
 		t.touch()
 	}
 	t.mu.Unlock()
 	t.cancel(context.Canceled)
-	return []byte(`{}`), nil
 }
 
 func (rc *rpcCall) tasksUpdate() ([]byte, *Error) {

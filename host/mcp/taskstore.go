@@ -38,6 +38,7 @@ func (ts *taskStore) add(t *task) bool {
 	t.state = phaseEscalated
 	ts.byID[t.id] = t
 	t.save()
+	t.watch()
 	return true
 }
 
