@@ -473,3 +473,38 @@ func BenchmarkSet(b *testing.B) {
 		})
 	}
 }
+
+// TestRedisSlow: a server that stops answering (DEBUG SLEEP) fails an
+// operation within the store's timeout, naming the store, and the same
+// client works again once it answers.
+func TestRedisSlow(t *testing.T) {
+	r := storetest.StartRedis(t)
+	s := must(redis.Open(ctx, r.URL(), 0))(t)
+	defer s.Close()
+	sp := store.Space{Plugin: "p", Owner: "o"}
+	must(s.Set(ctx, sp, "k", "v", 100))(t)
+	r.Stall(t, 4*time.Second)
+	time.Sleep(100 * time.Millisecond) // the server is asleep
+	start := time.Now()
+	_, err := s.Set(ctx, sp, "k", "slow", 100)
+	took := time.Since(start)
+	var un *store.UnavailableError
+	if !errors.As(err, &un) || !strings.Contains(err.Error(), "redis "+r.Addr()) {
+		t.Fatalf("set against a stalled server: %v", err)
+	}
+	if took > redis.Timeout+time.Second {
+		t.Errorf("the failure took %s, past the %s timeout", took, redis.Timeout)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := s.Set(ctx, sp, "k", "awake", 100); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the server woke, the client did not: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if v, _ := must2(t)(s.Get(ctx, sp, "k")); v != "awake" {
+		t.Errorf("after the stall: %q", v)
+	}
+}

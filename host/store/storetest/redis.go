@@ -4,6 +4,7 @@ package storetest
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -68,7 +69,9 @@ func (r *Redis) Start(t testing.TB) {
 		t.Fatal("redis-server is running already")
 	}
 	r.cmd = exec.Command(r.bin, "--port", r.Port, "--bind", "127.0.0.1", "--dir", r.dir,
-		"--save", "", "--appendonly", "yes", "--appendfsync", "always", "--daemonize", "no", "--logfile", "")
+		"--save", "", "--appendonly", "yes", "--appendfsync", "always", "--daemonize", "no", "--logfile", "",
+		"--enable-debug-command", "local") // Stall
+
 	out, err := os.Create(r.dir + "/redis.log")
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +110,24 @@ func (r *Redis) Stop(t testing.TB) {
 		<-r.done
 	}
 	r.cmd = nil
+}
+
+// Stall makes the server answer nothing for d (DEBUG SLEEP): a slow
+// server, not a gone one.
+func (r *Redis) Stall(t testing.TB, d time.Duration) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", r.Addr(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(c, "DEBUG SLEEP %.3f\r\n", d.Seconds()); err != nil {
+		t.Fatal(err)
+	}
+	go func() { // the answer comes when it wakes
+		_ = c.SetDeadline(time.Now().Add(d + 10*time.Second))
+		_, _ = bufio.NewReader(c).ReadString('\n')
+		c.Close()
+	}()
 }
 
 func (r *Redis) ping() bool {
