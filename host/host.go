@@ -10,6 +10,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +54,7 @@ type Host struct {
 	// from it once by New
 	addr, pprofAddr                  string
 	policyFile, apiKey, stateKeyFile string
+	drainDelay, drainTimeout         time.Duration
 
 	engine  runtime.Engine
 	browser *browser.Browser
@@ -95,6 +97,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	}
 	h := &Host{log: cfg.Logger, addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), pprofAddr: cfg.PprofAddr,
 		policyFile: cfg.PolicyFile, apiKey: cfg.APIKey, stateKeyFile: cfg.StateKeyFile,
+		drainDelay: cfg.DrainDelay, drainTimeout: cmp.Or(cfg.DrainTimeout, DefaultDrainTimeout),
 		machine: &machineTools{flag: cfg.MachineTools, lockdown: cfg.Lockdown, log: cfg.Logger, lookup: os.LookupEnv}}
 	h.policy.Store(p.policy)
 	defer func() {
@@ -335,8 +338,11 @@ func (h *Host) Server() *server.Server { return h.srv }
 // Addr is host:port from the config.
 func (h *Host) Addr() string { return h.addr }
 
-// Serve serves on ln until ctx ends, then shuts down gracefully. It handles
-// no signals (Run does).
+// Serve serves on ln until ctx ends, then shuts down gracefully: it
+// drains (server.Drain: no new connection; the open ones are served, each
+// closing after its next response, /health answering 503 on them) for
+// the drain delay, then waits up to the drain timeout for the calls in
+// flight. It handles no signals (Run does).
 func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
 	h.log.Info("aiod listening", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "version", Version)
 	errc := make(chan error, 1)
@@ -346,7 +352,14 @@ func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// draining: no new connection, the open ones served (each closing
+	// after its next response) for the drain delay
+	h.srv.Drain()
+	if h.drainDelay > 0 {
+		h.log.Info("draining: new connections refused, open ones served", "for", h.drainDelay.String())
+		time.Sleep(h.drainDelay)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), h.drainTimeout)
 	defer cancel()
 	return h.srv.Shutdown(sctx)
 }

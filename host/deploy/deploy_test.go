@@ -297,7 +297,7 @@ func TestWriteKeepsStateKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"nginx -p " + dir + " -c " + dir + "/nginx.conf",
-		"aiod start --host 127.0.0.1 --port 18102 --state-key-file " + dir + "/state.key --replica-id r2"} {
+		"aiod start --host 127.0.0.1 --port 18102 --state-key-file " + dir + "/state.key --drain-delay 2s --replica-id r2"} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("instructions lack %q:\n%s", w, msg)
 		}

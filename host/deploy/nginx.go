@@ -115,7 +115,7 @@ func (n Nginx) Instructions(dir string) string {
 	fmt.Fprintf(&b, "start each replica with the same state key file (copy it; keep it secret) and its own id:\n")
 	for _, r := range n.Replicas {
 		host, port, _ := net.SplitHostPort(r.Addr)
-		fmt.Fprintf(&b, "  aiod start --host %s --port %s --state-key-file %s/%s --replica-id %s\n", host, port, dir, StateKeyFile, r.ID)
+		fmt.Fprintf(&b, "  aiod start --host %s --port %s --state-key-file %s/%s --drain-delay 2s --replica-id %s\n", host, port, dir, StateKeyFile, r.ID)
 	}
 	fmt.Fprintf(&b, `
 nginx passes the client's Host header through: aiod checks it against DNS rebinding, so a replica on
@@ -161,11 +161,16 @@ http {
         server {{.Addr}};
 {{- end}}
         keepalive 32;
+        # an idle connection goes before a draining replica stops (its
+        # --drain-delay, 2 s or more): none is left for the stop to close
+        # under a request nginx is sending, which it would not retry
+        keepalive_timeout 1s;
     }
 {{range .Replicas}}
     upstream aiod_{{.ID}} {
         server {{.Addr}};
         keepalive 8;
+        keepalive_timeout 1s;
     }
 {{end}}
     map $http_mcp_session_id $aiod_upstream {

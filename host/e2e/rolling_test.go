@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestRollingRestart: two replicas behind Debian's nginx, configured by
+// `aiod deploy nginx` and run with the flags it prints (--drain-delay 2s
+// among them),
+// restarted one at a time (SIGTERM, then started again on the same port)
+// while 16 clients call echo through nginx without pause: no call fails,
+// and every answer is the one its request asked for. While a replica
+// drains it refuses new connections (nginx tries the other) and is still
+// running.
+func TestRollingRestart(t *testing.T) {
+	defaultEngine(t, "draining is host-side")
+	t.Parallel()
+	bin, _ := binaries(t)
+	ngx := nginxBinary(t)
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p1, p2, lb := freePort(t), freePort(t), freePort(t)
+	out, err := exec.Command(bin, "deploy", "nginx", "--replica", "127.0.0.1:"+p1, "--replica", "127.0.0.1:"+p2,
+		"--listen", "127.0.0.1:"+lb, "--out", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("aiod deploy nginx: %v\n%s", err, out)
+	}
+	printed := regexp.MustCompile(`(?m)^  aiod start (.*--replica-id (r\d))$`).FindAllStringSubmatch(string(out), -1)
+	if len(printed) != 2 {
+		t.Fatalf("deploy printed %d replica command lines, want 2:\n%s", len(printed), out)
+	}
+	const drain = 2 * time.Second // what deploy prints
+	if !strings.Contains(printed[0][1], "--drain-delay "+drain.String()) {
+		t.Fatalf("deploy does not print --drain-delay %s: %s", drain, printed[0][1])
+	}
+	args := func(i int) []string { return append(strings.Fields(printed[i][1]), "--browser", "off") }
+	reps := []*aiod{start(t, nil, args(0)...), start(t, nil, args(1)...)}
+	startNginx(t, ngx, dir, lb)
+	url := "http://127.0.0.1:" + lb + "/mcp"
+
+	var calls, failed atomic.Int64
+	var mu sync.Mutex
+	var fails []string
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; ; j++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				want := fmt.Sprintf("client %d call %d", i, j)
+				st, text, isErr, rpcErr, err := rawCall(url, "", "echo", `{"text":"`+want+`"}`)
+				calls.Add(1)
+				if err != nil || rpcErr != "" || isErr || st != 200 || text != want {
+					failed.Add(1)
+					mu.Lock()
+					if len(fails) < 5 {
+						fails = append(fails, fmt.Sprintf("%s: %d %q %v %q %v", want, st, text, isErr, rpcErr, err))
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	for i := range reps {
+		before := calls.Load()
+		a := reps[i]
+		if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { _ = a.cmd.Wait(); close(exited) }()
+		// draining: new connections refused while the process lives on
+		time.Sleep(drain / 4)
+		if c, err := net.DialTimeout("tcp", strings.TrimPrefix(a.Base, "http://"), time.Second); err == nil {
+			c.Close()
+			t.Errorf("replica %d accepts a connection while draining", i)
+		}
+		select {
+		case <-exited:
+			t.Errorf("replica %d exited before its drain delay (%s)", i, drain)
+		default:
+		}
+		select {
+		case <-exited:
+		case <-time.After(drain + 20*time.Second):
+			t.Fatalf("replica %d did not exit after SIGTERM:\n%s", i, a.Logs())
+		}
+		reps[i] = start(t, nil, args(i)...)
+		t.Logf("replica %d restarted; %d calls meanwhile", i, calls.Load()-before)
+		// nginx keeps a server it failed to reach aside for its
+		// fail_timeout (10 s): the next restart waits for it to be back
+		time.Sleep(11 * time.Second)
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("%d calls through two rolling restarts, %d failed %v", calls.Load(), failed.Load(), fails)
+	if failed.Load() != 0 {
+		log := readFile(filepath.Join(dir, "logs", "error.log"))
+		if len(log) > 4000 {
+			log = log[len(log)-4000:]
+		}
+		t.Errorf("%d of %d calls failed during the rolling restart: %v\nnginx's error log:\n%s", failed.Load(), calls.Load(), fails, log)
+	}
+	if calls.Load() < 100 {
+		t.Errorf("only %d calls went through", calls.Load())
+	}
+}
