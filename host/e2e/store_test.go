@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -286,7 +287,8 @@ func TestDataDirRefused(t *testing.T) {
 }
 
 // TestSharedStore: three replicas share one real redis-server (--store):
-// a tenant's plugin state written through one is read through the others;
+// a tenant's plugin state written through one is read through the others,
+// and after all three restart;
 // a tenant at its calls_per_minute quota is refused on every replica; a
 // task started on one is polled to completion through another, and
 // another cancelled through a third; and with
@@ -305,16 +307,42 @@ func TestSharedStore(t *testing.T) {
 		"counter": map[string]any{"keys": []string{keyDigest(stateKey)}, "tools": []string{"*"}},
 		"other":   map[string]any{"keys": []string{keyDigest(otherKey)}, "tools": []string{"*"}},
 	})
+	replica := func() *aiod {
+		return startArgv(t, []string{"AIOD_E2E_KEY=" + stateKey}, []string{"start", "--host", "127.0.0.1", "--port", freePort(t),
+			"--plugins-dir", tallyGoPlugins(t), "--policy", policy, "--cache-dir", e2eCache(), "--browser", "off", "--store", r.URL()})
+	}
 	var reps []*aiod
 	for range 3 {
-		reps = append(reps, startArgv(t, []string{"AIOD_E2E_KEY=" + stateKey}, []string{"start", "--host", "127.0.0.1", "--port", freePort(t),
-			"--plugins-dir", tallyGoPlugins(t), "--policy", policy, "--cache-dir", e2eCache(), "--browser", "off", "--store", r.URL()}))
+		reps = append(reps, replica())
 	}
 
 	t.Run("state written through one replica is read through the others", func(t *testing.T) {
 		for i := range 6 {
 			if n := mustCount(t, reps[i%3].URL, stateKey, "shared"); n != i+1 {
 				t.Fatalf("count %d through replica %d: %d", i+1, i%3, n)
+			}
+		}
+	})
+
+	t.Run("and after all three restart", func(t *testing.T) {
+		for i, a := range reps {
+			if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan struct{})
+			go func() { _ = a.cmd.Wait(); close(exited) }()
+			select {
+			case <-exited:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("replica %d did not stop", i)
+			}
+		}
+		for i := range reps {
+			reps[i] = replica()
+		}
+		for i := range 3 {
+			if n := mustCount(t, reps[i].URL, stateKey, "shared"); n != 7+i {
+				t.Fatalf("count through the restarted replica %d: %d, want %d", i, n, 7+i)
 			}
 		}
 	})
