@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aiodhq/aiod/host/store/storetest"
 )
 
 // TestRollingRestart: two replicas behind Debian's nginx, configured by
@@ -125,5 +127,101 @@ func TestRollingRestart(t *testing.T) {
 	}
 	if calls.Load() < 100 {
 		t.Errorf("only %d calls went through", calls.Load())
+	}
+}
+
+// TestKillReplica: two replicas behind nginx sharing a real redis-server,
+// 16 clients adding to their own counters (plugin state) through nginx;
+// one replica is killed with SIGKILL. Only the calls in flight on it at
+// that moment fail (at most one per client), the rest go to the other
+// replica, and no acknowledged set is lost: read through the survivor,
+// every counter is where its client last saw it, or one more (the set in
+// flight at the kill may have committed).
+func TestKillReplica(t *testing.T) {
+	defaultEngine(t, "failover is host-side")
+	t.Parallel()
+	bin, _ := binaries(t)
+	ngx := nginxBinary(t)
+	r := storetest.StartRedis(t)
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p1, p2, lb := freePort(t), freePort(t), freePort(t)
+	out, err := exec.Command(bin, "deploy", "nginx", "--replica", "127.0.0.1:"+p1, "--replica", "127.0.0.1:"+p2,
+		"--listen", "127.0.0.1:"+lb, "--out", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("aiod deploy nginx: %v\n%s", err, out)
+	}
+	printed := regexp.MustCompile(`(?m)^  aiod start (.*--replica-id (r\d))$`).FindAllStringSubmatch(string(out), -1)
+	if len(printed) != 2 {
+		t.Fatalf("deploy printed %d replica command lines, want 2:\n%s", len(printed), out)
+	}
+	policy := statePolicy(t, nil)
+	var reps []*aiod
+	for _, p := range printed {
+		reps = append(reps, startArgv(t, nil, append(append([]string{"start"}, strings.Fields(p[1])...),
+			"--plugins-dir", tallyGoPlugins(t), "--policy", policy, "--cache-dir", e2eCache(), "--browser", "off", "--store", r.URL())))
+	}
+	startNginx(t, ngx, dir, lb)
+	url := "http://127.0.0.1:" + lb + "/mcp"
+
+	const clients = 16
+	acked := make([]int, clients)
+	failures := make([]int, clients)
+	var total atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("kill-%d", i)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n, err := count(url, "", name)
+				total.Add(1)
+				switch {
+				case err != nil:
+					failures[i]++
+				case n == acked[i]+1 || (n == acked[i]+2 && failures[i] > 0):
+					acked[i] = n // +2: a failed call's set had committed
+				default:
+					t.Errorf("client %d: counter went from %d to %d", i, acked[i], n)
+					acked[i] = n
+				}
+			}
+		}()
+	}
+	time.Sleep(2 * time.Second)
+	before := total.Load()
+	if err := reps[0].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second)
+	close(stop)
+	wg.Wait()
+	failed := 0
+	for _, f := range failures {
+		failed += f
+		if f > 1 {
+			t.Errorf("a client saw %d failed calls: more than its call in flight at the kill", f)
+		}
+	}
+	t.Logf("%d calls before the kill, %d after; %d failed (the calls in flight on the killed replica)", before, total.Load()-before, failed)
+	if total.Load()-before < 100 {
+		t.Errorf("only %d calls after the kill: the survivor did not take over", total.Load()-before)
+	}
+	for i := range clients {
+		n := mustCount(t, reps[1].URL, "", fmt.Sprintf("kill-%d", i))
+		if n < acked[i]+1 || n > acked[i]+2 {
+			t.Errorf("counter %d read through the survivor is %d, the last acknowledged %d", i, n-1, acked[i])
+		}
 	}
 }
