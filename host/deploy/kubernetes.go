@@ -145,7 +145,8 @@ front of it) with the key of %[1]s/api.key (Authorization: Bearer KEY). It is ng
 %[2]s-replicas). Tenant keys or OAuth instead: edit the Deployment's arguments. Rotate the state key
 as spec/protocol.md (section 9) says, editing the Secret (the mounted file follows within a minute);
 after each step send every pod SIGHUP, or kubectl rollout restart deployment/%[2]s.
-Per pod, not shared: legacy sessions, shell sessions, workspaces, warm instances, tasks.
+Per pod, not shared: legacy sessions, shell sessions, workspaces, warm instances; plugin state and
+tasks too, unless every pod has --store redis://HOST:PORT/DB (one Redis every replica reaches).
 `, dir, k.Name, k.Namespace), nil
 }
 

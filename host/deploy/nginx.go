@@ -124,7 +124,8 @@ replica's --allowed-hosts. A replica beyond loopback needs --api-key (or tenant 
 Streams (SSE) are not buffered and may stay open an hour (proxy_buffering off, proxy_read_timeout 1h).
 Rotate the state key without downtime: add the new key as the file's second line on every replica and
 send each SIGHUP; then move it to the first line and SIGHUP again; drop the old key after 10 minutes.
-Per replica, not shared: legacy sessions, shell sessions, workspaces, warm instances, tasks.
+Per replica, not shared: legacy sessions, shell sessions, workspaces, warm instances; plugin state and
+tasks too, unless every replica has --store redis://HOST:PORT/DB (one Redis every replica reaches).
 `)
 	return b.String()
 }
