@@ -133,13 +133,16 @@ tasks too, unless every replica has --store redis://HOST:PORT/DB (one Redis ever
 var nginxTmpl = template.Must(template.New("nginx.conf").Parse(`# nginx in front of {{len .Replicas}} aiod replicas, written by aiod deploy nginx.
 # Every path is relative to the prefix: nginx -p DIR -c DIR/nginx.conf
 #
-# The 2026-07-28 protocol is stateless: its requests go round robin (an MRTR
-# requestState opens on every replica that has the same --state-key-file).
+# The 2026-07-28 protocol is stateless: its requests go to the caller's
+# replica by a consistent hash of its credential, round robin without one
+# (an MRTR requestState opens on every replica that has the same
+# --state-key-file).
 # A legacy session lives on the replica that created it, whose --replica-id
 # starts the Mcp-Session-Id up to the first ".": the map below sends every
 # later request of the session there. An initialize has no id yet and goes
-# round robin; an id naming no replica goes round robin too, and the replica
-# answers 404 (session not found), after which the client initializes again.
+# as a request without a session; an id naming no replica goes so too, and
+# the replica answers 404 (session not found), after which the client
+# initializes again.
 worker_processes auto;
 pid nginx.pid;
 error_log logs/error.log notice;
@@ -156,8 +159,12 @@ http {
     uwsgi_temp_path temp/uwsgi;
     scgi_temp_path temp/scgi;
 
-    # every replica, round robin: requests without a session
+    # requests without a session: a tenant's (its credential, hashed) to
+    # its replica on a consistent ring, so its shell sessions and
+    # workspace stay there (a replica that is down hands its tenants to
+    # the next on the ring); requests without a credential round robin
     upstream aiod_all {
+        hash $http_authorization consistent;
 {{- range .Replicas}}
         server {{.Addr}};
 {{- end}}

@@ -225,3 +225,93 @@ func TestKillReplica(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantAffinity: behind nginx as `aiod deploy nginx` writes it, a
+// tenant's requests without a session (here its initializes, whose
+// session id names the replica that served it) all reach one replica, the
+// tenants spread over both, requests without a credential go round robin,
+// and when a replica is killed its tenants move to the other.
+func TestTenantAffinity(t *testing.T) {
+	defaultEngine(t, "routing is nginx's")
+	t.Parallel()
+	bin, _ := binaries(t)
+	ngx := nginxBinary(t)
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p1, p2, lb := freePort(t), freePort(t), freePort(t)
+	out, err := exec.Command(bin, "deploy", "nginx", "--replica", "127.0.0.1:"+p1, "--replica", "127.0.0.1:"+p2,
+		"--listen", "127.0.0.1:"+lb, "--out", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("aiod deploy nginx: %v\n%s", err, out)
+	}
+	printed := regexp.MustCompile(`(?m)^  aiod start (.*--replica-id (r\d))$`).FindAllStringSubmatch(string(out), -1)
+	if len(printed) != 2 {
+		t.Fatalf("deploy printed %d replica command lines, want 2:\n%s", len(printed), out)
+	}
+	tenants := map[string]any{}
+	var keys []string
+	for i := range 16 {
+		k := fmt.Sprintf("tenant-key-%02d-0123456789", i)
+		keys = append(keys, k)
+		tenants[fmt.Sprintf("t%02d", i)] = map[string]any{"keys": []string{keyDigest(k)}, "tools": []string{"*"}}
+	}
+	policy := statePolicy(t, tenants)
+	var reps []*aiod
+	for _, p := range printed {
+		reps = append(reps, startArgv(t, []string{"AIOD_E2E_KEY=" + keys[0]}, append(append([]string{"start"}, strings.Fields(p[1])...),
+			"--plugins-dir", tallyGoPlugins(t), "--policy", policy, "--cache-dir", e2eCache(), "--browser", "off")))
+	}
+	startNginx(t, ngx, dir, lb)
+	url := "http://127.0.0.1:" + lb + "/mcp"
+	initialize := func(key string) string {
+		h := map[string]string{}
+		if key != "" {
+			h["Authorization"] = "Bearer " + key
+		}
+		resp, body := post(t, url, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, h)
+		tag, _, ok := strings.Cut(resp.Header.Get("Mcp-Session-Id"), ".")
+		if resp.StatusCode != 200 || !ok {
+			t.Fatalf("initialize through nginx with key %q: %d %s", key, resp.StatusCode, body)
+		}
+		return tag
+	}
+	home := map[string]string{}
+	spread := map[string]int{}
+	for _, k := range keys {
+		home[k] = initialize(k)
+		spread[home[k]]++
+		for range 3 {
+			if tag := initialize(k); tag != home[k] {
+				t.Fatalf("tenant %s went to %s, then %s", k, home[k], tag)
+			}
+		}
+	}
+	if len(spread) != 2 {
+		t.Errorf("16 tenants all on one replica: %v", spread)
+	}
+	t.Logf("tenants per replica: %v", spread)
+
+	// the replica of tenant 0 dies: its tenants move, the others stay
+	dead := home[keys[0]]
+	victim := reps[0]
+	if printed[1][2] == dead {
+		victim = reps[1]
+	}
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = victim.cmd.Wait()
+	for _, k := range keys {
+		tag := initialize(k)
+		switch {
+		case home[k] == dead && tag == dead:
+			t.Errorf("tenant %s still sent to the dead replica %s", k, dead)
+		case home[k] != dead && tag != home[k]:
+			t.Errorf("tenant %s moved from the live replica %s to %s", k, home[k], tag)
+		}
+	}
+}
