@@ -46,9 +46,17 @@ func (t *task) save() {
 	if ttl <= 0 {
 		return
 	}
+	var first chan struct{}
+	if seq == 1 {
+		first = make(chan struct{})
+		t.firstSaved = first
+	}
 	t.s.taskSaves.Add(1)
 	go func() {
 		defer t.s.taskSaves.Done()
+		if first != nil {
+			defer close(first)
+		}
 		t.saveMu.Lock()
 		defer t.saveMu.Unlock()
 		if seq <= t.saved {
@@ -62,6 +70,19 @@ func (t *task) save() {
 		}
 		t.saved = seq
 	}()
+}
+
+// awaitFirstSave waits (at most d) until the task's first record is
+// written, so that the CreateTaskResult's id is known to every replica
+// before the client has it. The goroutine that added the task calls it.
+func (t *task) awaitFirstSave(d time.Duration) {
+	if t.firstSaved == nil {
+		return
+	}
+	select {
+	case <-t.firstSaved:
+	case <-time.After(d):
+	}
 }
 
 // recordedTask reads owner's task id from the records: a task of another

@@ -186,10 +186,14 @@ func (s *Server) taskCall(ctx context.Context, ex *Exchange, rc *rpcCall) *Respo
 			if ex.Hold != nil {
 				t.hold(ex.Hold())
 			}
+			t.mu.Lock() // the run may be changing it
+			v := t.view(false)
+			t.mu.Unlock()
+			t.awaitFirstSave(5 * time.Second)
 			b, _ := json.Marshal(struct {
 				ResultType string `json:"resultType"`
 				taskView
-			}{"task", t.view(false)})
+			}{"task", v})
 			return &Response{Status: 200, Body: resultResponse(rc.req.ID, s.modernResult(b, "task"))}
 		}
 		<-t.finished

@@ -54,6 +54,9 @@ type task struct {
 	lastWrite time.Time
 	slot      func() // the request's admission, held until the run ends (Exchange.Hold)
 	seq       int    // changes to save (taskrecord.go)
+	// firstSaved is closed once the first record is written (nil
+	// without records)
+	firstSaved chan struct{}
 
 	saveMu sync.Mutex
 	saved  int // the last change saved
