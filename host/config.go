@@ -206,7 +206,21 @@ type ReplicaConfig struct {
 	// (--replica-id, AIO_REPLICA_ID; mcp.ReplicaTag), what the load
 	// balancer routes a session's later requests on.
 	ReplicaID string
+	// Store, when set, is the store every replica shares (--store,
+	// AIO_STORE; redis://host:port[/db]): plugin state, task records and
+	// the tenants' calls_per_minute buckets (host/store/redis). Unset: a
+	// file under --data-dir (host/store/bolt), else memory (storewire.go).
+	Store string
+	// DrainDelay is how long a replica told to stop (SIGTERM) keeps
+	// serving while /health answers 503, so that its load balancer stops
+	// sending it requests first (--drain-delay, AIO_DRAIN_DELAY; 0: none);
+	// DrainTimeout then bounds the wait for the calls in flight
+	// (--drain-timeout, AIO_DRAIN_TIMEOUT; 0: DefaultDrainTimeout).
+	DrainDelay, DrainTimeout time.Duration
 }
+
+// DefaultDrainTimeout bounds the wait for the calls in flight at shutdown.
+const DefaultDrainTimeout = 10 * time.Second
 
 // ToolSearchConfig is tool search (spec/protocol.md, "Tool search"),
 // embedded in Config: tools/list lists a search tool, a describe tool and

@@ -16,6 +16,7 @@ import (
 	"github.com/aiodhq/aiod/host/hostfn/state"
 	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/proc"
+	"github.com/aiodhq/aiod/host/store"
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
@@ -39,10 +40,11 @@ type families struct {
 }
 
 // newFamilies makes the families' state; br is the host's browser, ups
-// its upstream set (nil without upstream servers) and lock its lockdown
+// its upstream set (nil without upstream servers), st where plugin state
+// lives and lock its lockdown
 // (nil without), whose sandbox also shows the paths extraRO gives (nil:
 // none) read-only.
-func newFamilies(log *slog.Logger, br *browser.Browser, ups *upstream.Set, lock *lockdown.Lockdown, extraRO func() []string) *families {
+func newFamilies(log *slog.Logger, br *browser.Browser, ups *upstream.Set, st store.Store, lock *lockdown.Lockdown, extraRO func() []string) *families {
 	pc := proc.Config{BaseEnv: baseEnv(os.Environ()), Logger: log}
 	fs := files.New(fsroot.Options{})
 	if lock != nil {
@@ -56,7 +58,7 @@ func newFamilies(log *slog.Logger, br *browser.Browser, ups *upstream.Set, lock 
 		files: fs,
 		procs: m,
 		proc:  process.New(m),
-		state: state.New(state.NewStore(0)),
+		state: state.New(st),
 		cdp:   cdp.New(br),
 		ups:   upstreamfn.New(ups),
 	}

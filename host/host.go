@@ -10,6 +10,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,9 +47,13 @@ import (
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/server"
 	"github.com/aiodhq/aiod/host/skills"
+	"github.com/aiodhq/aiod/host/store"
 	"github.com/aiodhq/aiod/host/tenant"
 	"github.com/aiodhq/aiod/host/upstream"
 	"github.com/aiodhq/aiod/sdk/abi"
+
+	"github.com/aiodhq/aiod/host/store/bolt"
+	"github.com/aiodhq/aiod/host/store/redis"
 )
 
 // Host is a running aiod.
@@ -58,12 +63,14 @@ type Host struct {
 	// from it once by New
 	addr, pprofAddr                  string
 	policyFile, apiKey, stateKeyFile string
+	drainDelay, drainTimeout         time.Duration
 
 	engine  runtime.Engine
 	engName string // engine's name, as the admin page shows it
 	browser *browser.Browser
 	ups     *upstream.Set // nil without upstreams
 	fams    *families
+	store   store.Store // plugin state and task records (provisionStore)
 	machine *machinetools.Tools
 	reg     *plugin.Registry
 	mcp     *mcp.Server
@@ -106,6 +113,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	}
 	h := &Host{log: cfg.Logger, addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), pprofAddr: cfg.PprofAddr,
 		policyFile: cfg.PolicyFile, apiKey: cfg.APIKey, stateKeyFile: cfg.StateKeyFile, oci: &ociplugins.Fetcher{Cache: cfg.PluginCache, Client: ocireg.Client{AuthFile: cfg.RegistryAuth}, Log: cfg.Logger},
+		drainDelay: cfg.DrainDelay, drainTimeout: cmp.Or(cfg.DrainTimeout, DefaultDrainTimeout),
 		machine: machinetools.New(cfg.MachineTools, cfg.Lockdown, cfg.Logger, os.LookupEnv)}
 	h.policy.Store(p.policy)
 	defer func() {
@@ -130,6 +138,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 			h.upsStdio, h.policyUps = stdioOptions(cfg), policyUpstreamNames(p.policy)
 			return h.provisionUpstreams(servers, p.pinFile, cfg.UpstreamListTimeout)
 		},
+		func() error { return h.provisionStore(ctx, cfg) },
 		func() error { return h.provisionFamilies(ctx, p.lock) },
 		func() error {
 			if cfg.Builtins == nil {
@@ -144,7 +153,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		func() error { return h.wireTenancy(cfg.TenancyConfig, p.auditRequired, cfg.AdminKey, p.policy, p.lock) },
 		func() error {
 			return h.provisionProtocol(mcp.Options{MaxSessions: cfg.MaxSessions, SessionIdleTimeout: cfg.SessionIdleTimeout,
-				ReplicaID: cfg.ReplicaID, Tasks: taskOptions(p.policy.Limits)}, p.stateKeys, cfg.ToolSearchConfig, p.policy.Hooks)
+				ReplicaID: cfg.ReplicaID, Tasks: h.withTaskRecords(taskOptions(p.policy.Limits))}, p.stateKeys, cfg.ToolSearchConfig, p.policy.Hooks)
 		},
 		func() error {
 			// programs' tool calls go through the protocol layer just made
@@ -199,7 +208,7 @@ func (h *Host) provisionBrowser(c browser.Config) (err error) {
 // provisionFamilies makes the families' state (in lockdown's sandbox when
 // lock is set, whose runtime checks then run).
 func (h *Host) provisionFamilies(ctx context.Context, lock *lockdown.Lockdown) error {
-	h.fams = newFamilies(h.log, h.browser, h.ups, lock, h.machine.SandboxPaths)
+	h.fams = newFamilies(h.log, h.browser, h.ups, h.store, lock, h.machine.SandboxPaths)
 	h.built(func(context.Context) error { return h.fams.Close() })
 	if lock == nil {
 		return nil
@@ -355,8 +364,11 @@ func (h *Host) Server() *server.Server { return h.srv }
 // Addr is host:port from the config.
 func (h *Host) Addr() string { return h.addr }
 
-// Serve serves on ln until ctx ends, then shuts down gracefully. It handles
-// no signals (Run does).
+// Serve serves on ln until ctx ends, then shuts down gracefully: it
+// drains (server.Drain: no new connection; the open ones are served, each
+// closing after its next response, /health answering 503 on them) for
+// the drain delay, then waits up to the drain timeout for the calls in
+// flight. It handles no signals (Run does).
 func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
 	h.log.Info("aiod listening", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "version", Version)
 	errc := make(chan error, 1)
@@ -366,7 +378,14 @@ func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// draining: no new connection, the open ones served (each closing
+	// after its next response) for the drain delay
+	h.srv.Drain()
+	if h.drainDelay > 0 {
+		h.log.Info("draining: new connections refused, open ones served", "for", h.drainDelay.String())
+		time.Sleep(h.drainDelay)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), h.drainTimeout)
 	defer cancel()
 	return h.srv.Shutdown(sctx)
 }
@@ -550,4 +569,47 @@ func (h *Host) provisionTracing(ctx context.Context, endpoint string) error {
 	}
 	h.built(shutdown)
 	return nil
+}
+
+// openStore opens where plugin state and task records live: the shared
+// server of --store, else the file under --data-dir, else memory (nothing
+// outlives the process).
+func openStore(ctx context.Context, url, dataDir string) (store.Store, error) {
+	switch {
+	case url != "":
+		return redis.Open(ctx, url, 0)
+	case dataDir != "":
+		return bolt.Open(dataDir, 0)
+	}
+	return store.NewMemory(0), nil
+}
+
+// provisionStore opens the store (openStore) and closes it last.
+func (h *Host) provisionStore(ctx context.Context, c Config) (err error) {
+	if h.store, err = openStore(ctx, c.Store, c.DataDir); err != nil {
+		return err
+	}
+	h.built(func(context.Context) error { return h.store.Close() })
+	h.log.Info("state store", "store", h.store.String(), "durable", h.store.String() != "memory")
+	if b, ok := h.store.(tenant.SharedBuckets); ok && h.tenancy.set != nil {
+		var last atomic.Int64
+		h.tenancy.set.Share(b, func(err error) {
+			// at most one line every 10 s while the store is away
+			if now := time.Now().UnixNano(); now-last.Load() > int64(10*time.Second) {
+				last.Store(now)
+				h.log.Warn("calls_per_minute: the shared bucket cannot be reached, this replica's own bucket admits meanwhile", "err", err)
+			}
+		})
+	}
+	return nil
+}
+
+// withTaskRecords keeps the tasks' records in the store when it outlives
+// the process (a file or a shared server): tasks/get then reads a task of
+// another replica or of an earlier process.
+func (h *Host) withTaskRecords(o mcp.TaskOptions) mcp.TaskOptions {
+	if _, mem := h.store.(*store.Memory); !mem {
+		o.Records = h.store
+	}
+	return o
 }

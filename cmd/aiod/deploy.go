@@ -15,6 +15,9 @@ import (
 func (s *startFlags) replicaFlags(c *host.Config) {
 	s.str(&c.StateKeyFile, "state-key-file", "AIO_STATE_KEY_FILE", "", "file of the keys MRTR requestState is sealed with, the same on every replica (one base64 key a line, at least 32 bytes; the first seals, all open; reread on SIGHUP); unset: a key of this process only")
 	s.str(&c.ReplicaID, "replica-id", "AIO_REPLICA_ID", "", "this replica's id, the start of every legacy Mcp-Session-Id the load balancer routes on (letters, digits, '_', '-', or an IP address); unset: untagged ids")
+	s.str(&c.Store, "store", "AIO_STORE", "", "the store every replica shares, redis://[user:password@]host:port[/db] (rediss:// for TLS): plugin state, task records and one calls_per_minute bucket per tenant; unset: a file under --data-dir, else memory (lost at exit)")
+	s.duration(&c.DrainDelay, "drain-delay", "AIO_DRAIN_DELAY", 0, "on SIGTERM, keep serving this long with /health answering 503 (draining) so the load balancer stops sending requests first, then stop accepting; 0: stop at once")
+	s.duration(&c.DrainTimeout, "drain-timeout", "AIO_DRAIN_TIMEOUT", host.DefaultDrainTimeout, "on SIGTERM, the longest aiod waits for the calls in flight once it stops accepting")
 }
 
 const deployUsage = `usage:

@@ -167,7 +167,7 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.value(&viewportValue{&c.Browser.Viewport}, "browser-viewport", "AIO_BROWSER_VIEWPORT", browser.DefaultViewport, "launch: the viewport, WIDTHxHEIGHT in CSS pixels")
 	s.bool(&c.PageTools, "page-tools", "AIO_PAGE_TOOLS", false, "attach: also serve the page tools (browser_navigate, browser_click, ... after the ten built-ins; always with --browser launch)")
 	s.bool(&c.Lockdown, "lockdown", "AIO_LOCKDOWN", false, "locked-down multi-tenant mode: processes under bubblewrap, each tenant its own /workspace and /tmp under --data-dir, plugins pinned by sha256 in the policy; refuses to start, saying what is missing, without all of it")
-	s.str(&c.DataDir, "data-dir", "AIO_DATA_DIR", "", "where lockdown keeps the tenants' directories (<dir>/tenants/<tenant>/{workspace,tmp}), and the policy's command servers theirs (<dir>/upstreams/<server>/{workspace,tmp})")
+	s.str(&c.DataDir, "data-dir", "AIO_DATA_DIR", "", "where aiod keeps what outlives it: plugin state and finished tasks (<dir>/state.db, fsynced on every change), the policy's command servers' directories (<dir>/upstreams/<server>/{workspace,tmp}) and, in lockdown, the tenants' directories (<dir>/tenants/<tenant>/{workspace,tmp}); unset (and no --store): state is in memory, lost at exit")
 	return s
 }
 

@@ -99,6 +99,9 @@ var settings = []setting{
 	{"AIO_PAGE_TOOLS", "true", true, "false", false, "maybe", func(s *startFlags) any { return s.cfg.PageTools }, false},
 	{"AIO_LOCKDOWN", "true", true, "false", false, "maybe", func(s *startFlags) any { return s.cfg.Lockdown }, false},
 	{"AIO_DATA_DIR", "/env/data", "/env/data", "/flag/data", "/flag/data", "", func(s *startFlags) any { return s.cfg.DataDir }, ""},
+	{"AIO_DRAIN_DELAY", "5s", 5 * time.Second, "500ms", 500 * time.Millisecond, "soon", func(s *startFlags) any { return s.cfg.DrainDelay }, time.Duration(0)},
+	{"AIO_DRAIN_TIMEOUT", "30s", 30 * time.Second, "2s", 2 * time.Second, "later", func(s *startFlags) any { return s.cfg.DrainTimeout }, host.DefaultDrainTimeout},
+	{"AIO_STORE", "redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0", "redis://10.0.0.2:6380/1", "redis://10.0.0.2:6380/1", "", func(s *startFlags) any { return s.cfg.Store }, ""},
 }
 
 // parseWith parses args against a fake environment.

@@ -197,7 +197,7 @@ func checkKubernetes(t *testing.T, k Kubernetes, objs map[string]map[string]any)
 		return o
 	}
 	want := []string{"Secret/" + k.Name + "-state-key", "Secret/" + k.Name + "-api-key", "Deployment/" + k.Name, "Service/" + k.Name + "-replicas",
-		"ConfigMap/" + k.Name + "-router", "Deployment/" + k.Name + "-router", "Service/" + k.Name}
+		"ConfigMap/" + k.Name + "-router", "Deployment/" + k.Name + "-router", "Service/" + k.Name, "PodDisruptionBudget/" + k.Name}
 	for _, w := range want {
 		if objs[w] == nil {
 			t.Fatalf("no %s among %d objects", w, len(objs))
@@ -216,6 +216,22 @@ func checkKubernetes(t *testing.T, k Kubernetes, objs map[string]map[string]any)
 	args := get(dep, "spec", "template", "spec", "containers", 0, "args").([]any)
 	if !strings.Contains(fmtList(args), "--state-key-file /etc/aiod/state/state.key --replica-id $(POD_IP)") {
 		t.Errorf("aiod args %v", args)
+	}
+	// a rolling restart loses no call: aiod drains on SIGTERM within the
+	// pod's grace, a new pod is up before an old one stops, and a node
+	// drain takes one replica at a time
+	if !strings.Contains(fmtList(args), "--drain-delay 5s --drain-timeout 15s") {
+		t.Errorf("aiod args %v: no drain", args)
+	}
+	if g, _ := get(dep, "spec", "template", "spec", "terminationGracePeriodSeconds").(int); g < 5+15 {
+		t.Errorf("terminationGracePeriodSeconds %v, less than the drain delay and timeout", g)
+	}
+	if get(dep, "spec", "strategy", "rollingUpdate", "maxUnavailable") != 0 {
+		t.Errorf("rolling update %v", get(dep, "spec", "strategy"))
+	}
+	pdb := objs["PodDisruptionBudget/"+k.Name]
+	if get(pdb, "spec", "maxUnavailable") != 1 || get(pdb, "spec", "selector", "matchLabels", "app.kubernetes.io/component") != "server" {
+		t.Errorf("PodDisruptionBudget %v", pdb)
 	}
 	if get(dep, "spec", "template", "spec", "volumes", 0, "secret", "secretName") != k.Name+"-state-key" {
 		t.Error("the aiod pods do not mount the state key Secret")
@@ -297,7 +313,7 @@ func TestWriteKeepsStateKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"nginx -p " + dir + " -c " + dir + "/nginx.conf",
-		"aiod start --host 127.0.0.1 --port 18102 --state-key-file " + dir + "/state.key --replica-id r2"} {
+		"aiod start --host 127.0.0.1 --port 18102 --state-key-file " + dir + "/state.key --drain-delay 2s --replica-id r2"} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("instructions lack %q:\n%s", w, msg)
 		}

@@ -145,7 +145,8 @@ front of it) with the key of %[1]s/api.key (Authorization: Bearer KEY). It is ng
 %[2]s-replicas). Tenant keys or OAuth instead: edit the Deployment's arguments. Rotate the state key
 as spec/protocol.md (section 9) says, editing the Secret (the mounted file follows within a minute);
 after each step send every pod SIGHUP, or kubectl rollout restart deployment/%[2]s.
-Per pod, not shared: legacy sessions, shell sessions, workspaces, warm instances, tasks.
+Per pod, not shared: legacy sessions, shell sessions, workspaces, warm instances; plugin state and
+tasks too, unless every pod has --store redis://HOST:PORT/DB (one Redis every replica reaches).
 `, dir, k.Name, k.Namespace), nil
 }
 
@@ -190,6 +191,12 @@ metadata:
     app.kubernetes.io/component: server
 spec:
   replicas: {{.Replicas}}
+  # a rolling restart brings the new pod up before it stops an old one
+  strategy:
+    type: RollingUpdate
+    rollingUpdate:
+      maxUnavailable: 0
+      maxSurge: 1
   selector:
     matchLabels:
       app.kubernetes.io/name: {{.Name}}
@@ -200,10 +207,15 @@ spec:
         app.kubernetes.io/name: {{.Name}}
         app.kubernetes.io/component: server
     spec:
+      # SIGTERM: aiod refuses new connections and serves the open ones for
+      # --drain-delay (its readiness fails: the router stops resolving it),
+      # then waits up to --drain-timeout for the calls in flight; the grace
+      # covers both
+      terminationGracePeriodSeconds: 25
       containers:
         - name: aiod
           image: "{{.Image}}"
-          args: ["start", "--host", "0.0.0.0", "--port", "{{.Port}}", "--state-key-file", "/etc/aiod/state/state.key", "--replica-id", "$(POD_IP)"]
+          args: ["start", "--host", "0.0.0.0", "--port", "{{.Port}}", "--state-key-file", "/etc/aiod/state/state.key", "--replica-id", "$(POD_IP)", "--drain-delay", "5s", "--drain-timeout", "15s"]
           env:
             - name: POD_IP
               valueFrom:
@@ -253,6 +265,21 @@ spec:
     - name: mcp
       port: {{.Port}}
       targetPort: mcp
+---
+# voluntary disruptions (a node drained) take one replica at a time
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{.Name}}
+  namespace: {{.Namespace}}
+  labels:
+    app.kubernetes.io/name: {{.Name}}
+spec:
+  maxUnavailable: 1
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: {{.Name}}
+      app.kubernetes.io/component: server
 {{end}}
 
 {{- define "router.yaml" -}}

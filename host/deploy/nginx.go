@@ -115,7 +115,7 @@ func (n Nginx) Instructions(dir string) string {
 	fmt.Fprintf(&b, "start each replica with the same state key file (copy it; keep it secret) and its own id:\n")
 	for _, r := range n.Replicas {
 		host, port, _ := net.SplitHostPort(r.Addr)
-		fmt.Fprintf(&b, "  aiod start --host %s --port %s --state-key-file %s/%s --replica-id %s\n", host, port, dir, StateKeyFile, r.ID)
+		fmt.Fprintf(&b, "  aiod start --host %s --port %s --state-key-file %s/%s --drain-delay 2s --replica-id %s\n", host, port, dir, StateKeyFile, r.ID)
 	}
 	fmt.Fprintf(&b, `
 nginx passes the client's Host header through: aiod checks it against DNS rebinding, so a replica on
@@ -124,7 +124,8 @@ replica's --allowed-hosts. A replica beyond loopback needs --api-key (or tenant 
 Streams (SSE) are not buffered and may stay open an hour (proxy_buffering off, proxy_read_timeout 1h).
 Rotate the state key without downtime: add the new key as the file's second line on every replica and
 send each SIGHUP; then move it to the first line and SIGHUP again; drop the old key after 10 minutes.
-Per replica, not shared: legacy sessions, shell sessions, workspaces, warm instances, tasks.
+Per replica, not shared: legacy sessions, shell sessions, workspaces, warm instances; plugin state and
+tasks too, unless every replica has --store redis://HOST:PORT/DB (one Redis every replica reaches).
 `)
 	return b.String()
 }
@@ -132,13 +133,16 @@ Per replica, not shared: legacy sessions, shell sessions, workspaces, warm insta
 var nginxTmpl = template.Must(template.New("nginx.conf").Parse(`# nginx in front of {{len .Replicas}} aiod replicas, written by aiod deploy nginx.
 # Every path is relative to the prefix: nginx -p DIR -c DIR/nginx.conf
 #
-# The 2026-07-28 protocol is stateless: its requests go round robin (an MRTR
-# requestState opens on every replica that has the same --state-key-file).
+# The 2026-07-28 protocol is stateless: its requests go to the caller's
+# replica by a consistent hash of its credential, round robin without one
+# (an MRTR requestState opens on every replica that has the same
+# --state-key-file).
 # A legacy session lives on the replica that created it, whose --replica-id
 # starts the Mcp-Session-Id up to the first ".": the map below sends every
 # later request of the session there. An initialize has no id yet and goes
-# round robin; an id naming no replica goes round robin too, and the replica
-# answers 404 (session not found), after which the client initializes again.
+# as a request without a session; an id naming no replica goes so too, and
+# the replica answers 404 (session not found), after which the client
+# initializes again.
 worker_processes auto;
 pid nginx.pid;
 error_log logs/error.log notice;
@@ -155,17 +159,26 @@ http {
     uwsgi_temp_path temp/uwsgi;
     scgi_temp_path temp/scgi;
 
-    # every replica, round robin: requests without a session
+    # requests without a session: a tenant's (its credential, hashed) to
+    # its replica on a consistent ring, so its shell sessions and
+    # workspace stay there (a replica that is down hands its tenants to
+    # the next on the ring); requests without a credential round robin
     upstream aiod_all {
+        hash $http_authorization consistent;
 {{- range .Replicas}}
         server {{.Addr}};
 {{- end}}
         keepalive 32;
+        # an idle connection goes before a draining replica stops (its
+        # --drain-delay, 2 s or more): none is left for the stop to close
+        # under a request nginx is sending, which it would not retry
+        keepalive_timeout 1s;
     }
 {{range .Replicas}}
     upstream aiod_{{.ID}} {
         server {{.Addr}};
         keepalive 8;
+        keepalive_timeout 1s;
     }
 {{end}}
     map $http_mcp_session_id $aiod_upstream {

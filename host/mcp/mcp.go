@@ -67,6 +67,7 @@ type Server struct {
 	metaJSON  []byte // {"io.modelcontextprotocol/serverInfo":{...}}
 	tasks     taskStore
 	taskOpts  TaskOptions
+	taskSaves sync.WaitGroup // records being written (taskrecord.go)
 	// taskCalls is the tasks extension's tools/call (tasks.go): it serves
 	// a 2026-07-28 call of a tool that declares execution.taskSupport,
 	// or answers nil to leave it to the plain path. Installed by
@@ -173,6 +174,7 @@ func (s *Server) Close() {
 		return
 	}
 	s.tasks.close()
+	s.waitTaskSaves(5 * time.Second)
 	s.stop()
 	s.sessions.close()
 	s.listeners.closeAll()

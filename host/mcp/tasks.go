@@ -19,7 +19,10 @@ import (
 // task: the response is a CreateTaskResult, the run goes on under the
 // task's own deadline, and the client polls tasks/get, answers input
 // through tasks/update and stops it with tasks/cancel. Tasks live in
-// memory, per owner: a task id presented by another owner is unknown.
+// memory, per owner: a task id presented by another owner is unknown;
+// with TaskOptions.Records their records also live in a store, where
+// tasks/get finds a task of another replica or an earlier process
+// (taskrecord.go).
 //
 // The extension wraps the plain path; it does not sit inside it. The
 // snapshot says which tools declare execution.taskSupport, and only their
@@ -87,6 +90,10 @@ type TaskOptions struct {
 	Retention time.Duration
 	// MaxPerOwner bounds the tasks of one owner not yet finished.
 	MaxPerOwner int
+	// Records, when set, keep every task's record beyond this process
+	// (taskrecord.go): tasks/get reads there a task this process does not
+	// run. Nil: tasks live in this process only.
+	Records TaskRecords
 }
 
 func (o TaskOptions) withDefaults() TaskOptions {
@@ -179,10 +186,14 @@ func (s *Server) taskCall(ctx context.Context, ex *Exchange, rc *rpcCall) *Respo
 			if ex.Hold != nil {
 				t.hold(ex.Hold())
 			}
+			t.mu.Lock() // the run may be changing it
+			v := t.view(false)
+			t.mu.Unlock()
+			t.awaitFirstSave(5 * time.Second)
 			b, _ := json.Marshal(struct {
 				ResultType string `json:"resultType"`
 				taskView
-			}{"task", t.view(false)})
+			}{"task", v})
 			return &Response{Status: 200, Body: resultResponse(rc.req.ID, s.modernResult(b, "task"))}
 		}
 		<-t.finished
@@ -198,8 +209,29 @@ func (s *Server) taskCall(ctx context.Context, ex *Exchange, rc *rpcCall) *Respo
 }
 
 // taskMethod checks a tasks/* request: the client declared the
-// extension, names a task id, and the task is the caller's.
-func (rc *rpcCall) taskMethod(method string) (*task, *Error) {
+// extension, names a task id, and the task is the caller's: one this
+// process runs (t), else one in the task records (rec: another replica's,
+// or an earlier process's).
+func (rc *rpcCall) taskMethod(method string) (t *task, rec *taskView, e *Error) {
+	t, e = rc.localTask(method)
+	if t != nil || e == nil || e.Data == nil {
+		return t, nil, e
+	}
+	rec, re := rc.s.recordedTask(rc.ex.Principal.owner(), *rc.p.TaskID)
+	switch {
+	case re != nil:
+		return nil, nil, re
+	case rec == nil:
+		return nil, nil, e
+	case method == "tasks/update" && !isTerminal(rec.Status):
+		return nil, nil, errf(CodeInternal, method+": task "+rec.TaskID+" runs on another aiod replica (or ran in an aiod process that has since stopped): tasks/get and tasks/cancel reach it from any replica; "+method+" only where it runs")
+	}
+	return nil, rec, nil
+}
+
+// localTask is taskMethod for the tasks this process runs; an unknown
+// task's error carries Data.
+func (rc *rpcCall) localTask(method string) (*task, *Error) {
 	if rc.era != Modern {
 		return nil, errf(CodeMethodNotFound, "Method not found: "+method+" is served in protocol "+modernVersion+" only")
 	}
@@ -235,13 +267,18 @@ func unknownTask(id string) *Error {
 }
 
 func (rc *rpcCall) tasksGet() ([]byte, *Error) {
-	t, e := rc.taskMethod("tasks/get")
+	t, rec, e := rc.taskMethod("tasks/get")
 	if e != nil {
 		return nil, e
 	}
-	t.mu.Lock()
-	v := t.view(true)
-	t.mu.Unlock()
+	var v taskView
+	if rec != nil {
+		v = *rec
+	} else {
+		t.mu.Lock()
+		v = t.view(true)
+		t.mu.Unlock()
+	}
 	b, err := json.Marshal(struct {
 		ResultType string `json:"resultType"`
 		taskView
@@ -253,26 +290,40 @@ func (rc *rpcCall) tasksGet() ([]byte, *Error) {
 }
 
 func (rc *rpcCall) tasksCancel() ([]byte, *Error) {
-	t, e := rc.taskMethod("tasks/cancel")
+	t, rec, e := rc.taskMethod("tasks/cancel")
 	if e != nil {
 		return nil, e
 	}
+	if rec != nil { // another replica's: asked there (taskrecord.go)
+		if e := rc.s.requestCancel(rec); e != nil {
+			return nil, e
+		}
+		return []byte(`{}`), nil
+	}
+	t.cancelBy("cancelled by the client")
+	return []byte(`{}`), nil
+}
+
+// cancelBy ends t as cancelled with message, unless it ended already.
+func (t *task) cancelBy(message string) {
 	t.mu.Lock()
 	if !isTerminal(t.status) {
-		t.status, t.message = taskCancelled, "cancelled by the client"
+		t.status, t.message = taskCancelled, message
 		t.pending = nil
 		t.wakeLocked()
 		t.touch()
 	}
 	t.mu.Unlock()
 	t.cancel(context.Canceled)
-	return []byte(`{}`), nil
 }
 
 func (rc *rpcCall) tasksUpdate() ([]byte, *Error) {
-	t, e := rc.taskMethod("tasks/update")
+	t, rec, e := rc.taskMethod("tasks/update")
 	if e != nil {
 		return nil, e
+	}
+	if rec != nil { // finished already: nothing asked
+		return []byte(`{}`), nil
 	}
 	var responses map[string]json.RawMessage
 	if raw := rc.p.InputResponses; len(raw) > 0 && string(raw) != "null" {

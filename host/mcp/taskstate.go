@@ -53,6 +53,13 @@ type task struct {
 	syncErr   *Error
 	lastWrite time.Time
 	slot      func() // the request's admission, held until the run ends (Exchange.Hold)
+	seq       int    // changes to save (taskrecord.go)
+	// firstSaved is closed once the first record is written (nil
+	// without records)
+	firstSaved chan struct{}
+
+	saveMu sync.Mutex
+	saved  int // the last change saved
 }
 
 const (
@@ -144,6 +151,7 @@ func (t *task) finish(res []byte, rerr *Error, ctx context.Context) {
 // touch marks a change of status and tells listening clients. t.mu is held.
 func (t *task) touch() {
 	t.updated = time.Now()
+	t.save()
 	v := t.view(true)
 	go t.s.notifyTask(t.owner, v)
 }

@@ -37,6 +37,8 @@ func (ts *taskStore) add(t *task) bool {
 	ts.evictLocked(t.owner)
 	t.state = phaseEscalated
 	ts.byID[t.id] = t
+	t.save()
+	t.watch()
 	return true
 }
 
@@ -132,6 +134,7 @@ func (ts *taskStore) close() {
 			t.updated = time.Now()
 			t.pending = nil
 			t.wakeLocked()
+			t.save()
 		}
 		t.mu.Unlock()
 		t.cancel(errTaskShutdown)

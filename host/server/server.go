@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -62,6 +64,10 @@ type Server struct {
 	log   *slog.Logger
 	opts  Options
 	guard *guard
+	// draining: Drain was called (drain.go); ln is what Serve serves
+	draining atomic.Bool
+	lnMu     sync.Mutex
+	ln       *onceListener
 }
 
 // New builds the Fiber app.
@@ -77,11 +83,8 @@ func New(opts Options) *Server {
 		IdleTimeout:           2 * time.Minute,
 		ErrorHandler:          s.errorHandler,
 	})
-	s.app.Use(s.guard.check)
-	s.app.Get("/health", func(c *fiber.Ctx) error {
-		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-		return c.SendString(`{"status":"ok"}`)
-	})
+	s.app.Use(s.closeWhenDraining, s.guard.check)
+	s.app.Get("/health", s.health)
 	s.app.Get("/v1/capabilities", s.capabilities)
 	s.routeStatus()
 	s.app.All("/mcp", s.handleMCP)
@@ -186,7 +189,14 @@ func rpcErrorBody(code int, msg string) string {
 }
 
 // Serve accepts connections on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(lingerListener{ln}) }
+// A listener closed by Drain ends it with nil.
+func (s *Server) Serve(ln net.Listener) error {
+	ol := &onceListener{Listener: lingerListener{ln}}
+	s.lnMu.Lock()
+	s.ln = ol
+	s.lnMu.Unlock()
+	return s.app.Listener(ol)
+}
 
 // Shutdown stops accepting, ends open MCP streams and waits for in-flight
 // requests up to ctx.

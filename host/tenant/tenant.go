@@ -45,16 +45,18 @@ type Tenant struct {
 // limits are a tenant's live quota counters; kept across policy reloads
 // that leave the tenant's quotas as they were.
 type limits struct {
-	q    caps.Quotas
-	rate *rate.Limiter // nil: no rate quota
-	sem  chan struct{} // nil: no concurrency quota
+	q      caps.Quotas
+	rate   *rate.Limiter // nil: no rate quota
+	burst  int
+	sem    chan struct{} // nil: no concurrency quota
+	shared *sharedRef    // the Set's shared buckets, if any
 }
 
-func newLimits(q caps.Quotas) *limits {
-	l := &limits{q: q}
+func newLimits(q caps.Quotas, shared *sharedRef) *limits {
+	l := &limits{q: q, shared: shared}
 	if q.CallsPerMinute > 0 {
-		burst := max(1, q.CallsPerMinute/6) // ten seconds' worth
-		l.rate = rate.NewLimiter(rate.Limit(float64(q.CallsPerMinute)/60), burst)
+		l.burst = max(1, q.CallsPerMinute/6) // ten seconds' worth
+		l.rate = rate.NewLimiter(rate.Limit(float64(q.CallsPerMinute)/60), l.burst)
 	}
 	if q.ConcurrentCalls > 0 {
 		l.sem = make(chan struct{}, q.ConcurrentCalls)
@@ -116,10 +118,7 @@ func (t *Tenant) admit(slot bool) (release func(), err *QuotaError) {
 		}
 	}
 	if l.rate != nil {
-		now := time.Now()
-		r := l.rate.ReserveN(now, 1)
-		if d := r.DelayFrom(now); !r.OK() || d > 0 {
-			r.CancelAt(now)
+		if ok, d := l.take(t.Name); !ok {
 			if sem != nil {
 				<-sem
 			}
@@ -135,6 +134,58 @@ func (t *Tenant) admit(slot bool) (release func(), err *QuotaError) {
 			<-sem
 		}
 	}, nil
+}
+
+// take takes a calls_per_minute token: from the bucket every replica
+// shares when there is one (Set.Share), else (or when the shared one
+// cannot be reached) from this process's own. It reports whether one was
+// there, and if not how long until one is.
+func (l *limits) take(tenant string) (bool, time.Duration) {
+	if sh := l.shared.p.Load(); sh != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+		ok, d, err := sh.b.Take(ctx, tenant, l.q.CallsPerMinute, l.burst)
+		cancel()
+		if err == nil {
+			return ok, d
+		}
+		if sh.onErr != nil {
+			sh.onErr(err)
+		}
+	}
+	now := time.Now()
+	r := l.rate.ReserveN(now, 1)
+	if d := r.DelayFrom(now); !r.OK() || d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// SharedBuckets are calls_per_minute buckets every replica shares
+// (host/store/redis): Take takes one token of tenant's bucket of
+// perMinute tokens a minute holding at most burst.
+type SharedBuckets interface {
+	Take(ctx context.Context, tenant string, perMinute, burst int) (bool, time.Duration, error)
+}
+
+// sharedTimeout bounds one Take: past it the call is admitted by this
+// process's own bucket.
+const sharedTimeout = time.Second
+
+type sharedRef struct{ p atomic.Pointer[shared] }
+
+type shared struct {
+	b     SharedBuckets
+	onErr func(error)
+}
+
+// Share makes every tenant's calls_per_minute a bucket of b, shared with
+// the other replicas using b, instead of one of this process's. When b
+// cannot be reached, a request is admitted by this process's own bucket
+// (calls keep working; the quota is per replica meanwhile) and onErr is
+// told.
+func (s *Set) Share(b SharedBuckets, onErr func(error)) {
+	s.shared.p.Store(&shared{b: b, onErr: onErr})
 }
 
 // Allowed reports whether t may see and use name (a tool or prompt name,
@@ -163,7 +214,8 @@ func (t *Tenant) Quotas() caps.Quotas {
 // Set is the host's tenants: safe for concurrent use, replaced whole by
 // Update when the policy is reloaded.
 type Set struct {
-	cur atomic.Pointer[table]
+	cur    atomic.Pointer[table]
+	shared *sharedRef
 }
 
 type table struct {
@@ -182,18 +234,18 @@ type keyEntry struct {
 // New returns the set of the policy's tenants, plus the unrestricted
 // tenant plugin.DefaultOwner, reached with apiKey when it is not empty.
 func New(tenants map[string]caps.Tenant, apiKey string) *Set {
-	s := &Set{}
-	s.cur.Store(build(tenants, apiKey, nil))
+	s := &Set{shared: &sharedRef{}}
+	s.cur.Store(build(tenants, apiKey, nil, s.shared))
 	return s
 }
 
 // Update replaces the tenants (a reloaded policy). A tenant whose quotas
 // did not change keeps its counters: a reload does not reset a bucket.
 func (s *Set) Update(tenants map[string]caps.Tenant, apiKey string) {
-	s.cur.Store(build(tenants, apiKey, s.cur.Load()))
+	s.cur.Store(build(tenants, apiKey, s.cur.Load(), s.shared))
 }
 
-func build(tenants map[string]caps.Tenant, apiKey string, prev *table) *table {
+func build(tenants map[string]caps.Tenant, apiKey string, prev *table, shared *sharedRef) *table {
 	t := &table{byName: map[string]*Tenant{}, restricted: len(tenants) > 0}
 	def := &Tenant{Name: plugin.DefaultOwner, Unrestricted: true}
 	t.byName[def.Name] = def
@@ -215,7 +267,7 @@ func build(tenants map[string]caps.Tenant, apiKey string, prev *table) *table {
 			}
 		}
 		if nt.lim == nil {
-			nt.lim = newLimits(p.Quotas)
+			nt.lim = newLimits(p.Quotas, shared)
 		}
 		t.byName[n] = nt
 		for _, sum := range p.KeyHashes() {

@@ -259,8 +259,9 @@ func (p *Pins) Accept(server string, defs []json.RawMessage) error {
 	return nil
 }
 
-// Save writes the pins to the file, atomically (a temporary file renamed
-// over it).
+// Save writes the pins to the file, atomically and durably (a temporary
+// file, fsynced, renamed over it, and the directory fsynced): a crash
+// leaves the old pins or the new ones, never half a file.
 func (p *Pins) Save() error {
 	p.mu.Lock()
 	b, err := json.MarshalIndent(pinFile{Version: 1, Servers: p.servers}, "", "  ")
@@ -273,15 +274,24 @@ func (p *Pins) Save() error {
 		return fmt.Errorf("pin file: %w", err)
 	}
 	_, werr := tmp.Write(append(b, '\n'))
+	serr := tmp.Sync() // on disk before it replaces the old file
 	cerr := tmp.Close()
 	merr := os.Chmod(tmp.Name(), 0o644)
-	if err := errors.Join(werr, cerr, merr); err != nil {
+	if err := errors.Join(werr, serr, cerr, merr); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("pin file: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), p.path); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("pin file: %w", err)
+	}
+	// the rename itself is durable once the directory is synced
+	if d, err := os.Open(filepath.Dir(p.path)); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return fmt.Errorf("pin file: %w", err)
+		}
 	}
 	return nil
 }

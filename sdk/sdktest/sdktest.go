@@ -124,7 +124,7 @@ func WithProcess(p Process) Option {
 func WithState(maxBytes int64) Option {
 	return func(h *Host) {
 		h.grant(abi.Capabilities{State: &abi.StateScope{MaxBytes: maxBytes}})
-		h.link(state.New(state.NewStore(0)))
+		h.link(state.New(nil))
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/store"
+	"github.com/aiodhq/aiod/host/store/bolt"
 )
 
 func grantState(maxBytes int64) *caps.Grant {
@@ -23,8 +25,34 @@ func grantState(maxBytes int64) *caps.Grant {
 }
 
 type stateEnv struct {
-	store *Store
+	store store.Store
 	defs  map[string]hostfn.Def
+}
+
+// usage is the size of (plugin, owner)'s space.
+func (e *stateEnv) usage(t *testing.T, plugin, owner string) int64 {
+	t.Helper()
+	n, err := e.store.Usage(context.Background(), store.Space{Plugin: plugin, Owner: owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// onStores runs f over the in-memory store and the bolt one.
+func onStores(t *testing.T, storeMax int64, f func(t *testing.T, e *stateEnv)) {
+	t.Run("memory", func(t *testing.T) {
+		s := NewStore(storeMax)
+		f(t, &stateEnv{store: s, defs: hostfntest.Defs(New(s))})
+	})
+	t.Run("bolt", func(t *testing.T) {
+		s, err := bolt.Open(t.TempDir(), storeMax)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		f(t, &stateEnv{store: s, defs: hostfntest.Defs(New(s))})
+	})
 }
 
 func (e *stateEnv) call(t *testing.T, c *hostfn.Call, name string, req any) (abi.Code, map[string]any) {
@@ -42,11 +70,6 @@ func (e *stateEnv) call(t *testing.T, c *hostfn.Call, name string, req any) (abi
 	return code, m
 }
 
-func newStateEnv(storeMax int64) *stateEnv {
-	s := NewStore(storeMax)
-	return &stateEnv{store: s, defs: hostfntest.Defs(New(s))}
-}
-
 func TestStateDefs(t *testing.T) {
 	f := New(NewStore(0))
 	var names []string
@@ -61,8 +84,9 @@ func TestStateDefs(t *testing.T) {
 	}
 }
 
-func TestState(t *testing.T) {
-	e := newStateEnv(0)
+func TestState(t *testing.T) { onStores(t, 0, testState) }
+
+func testState(t *testing.T, e *stateEnv) {
 	g := grantState(100)
 	alice := &hostfn.Call{Plugin: "p", Owner: "alice", Grant: g}
 	bob := &hostfn.Call{Plugin: "p", Owner: "bob", Grant: g}
@@ -116,20 +140,17 @@ func TestState(t *testing.T) {
 			}
 		}
 	}
-	if u := e.store.Usage("p", "alice"); u != 14 {
+	if u := e.usage(t, "p", "alice"); u != 14 {
 		t.Errorf("usage %d", u)
 	}
-	e.store.Drop("p", "alice")
-	if _, ok := e.store.Get("p", "alice", "a/1"); ok {
-		t.Error("drop kept keys")
-	}
-	if e.store.Usage("p", "bob") != 6 {
-		t.Error("drop touched another owner")
+	if u := e.usage(t, "p", "bob"); u != 6 {
+		t.Errorf("bob's usage %d", u)
 	}
 }
 
-func TestStateStoreFull(t *testing.T) {
-	e := newStateEnv(20)
+func TestStateStoreFull(t *testing.T) { onStores(t, 20, testStateStoreFull) }
+
+func testStateStoreFull(t *testing.T, e *stateEnv) {
 	g := grantState(1000)
 	a := &hostfn.Call{Plugin: "p", Owner: "a", Grant: g}
 	b := &hostfn.Call{Plugin: "p", Owner: "b", Grant: g}
@@ -145,8 +166,9 @@ func TestStateStoreFull(t *testing.T) {
 	}
 }
 
-func TestStateDefaultLimit(t *testing.T) {
-	e := newStateEnv(0)
+func TestStateDefaultLimit(t *testing.T) { onStores(t, 0, testStateDefaultLimit) }
+
+func testStateDefaultLimit(t *testing.T, e *stateEnv) {
 	c := &hostfn.Call{Plugin: "p", Grant: grantState(0)}
 	_, resp := e.call(t, c, "set", abi.StateSetRequest{Key: "k", Value: "v"})
 	if resp["max_bytes"] != float64(abi.StateDefaultMaxBytes) {
@@ -154,8 +176,9 @@ func TestStateDefaultLimit(t *testing.T) {
 	}
 }
 
-func TestStateConcurrent(t *testing.T) {
-	e := newStateEnv(0)
+func TestStateConcurrent(t *testing.T) { onStores(t, 0, testStateConcurrent) }
+
+func testStateConcurrent(t *testing.T, e *stateEnv) {
 	g := grantState(1 << 20)
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -173,7 +196,7 @@ func TestStateConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if u := e.store.Usage("p", "0") + e.store.Usage("p", "1"); u != int64(8*100*(len("0/00")+1)-8*10) {
+	if u := e.usage(t, "p", "0") + e.usage(t, "p", "1"); u != int64(8*100*(len("0/00")+1)-8*10) {
 		t.Errorf("usage %d", u)
 	}
 }

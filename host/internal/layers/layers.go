@@ -198,7 +198,7 @@ func belowFamilies(dep string) bool {
 // rest of sdk/.
 var SDKTestHost = []string{
 	m("host/caps"), m("host/fsroot"), m("host/proc"), m("host/internal/pathx"), m("host/internal/tracing"),
-	m("host/hostfn"), m("host/hostfn/core"), m("host/hostfn/files"), m("host/hostfn/process"), m("host/hostfn/state"),
+	m("host/hostfn"), m("host/hostfn/core"), m("host/hostfn/files"), m("host/hostfn/process"), m("host/hostfn/state"), m("host/store"),
 }
 
 // Rules are the module's layering rules.

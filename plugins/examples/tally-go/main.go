@@ -39,12 +39,12 @@ func Count(_ *sdk.Ctx, a CountArgs) (*sdk.Result, error) {
 	key := "count/" + a.Name
 	old, _, err := state.Get(key)
 	if err != nil {
-		return sdk.ErrorResult("state get failed"), nil
+		return sdk.ErrorResult("state get failed: " + err.Error()), nil
 	}
 	n, _ := strconv.ParseInt(old, 10, 64)
 	next := strconv.FormatInt(n+1, 10)
 	if err := state.Set(key, next); err != nil {
-		return sdk.ErrorResult("state set failed"), nil
+		return sdk.ErrorResult("state set failed: " + err.Error()), nil
 	}
 	return sdk.TextResult(next), nil
 }

@@ -1,0 +1,60 @@
+package server
+
+import (
+	"net"
+	"sync"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// Drain starts the server's stop, ahead of its Shutdown: it stops
+// accepting connections (a proxy's new connection is refused, which it
+// retries on another replica, the request not having been sent), while the
+// connections already open are still served: every response closes its
+// connection, and /health on them answers 503 {"status":"draining"}.
+// Shutdown, a drain delay later, then finds no idle connection to close
+// under a request a proxy is sending on it (which a proxy does not retry,
+// a POST having been sent).
+func (s *Server) Drain() {
+	s.draining.Store(true)
+	s.lnMu.Lock()
+	ln := s.ln
+	s.lnMu.Unlock()
+	if ln != nil {
+		_ = ln.Close()
+	}
+}
+
+// Draining reports whether Drain was called.
+func (s *Server) Draining() bool { return s.draining.Load() }
+
+// closeWhenDraining is the middleware of Drain.
+func (s *Server) closeWhenDraining(c *fiber.Ctx) error {
+	if s.draining.Load() {
+		c.Set(fiber.HeaderConnection, "close")
+	}
+	return c.Next()
+}
+
+// health is GET /health: ok, or 503 while draining.
+func (s *Server) health(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	if s.draining.Load() {
+		return c.Status(fiber.StatusServiceUnavailable).SendString(`{"status":"draining"}`)
+	}
+	return c.SendString(`{"status":"ok"}`)
+}
+
+// onceListener closes its listener once: Drain closes it, and Shutdown's
+// close after that is not an error (which would end Shutdown before it
+// waits for the open connections).
+type onceListener struct {
+	net.Listener
+	once sync.Once
+	err  error
+}
+
+func (l *onceListener) Close() error {
+	l.once.Do(func() { l.err = l.Listener.Close() })
+	return l.err
+}
