@@ -209,7 +209,7 @@ type ReplicaConfig struct {
 	// Store, when set, is the store every replica shares (--store,
 	// AIO_STORE; redis://host:port[/db]): plugin state, task records and
 	// the tenants' calls_per_minute buckets (host/store/redis). Unset: a
-	// file under --data-dir (host/store/bolt), else memory (storewire.go).
+	// file under --data-dir (host/store/bolt), else memory (Host.provisionStore).
 	Store string
 	// DrainDelay is how long a replica told to stop (SIGTERM) keeps
 	// serving while /health answers 503, so that its load balancer stops
