@@ -140,7 +140,7 @@ test-cache:
 # host/e2e included: it drives bin/aiod from outside, but runs hosts and
 # upstreams in-process too.
 NORACE := ./host/internal/interrupt ./host/internal/wasmbin ./host/internal/wasmsnap ./host/caps/... ./cmd/aiod/internal/author ./host/deploy ./host/internal/pathx ./host/internal/netx ./host/internal/layers ./sdk/... ./plugins/...
-NORACE_RUN := -run '^(TestInterpreter|TestMergeDataSameMemory|TestPreparedCache|TestSnapshotCycles|TestHugeOutput)$$' ./host/runtime/wazero ./host/sandboxtest
+NORACE_RUN := -run '^(TestInterpreter|TestMergeDataSameMemory|TestPreparedCache|TestSnapshotCycles|TestHugeOutput|TestSearchLatency)$$' ./host/runtime/wazero ./host/sandboxtest ./host/internal/toolsearch
 # The longest packages first, longest first, so that none of them starts
 # last (go test starts them in this order; wall times under -race, four at
 # a time: e2e and sandboxtest ~450 s, host ~290, plugin ~265, wazero ~145,

@@ -469,7 +469,9 @@ func TestListSize(t *testing.T) {
 }
 
 // TestSearchLatency: a search over the 500-tool catalogue answers within
-// 2 ms at the 99th percentile (the recall set's queries, each 20 times).
+// 2 ms at the 99th percentile over the recall set's queries (each query's
+// best of 20 runs). Without -race only: make test runs it in its non-race
+// pass (NORACE_RUN).
 func TestSearchLatency(t *testing.T) {
 	if raceEnabled {
 		t.Skip("timing under -race says nothing of the real figure (BenchmarkSearch500 measures it)")
@@ -481,19 +483,30 @@ func TestSearchLatency(t *testing.T) {
 		args = append(args, fmt.Appendf(nil, `{"query":%q}`, qw[0]))
 	}
 	c.index(ctx)
+	// Each query's best of 20 runs, then the 99th percentile over the
+	// queries: the search's own cost per query, without the moments the
+	// process was not running (make test-short runs four packages at once
+	// on two cores; every run's p99 is logged beside it).
+	best := make([]time.Duration, len(args))
 	var d []time.Duration
 	for range 20 {
-		for _, a := range args {
+		for i, a := range args {
 			start := time.Now()
 			if _, err := c.CallTool(ctx, mcp.CallRequest{Name: SearchTool, Args: a}); err != nil {
 				t.Fatal(err)
 			}
-			d = append(d, time.Since(start))
+			el := time.Since(start)
+			d = append(d, el)
+			if best[i] == 0 || el < best[i] {
+				best[i] = el
+			}
 		}
 	}
 	slices.Sort(d)
-	p50, p99 := d[len(d)/2], d[len(d)*99/100]
-	t.Logf("search over 500 tools: p50 %v, p99 %v (%d searches)", p50, p99, len(d))
+	slices.Sort(best)
+	p50, p99 := best[len(best)/2], best[len(best)*99/100]
+	t.Logf("search over 500 tools, each query's best of 20: p50 %v, p99 %v (%d queries); every run: p50 %v, p99 %v",
+		p50, p99, len(best), d[len(d)/2], d[len(d)*99/100])
 	if p99 > 2*time.Millisecond {
 		t.Fatalf("p99 %v, want at most 2ms", p99)
 	}
