@@ -243,14 +243,15 @@ func (rc *rpcCall) localTask(method string) (*task, *Error) {
 	}
 	t := rc.s.tasks.get(rc.ex.Principal.owner(), *rc.p.TaskID)
 	if t == nil {
-		return nil, unknownTask(*rc.p.TaskID)
+		return nil, unknownTask(*rc.p.TaskID, rc.s.taskOpts.Records != nil)
 	}
 	return t, nil
 }
 
 // processStarted is when this aiod process started (this package's
-// initialization): tasks live in memory, so an id unknown to this process
-// may be a task of an earlier one, ended when it stopped.
+// initialization): without task records tasks live in memory, so an id
+// unknown to this process may be a task of an earlier one, ended when it
+// stopped.
 var processStarted = time.Now()
 
 // unknownTask is the answer for a task id this process does not have for
@@ -258,11 +259,17 @@ var processStarted = time.Now()
 // or one of an aiod process that has since restarted. They read alike on
 // purpose (another owner's id must not be told apart); the message says
 // when this process started, so a client that polled across a restart
-// sees its task is gone, not pending.
-func unknownTask(id string) *Error {
+// sees its task is gone, not pending. recorded: the tasks' records
+// outlive the process (TaskOptions.Records), so a restart is not the
+// reason.
+func unknownTask(id string, recorded bool) *Error {
 	at := processStarted.UTC().Format(time.RFC3339)
+	why := "tasks live in memory, so a task started before aiod restarted has ended, and a task is forgotten ttlMs after its creation"
+	if recorded {
+		why = "it never existed, is another owner's, or is past its ttlMs (the tasks' records outlive a restart)"
+	}
 	return &Error{Code: CodeInvalidParams,
-		Message: "Invalid params: unknown task " + id + ": this aiod process (started " + at + ") has no such task; tasks live in memory, so a task started before aiod restarted has ended, and a task is forgotten ttlMs after its creation",
+		Message: "Invalid params: unknown task " + id + ": this aiod process (started " + at + ") has no such task; " + why,
 		Data:    map[string]any{"taskId": id, "serverStartedAt": at}}
 }
 
