@@ -14,6 +14,33 @@ import (
 	"time"
 )
 
+// deployNginx writes `aiod deploy nginx` for two loopback replicas into a
+// directory nginx's workers (which drop root) can reach, and returns it,
+// the balancer's port, and the replicas' `aiod start` lines as deploy
+// printed them: [line, flags, replica id] each.
+func deployNginx(t *testing.T) (dir, lb string, printed [][]string) {
+	t.Helper()
+	bin, _ := binaries(t)
+	dir = t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p1, p2 := freePort(t), freePort(t)
+	lb = freePort(t)
+	out, err := exec.Command(bin, "deploy", "nginx", "--replica", "127.0.0.1:"+p1, "--replica", "127.0.0.1:"+p2,
+		"--listen", "127.0.0.1:"+lb, "--out", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("aiod deploy nginx: %v\n%s", err, out)
+	}
+	printed = regexp.MustCompile(`(?m)^  aiod start (.*--replica-id (r\d))$`).FindAllStringSubmatch(string(out), -1)
+	if len(printed) != 2 {
+		t.Fatalf("deploy printed %d replica command lines, want 2:\n%s", len(printed), out)
+	}
+	return dir, lb, printed
+}
+
 // TestReplicas is the scale-out, tried as an operator would: two
 // bin/aiod replicas behind Debian's nginx, configured by `aiod deploy
 // nginx` and run with the flags it prints (one state key file, a replica
@@ -31,28 +58,10 @@ import (
 func TestReplicas(t *testing.T) {
 	defaultEngine(t, "routing behind nginx and the shared state key are host-side")
 	t.Parallel()
-	bin, _ := binaries(t)
 	ngx := nginxBinary(t)
 	nodeTools(t)
-	dir := t.TempDir()
-	// nginx's workers drop root: they must reach the prefix
-	for _, d := range []string{dir, filepath.Dir(dir)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p1, p2, lb := freePort(t), freePort(t), freePort(t)
-	out, err := exec.Command(bin, "deploy", "nginx", "--replica", "127.0.0.1:"+p1, "--replica", "127.0.0.1:"+p2,
-		"--listen", "127.0.0.1:"+lb, "--out", dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("aiod deploy nginx: %v\n%s", err, out)
-	}
 	// the replicas run with exactly the flags deploy printed
-	flagsRE := regexp.MustCompile(`(?m)^  aiod start (.*--replica-id (r\d))$`)
-	printed := flagsRE.FindAllStringSubmatch(string(out), -1)
-	if len(printed) != 2 {
-		t.Fatalf("deploy printed %d replica command lines, want 2:\n%s", len(printed), out)
-	}
+	dir, lb, printed := deployNginx(t)
 	env := []string{"AIO_SKILLS_PATH=" + filepath.Join(repoRoot(), "host", "e2e", "testdata", "skills")}
 	reps := map[string]*aiod{}
 	for _, p := range printed {

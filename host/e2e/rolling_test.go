@@ -3,10 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,24 +25,8 @@ import (
 func TestRollingRestart(t *testing.T) {
 	defaultEngine(t, "draining is host-side")
 	t.Parallel()
-	bin, _ := binaries(t)
 	ngx := nginxBinary(t)
-	dir := t.TempDir()
-	for _, d := range []string{dir, filepath.Dir(dir)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p1, p2, lb := freePort(t), freePort(t), freePort(t)
-	out, err := exec.Command(bin, "deploy", "nginx", "--replica", "127.0.0.1:"+p1, "--replica", "127.0.0.1:"+p2,
-		"--listen", "127.0.0.1:"+lb, "--out", dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("aiod deploy nginx: %v\n%s", err, out)
-	}
-	printed := regexp.MustCompile(`(?m)^  aiod start (.*--replica-id (r\d))$`).FindAllStringSubmatch(string(out), -1)
-	if len(printed) != 2 {
-		t.Fatalf("deploy printed %d replica command lines, want 2:\n%s", len(printed), out)
-	}
+	dir, lb, printed := deployNginx(t)
 	const drain = 2 * time.Second // what deploy prints
 	if !strings.Contains(printed[0][1], "--drain-delay "+drain.String()) {
 		t.Fatalf("deploy does not print --drain-delay %s: %s", drain, printed[0][1])
@@ -140,25 +121,9 @@ func TestRollingRestart(t *testing.T) {
 func TestKillReplica(t *testing.T) {
 	defaultEngine(t, "failover is host-side")
 	t.Parallel()
-	bin, _ := binaries(t)
 	ngx := nginxBinary(t)
 	r := storetest.StartRedis(t)
-	dir := t.TempDir()
-	for _, d := range []string{dir, filepath.Dir(dir)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p1, p2, lb := freePort(t), freePort(t), freePort(t)
-	out, err := exec.Command(bin, "deploy", "nginx", "--replica", "127.0.0.1:"+p1, "--replica", "127.0.0.1:"+p2,
-		"--listen", "127.0.0.1:"+lb, "--out", dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("aiod deploy nginx: %v\n%s", err, out)
-	}
-	printed := regexp.MustCompile(`(?m)^  aiod start (.*--replica-id (r\d))$`).FindAllStringSubmatch(string(out), -1)
-	if len(printed) != 2 {
-		t.Fatalf("deploy printed %d replica command lines, want 2:\n%s", len(printed), out)
-	}
+	dir, lb, printed := deployNginx(t)
 	policy := statePolicy(t, nil)
 	var reps []*aiod
 	for _, p := range printed {
@@ -234,24 +199,8 @@ func TestKillReplica(t *testing.T) {
 func TestTenantAffinity(t *testing.T) {
 	defaultEngine(t, "routing is nginx's")
 	t.Parallel()
-	bin, _ := binaries(t)
 	ngx := nginxBinary(t)
-	dir := t.TempDir()
-	for _, d := range []string{dir, filepath.Dir(dir)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p1, p2, lb := freePort(t), freePort(t), freePort(t)
-	out, err := exec.Command(bin, "deploy", "nginx", "--replica", "127.0.0.1:"+p1, "--replica", "127.0.0.1:"+p2,
-		"--listen", "127.0.0.1:"+lb, "--out", dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("aiod deploy nginx: %v\n%s", err, out)
-	}
-	printed := regexp.MustCompile(`(?m)^  aiod start (.*--replica-id (r\d))$`).FindAllStringSubmatch(string(out), -1)
-	if len(printed) != 2 {
-		t.Fatalf("deploy printed %d replica command lines, want 2:\n%s", len(printed), out)
-	}
+	dir, lb, printed := deployNginx(t)
 	tenants := map[string]any{}
 	var keys []string
 	for i := range 16 {
