@@ -40,28 +40,29 @@ bin/aiodpack: $(GOFILES) go.mod
 	$(GO) build -o $@ ./cmd/aiodpack
 
 # Compile each built-in to wasm and pack it into plugins/builtin/dist/<name>/.
+# The page tools first, alone (their build compiles the standard library
+# for wasip1 once), then the built-ins two at a time: a module's link and
+# its precompile (aiodpack) each keep one core busy, and the cache and
+# the package directories are written atomically, one per module.
+PACK = set -e; n=$$(basename $$1); $(WASM) -o build/wasm/$$0$$n.wasm ./$$1; bin/aiodpack -cache-dir build/cache/wazero -into $$2 build/wasm/$$0$$n.wasm
 builtins: bin/aiodpack
 	@mkdir -p build/wasm
-	@set -e; for d in $(BUILTINS); do \
-		n=$$(basename $$d); \
-		$(WASM) -o build/wasm/builtin-$$n.wasm ./$$d; \
-		bin/aiodpack -cache-dir build/cache/wazero -into plugins/builtin/dist build/wasm/builtin-$$n.wasm; \
-	done
 	$(WASM) -o build/wasm/page-tools.wasm ./$(PAGETOOLS)
 	bin/aiodpack -cache-dir build/cache/wazero -into plugins/browser/dist build/wasm/page-tools.wasm
+	@printf '%s\n' $(BUILTINS) | xargs -P 2 -I{} sh -c '$(PACK)' builtin- {} plugins/builtin/dist
 
 # bin/aiod has both engines (wasmtime needs cgo; CGO_ENABLED=0 builds a
-# wazero-only binary).
+# wazero-only binary). It is built as `make check` (vet, staticcheck) and
+# the tests without -race compile the host's packages, so each package is
+# compiled once for all of them; with -trimpath it compiled every one of
+# them again. A release build adds it: make build BUILDFLAGS=-trimpath.
+BUILDFLAGS ?=
 build: builtins
-	CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/aiod ./cmd/aiod
+	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/aiod ./cmd/aiod
 
 plugins: bin/aiodpack
 	@mkdir -p build/wasm build/plugins
-	@set -e; for d in $(EXTRA); do \
-		n=$$(basename $$d); \
-		$(WASM) -o build/wasm/$$n.wasm ./$$d; \
-		bin/aiodpack -cache-dir build/cache/wazero -into build/plugins build/wasm/$$n.wasm; \
-	done
+	@printf '%s\n' $(EXTRA) | xargs -P 2 -I{} sh -c '$(PACK)' '' {} build/plugins
 
 examples: build
 	@host/e2e/testdata/install.sh >/dev/null
@@ -136,17 +137,23 @@ test-cache:
 # layers parse and check; sdk/ and plugins/ are guest code (wasip1 runs one
 # thread), tested here on the host. NORACE_RUN names the tests of race
 # packages that are built only without -race (each one's norace_test.go
-# says why). Everything else runs with -race,
-# host/e2e included: it drives bin/aiod from outside, but runs hosts and
-# upstreams in-process too.
+# says why). host/e2e runs without -race too, in the
+# same pass and with its tests E2EPARALLEL at a time: it drives bin/aiod,
+# built without the race detector as it ships, from outside, so -race
+# would instrument only the tests' own clients (the host's concurrency is
+# raced in host, host/plugin, host/mcp and the rest, which run it
+# in-process), and its binary would wait behind the race build of every
+# package before its first test. Everything else runs with -race.
 NORACE := ./host/internal/interrupt ./host/internal/wasmbin ./host/internal/wasmsnap ./host/caps/... ./cmd/aiod/internal/author ./host/deploy ./host/internal/pathx ./host/internal/netx ./host/internal/layers ./sdk/... ./plugins/...
 NORACE_RUN := -run '^(TestInterpreter|TestMergeDataSameMemory|TestPreparedCache|TestSnapshotCycles|TestHugeOutput|TestSearchLatency)$$' ./host/runtime/wazero ./host/sandboxtest ./host/internal/toolsearch
 # The longest packages first, longest first, so that none of them starts
 # last (go test starts them in this order; wall times under -race, four at
-# a time: e2e and sandboxtest ~450 s, host ~290, plugin ~265, wazero ~145,
+# a time: host ~370 s, sandboxtest ~320, plugin ~280, wazero ~110,
 # mcp ~125, machinetest ~45).
-FIRST  := ./host/e2e ./host/sandboxtest ./host ./host/plugin ./host/runtime/wazero ./host/mcp ./host/machinetest
-RACEPKGS = $(FIRST) $(filter-out $(shell $(GO) list $(FIRST) $(NORACE)),$(shell $(GO) list ./...))
+FIRST  := ./host ./host/sandboxtest ./host/plugin ./host/runtime/wazero ./host/mcp ./host/machinetest
+E2E    := ./host/e2e
+E2EPARALLEL ?= 4
+RACEPKGS = $(FIRST) $(filter-out $(shell $(GO) list $(FIRST) $(NORACE) $(E2E)),$(shell $(GO) list ./...))
 
 # Every engine-sensitive test iterates the engine table
 # (host/runtime/runtimetest: wazero, and wasmtime in cgo builds) itself;
@@ -160,16 +167,20 @@ RACEP ?= 4
 test-race:
 	$(GO) test $(TESTFLAGS) -race -p $(RACEP) -timeout 15m $(RACEPKGS)
 
-# The two non-race passes at once (NORACE_RUN is a few tests of two packages).
+# The non-race passes at once: host/e2e (the longest), NORACE_RUN (a few
+# tests of three packages) and the NORACE packages. host/e2e's output
+# follows the others'.
 test-norace:
 	$(MAKE) --no-print-directory test-norace-run
 
 test-norace-run:
 	@mkdir -p build; \
+	$(GO) test $(TESTFLAGS) -timeout 15m -parallel $(E2EPARALLEL) $(E2E) >build/test-e2e.log 2>&1 & e=$$!; \
 	$(GO) test $(TESTFLAGS) -timeout 15m $(NORACE_RUN) >build/test-norace-run.log 2>&1 & p=$$!; \
 	s=0; $(GO) test $(TESTFLAGS) -timeout 15m $(NORACE) || s=$$?; \
 	r=0; wait $$p || r=$$?; cat build/test-norace-run.log; \
-	test $$s -eq 0 && test $$r -eq 0
+	x=0; wait $$e || x=$$?; echo "==> host/e2e (without -race, $(E2EPARALLEL) tests at a time)"; cat build/test-e2e.log; \
+	test $$s -eq 0 && test $$r -eq 0 && test $$x -eq 0
 
 # The edit-compile loop: every package's unit tests, no race detector, no
 # bin/aiod, Chromium, nginx, Node or bubblewrap (the tests that need them,

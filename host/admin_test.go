@@ -176,6 +176,7 @@ func jsString(s string) string { b, _ := json.Marshal(s); return string(b) }
 // second of the host serving it; Accept pins a withheld upstream tool
 // (which clients then see); Reload reloads.
 func TestAdminPage(t *testing.T) {
+	t.Parallel() // its own host (and browser), on free ports: it waits more than it computes
 	if testing.Short() {
 		t.Skip("launches Chromium: make test runs it, make test-short does not")
 	}

@@ -17,6 +17,7 @@ import (
 // model's to call; widened by --code-tools they run; withheld by the
 // pins, they are unknown to the program as to a client.
 func TestCodeToolsUpstreams(t *testing.T) {
+	t.Parallel() // its own host (and browser), on free ports: it waits more than it computes
 	if !builtin.Present() {
 		if testing.Short() {
 			t.Skip("the built-in plugins are not built (make build; make test builds them)")
@@ -75,6 +76,7 @@ func TestCodeToolsUpstreams(t *testing.T) {
 // without the process tools grant takes the channel away: programs run,
 // and a call raises ToolError of kind unavailable.
 func TestCodeToolsWithoutGrant(t *testing.T) {
+	t.Parallel() // its own host (and browser), on free ports: it waits more than it computes
 	if !builtin.Present() {
 		if testing.Short() {
 			t.Skip("the built-in plugins are not built (make build; make test builds them)")
@@ -110,6 +112,7 @@ func TestCodeToolsWithoutGrant(t *testing.T) {
 // program takes it, and the program's call is answered limit, with an
 // audit line of outcome quota.
 func TestCodeToolsQuota(t *testing.T) {
+	t.Parallel() // its own host (and browser), on free ports: it waits more than it computes
 	const key = "code-quota-key-0123456789"
 	policy := filepath.Join(t.TempDir(), "policy.json")
 	p := `{"tenants":{"slow":{"keys":["` + keyLine(key) + `"],"tools":["sandbox_execute_code","sandbox_get_context"],"quotas":{"calls_per_minute":6}}}}`
@@ -142,6 +145,7 @@ func TestCodeToolsQuota(t *testing.T) {
 // that denies the tool makes the program's call raise ToolError with the
 // guard's reason, in both languages.
 func TestCodeToolsGuarded(t *testing.T) {
+	t.Parallel() // its own host (and browser), on free ports: it waits more than it computes
 	if !builtin.Present() {
 		if testing.Short() {
 			t.Skip("the built-in plugins are not built (make build; make test builds them)")

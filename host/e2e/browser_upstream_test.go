@@ -140,6 +140,7 @@ func toolDefs(t *testing.T, url string) ([]string, map[string]json.RawMessage) {
 // @agent-infra/mcp-server-browser over Debian's chromium ("browser", no
 // prefix, registered last).
 func TestForeignUpstreams(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "forwarding to foreign upstreams (Chromium, the TypeScript client) is host-side, no engine in it")
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

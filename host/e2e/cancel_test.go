@@ -42,7 +42,10 @@ func nextData(sc *bufio.Scanner) string {
 // TestCancellation: legacy notifications/cancelled ends a call in a
 // session without a response; in 2026-07-28 closing the stream cancels
 // the call, and progress tokens come back with their JSON type.
-func TestCancellation(t *testing.T) { onEngines(t, testCancellation) }
+func TestCancellation(t *testing.T) {
+	t.Parallel()
+	onEngines(t, testCancellation)
+}
 
 func testCancellation(t *testing.T, engine string) {
 	a := start(t, nil, "--engine", engine)

@@ -19,6 +19,7 @@ import (
 // TestClients runs every real client against one aiod: each lists the
 // tools and calls echo {"text":"hi"}, in the era it speaks.
 func TestClients(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "the real MCP clients' protocol: the host's MCP layer (the tools they call run on every engine in host/sandboxtest)")
 	a := start(t, nil)
 	t.Run("ts-sdk-v1", func(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 // median of five rounds), and fails if the program returns more tokens
 // than the calls.
 func TestFiftyFiles(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "a measurement of the protocol's round trips against one program's (TestCodeTools runs programs on every engine)")
 	a := start(t, nil, "--code-tools", "sandbox_file_operations")
 	dir := t.TempDir()

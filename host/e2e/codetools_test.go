@@ -105,7 +105,10 @@ func runCode(t *testing.T, cs *mcp.ClientSession, lang, code string, timeout int
 
 // TestCodeTools: programs call tools, on each engine, from the go-sdk
 // client in both eras.
-func TestCodeTools(t *testing.T) { onEngines(t, testCodeTools) }
+func TestCodeTools(t *testing.T) {
+	t.Parallel()
+	onEngines(t, testCodeTools)
+}
 
 func testCodeTools(t *testing.T, engine string) {
 	auditLog := filepath.Join(t.TempDir(), "audit.jsonl")
@@ -261,6 +264,7 @@ func testCodeTools(t *testing.T, engine string) {
 // TestCodeToolsTypeScript: the TypeScript v2 client, in both eras, runs a
 // program that calls a tool.
 func TestCodeToolsTypeScript(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "the client's protocol: the host's MCP layer (TestCodeTools runs the programs on every engine)")
 	a := start(t, []string{"AIOD_E2E_KEY=" + readerKey}, "--policy", codePolicy(t, nil))
 	for _, era := range []string{"modern", "legacy"} {
@@ -276,6 +280,7 @@ func TestCodeToolsTypeScript(t *testing.T) {
 // TestCodeToolsLockdown: in lockdown (bubblewrap, no network) a program
 // calls a tool over its inherited channel.
 func TestCodeToolsLockdown(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "the sandbox around the program, not the engine (TestCodeTools runs on every engine)")
 	_, plugins := binaries(t)
 	const key = "code-lockdown-key"

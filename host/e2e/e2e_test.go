@@ -91,11 +91,18 @@ func startWaitOn(engine string) time.Duration {
 }
 
 // onEngines runs f as a subtest per engine of the engine table
-// (runtimetest.Engines): the tests whose subject is the engine pass
-// "--engine", engine to start.
+// (runtimetest.Engines), the engines at once: the tests whose subject is
+// the engine pass "--engine", engine to start. Every test of the package
+// runs in parallel with the others (each starts its own bin/aiod on a free
+// port, in its own directories): they wait on processes, clients and
+// deadlines far more than they compute, and one at a time they took more
+// than half of CI's race run.
 func onEngines(t *testing.T, f func(t *testing.T, engine string)) {
 	skipShort(t)
-	runtimetest.OnEngines(t, func(t *testing.T, e *runtimetest.Engine) { f(t, e.Name) })
+	runtimetest.OnEngines(t, func(t *testing.T, e *runtimetest.Engine) {
+		t.Parallel()
+		f(t, e.Name)
+	})
 }
 
 // defaultEngine marks a test whose subject is not the engine: bin/aiod

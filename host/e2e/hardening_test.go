@@ -19,6 +19,7 @@ const listBody = `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
 // both header forms work; the key never reaches the logs; real clients
 // pass it.
 func TestAPIKey(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "the HTTP key check is host-side")
 	const key = "e2e-secret-key-9f3b"
 	a := start(t, []string{"AIO_API_KEY=" + key})
@@ -61,6 +62,7 @@ func TestAPIKey(t *testing.T) {
 
 // TestEmptyAPIKeyRefusesToStart: a key configured but empty fails closed.
 func TestEmptyAPIKeyRefusesToStart(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "a start-up refusal before any engine")
 	bin, plugins := binaries(t)
 	for _, c := range [][]string{
@@ -80,6 +82,7 @@ func TestEmptyAPIKeyRefusesToStart(t *testing.T) {
 // TestHostOriginAndLimits: DNS rebinding (Host/Origin) is refused, bodies
 // over 8 MiB get 413, malformed input of any shape gets a JSON-RPC error.
 func TestHostOriginAndLimits(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "the HTTP hardening is host-side")
 	a := start(t, nil)
 	port := a.Base[strings.LastIndex(a.Base, ":")+1:]
@@ -133,6 +136,7 @@ func TestHostOriginAndLimits(t *testing.T) {
 // standalone stream, DELETE ends the session, after which the id is 404.
 // Modern requests get 405 for GET and DELETE.
 func TestSessions(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "MCP sessions are host-side")
 	a := start(t, nil, "--max-sessions", "2")
 	initBody := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`

@@ -145,6 +145,7 @@ func str(s string) *string { return &s }
 // host on every engine built in, give the same answers in Go, C, Rust and
 // AssemblyScript (echo, and count, which keeps its counter in aiod:state).
 func TestTallyLanguages(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "aiod plugin test runs each language's module on every engine itself")
 	dir := buildTallies(t)
 	weird := "naïve \"quoted\" \\ back\nslash\ttab ☃ 𝄞 \u0001"

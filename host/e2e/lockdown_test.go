@@ -73,6 +73,7 @@ func dataDir(t *testing.T) string {
 // TestLockdownRefusesToStart: `aiod start --lockdown` without what it
 // needs exits, naming each missing piece.
 func TestLockdownRefusesToStart(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "a start-up refusal before any engine")
 	bin, plugins := binaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -147,6 +148,7 @@ func specCommandLine(t *testing.T) []string {
 // audit log has the call's line. The port and the cache come from the
 // environment, so the arguments are the spec's alone.
 func TestLockdownSpecCommandLine(t *testing.T) {
+	t.Parallel()
 	argv := specCommandLine(t)
 	if len(argv) < 3 || argv[0] != "aiod" || argv[1] != "start" {
 		t.Fatalf("spec/lockdown.md's command line is not `aiod start ...`: %q", argv)
@@ -210,7 +212,10 @@ func TestLockdownSpecCommandLine(t *testing.T) {
 // Two tenants, alice and bob, each with a key in the policy's tenants:
 // the same probes run for both, neither sees the other's files, and the
 // audit log has a line for each of their calls.
-func TestLockdownServes(t *testing.T) { onEngines(t, testLockdownServes) }
+func TestLockdownServes(t *testing.T) {
+	t.Parallel()
+	onEngines(t, testLockdownServes)
+}
 
 func testLockdownServes(t *testing.T, engine string) {
 	_, plugins := binaries(t)

@@ -46,6 +46,7 @@ var aiodTools = []string{"aiod_doctor", "aiod_key_new", "aiod_plugin_inspect", "
 // structuredContent validates against the published outputSchema, whose
 // events are aiod's own event schemas.
 func TestMachineMode(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "the Machine Mode adapter is a plugin over the process family, not the engine's subject")
 	bin, plugins := binaries(t)
 	docs := aoidocs(t)

@@ -20,6 +20,7 @@ import (
 // browser_get_text. A plain start lists no page tool (the other e2e tests'
 // tool lists, the seed aggregation transcript among them).
 func TestLaunchServesPageTools(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "the launched browser and the page tools' answers: host-side CDP and the page script (host/sandboxtest TestPageToolsListed loads the plugin on every engine)")
 	root := repoRoot()
 	ten := manifestTools(t, filepath.Join(root, "plugins", "builtin", "dist"), orderOf(t, filepath.Join(root, "plugins", "builtin", "dist", "order"))...)

@@ -10,6 +10,7 @@ import (
 // (a few a second, increasing), and the same result with and without a
 // progress token (seed 002: progress only when the client sent a token).
 func TestProgressTSv2(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "progress notifications: the host's MCP layer")
 	a := start(t, nil)
 	for _, era := range []string{"modern", "legacy"} {

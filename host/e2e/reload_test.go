@@ -13,7 +13,10 @@ import (
 // renamed into the directory, and the client is told once (2026-07-28:
 // on its subscriptions/listen stream; legacy: on its GET stream) and sees
 // the new tool without reconnecting.
-func TestReloadTellsClients(t *testing.T) { onEngines(t, testReloadTellsClients) }
+func TestReloadTellsClients(t *testing.T) {
+	t.Parallel()
+	onEngines(t, testReloadTellsClients)
+}
 
 func testReloadTellsClients(t *testing.T, engine string) {
 	_, built := binaries(t)

@@ -182,7 +182,6 @@ func TestBashTaskCancel(t *testing.T) {
 }
 
 func testBashTaskCancel(t *testing.T, engine string) {
-	t.Parallel()
 	a := start(t, nil, "--engine", engine)
 	marker := uniqueSleep()
 	id := bashTask(t, a.URL, "sleep "+marker)

@@ -18,6 +18,7 @@ import (
 // with aiod_tool_search, describe it and call it by name (spec/protocol.md
 // §10).
 func TestToolSearchClients(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "tool search is the host's MCP layer")
 	a := start(t, nil, "--tool-search", "--tool-search-pinned", "sandbox_get_context,hash")
 	wantListed := []string{"aiod_tool_search", "aiod_tool_describe", "sandbox_get_context", "hash"}

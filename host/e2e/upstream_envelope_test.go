@@ -150,6 +150,7 @@ func metaWithout(t *testing.T, res map[string]json.RawMessage, key string) map[s
 // tool's own _meta keys) is byte for byte what the upstream answers a
 // client of its own.
 func TestUpstreamEnvelope(t *testing.T) {
+	t.Parallel()
 	const serverInfo = "io.modelcontextprotocol/serverInfo"
 	ups := map[string]string{"modern": richUpstream(t, "modern-upstream", true), "legacy": richUpstream(t, "legacy-upstream", false)}
 	versions := map[string]string{"modern": "2026-07-28", "legacy": "2025-11-25"}

@@ -36,6 +36,7 @@ func stdioPolicy(t *testing.T, servers map[string]any) string {
 // are not there); the memory server keeps its graph in its own /workspace,
 // through the one variable the policy passes it.
 func TestStdioUpstreams(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "upstream servers do not depend on the engine")
 	nodeBin := nodeTools(t)
 	tools := filepath.Clean(filepath.Join(nodeBin, "..", "..", ".."))
@@ -148,6 +149,7 @@ func waitGone(t *testing.T, marker string, within time.Duration) {
 // closed, then it is signalled) nor when aiod is killed outright (SIGKILL:
 // bubblewrap takes the server and its children with it).
 func TestStdioNoOrphans(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "upstream servers do not depend on the engine")
 	bin := stdioServerBinary(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {

@@ -67,7 +67,10 @@ func callTool(t *testing.T, url, name, args string) (string, bool) {
 // publishes nothing (its sandbox_* names are the built-ins', the others do
 // not start with "sandbox_"), and an upstream that starts after the second
 // ("late") appears at the next tools/list.
-func TestSeedAggregation(t *testing.T) { onEngines(t, testSeedAggregation) }
+func TestSeedAggregation(t *testing.T) {
+	t.Parallel()
+	onEngines(t, testSeedAggregation)
+}
 
 func testSeedAggregation(t *testing.T, engine string) {
 	first := start(t, nil, "--engine", engine)
@@ -209,6 +212,7 @@ func startTSServer(t *testing.T, mode string, jsonAnswers bool, port string) {
 // and with sessions, each with SSE and with JSON answers: listed under
 // their prefix and called, the answer unedited (structuredContent kept).
 func TestTypeScriptUpstreams(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "forwarding to TypeScript upstreams is host-side")
 	modes := []struct {
 		prefix, mode string

@@ -29,5 +29,11 @@ func newRegistryOn(t testing.TB, eng runtime.Engine, dir string) *plugin.Registr
 
 // The hostile plugins are contained the same way, with the same error
 // texts, on every engine.
-func TestHostileContained(t *testing.T) { onEngines(t, testHostileContained) }
-func TestLoadRefused(t *testing.T)      { onEngines(t, testLoadRefused) }
+func TestHostileContained(t *testing.T) {
+	t.Parallel()
+	onEngines(t, testHostileContained)
+}
+func TestLoadRefused(t *testing.T) {
+	t.Parallel()
+	onEngines(t, testLoadRefused)
+}

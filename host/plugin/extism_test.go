@@ -49,7 +49,10 @@ func extismPackage(t *testing.T, eng runtime.Engine, parent, pkg, name string, w
 	}
 }
 
-func TestExtismForm(t *testing.T) { onEngines(t, testExtismForm) }
+func TestExtismForm(t *testing.T) {
+	t.Parallel()
+	onEngines(t, testExtismForm)
+}
 
 func testExtismForm(t *testing.T, eng runtime.Engine) {
 	ctx := context.Background()

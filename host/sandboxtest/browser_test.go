@@ -212,6 +212,7 @@ func mustAct(t *testing.T, s *server, action map[string]any) string {
 }
 
 func TestBrowserNoBrowser(t *testing.T) {
+	t.Parallel() // its own host (and browser), on free ports: it waits more than it computes
 	defaultEngine(t, "the browser tools' answer without a browser: host-side CDP, no engine in it")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
