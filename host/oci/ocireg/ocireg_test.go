@@ -209,16 +209,38 @@ func TestSignAndVerify(t *testing.T) {
 		if _, err := oci.Verify(p.Signatures, p2.Artifact.Digest, trusted); !errors.Is(err, oci.ErrBadSignature) || !strings.Contains(err.Error(), "not this artifact") {
 			t.Fatalf("replayed signature: %v", err)
 		}
-		// a signature whose bytes were altered
-		bad := p.Signatures[0]
-		bad.Payload = bytes.Replace(bad.Payload, []byte("cosign"), []byte("cosigN"), 1)
-		if _, err := oci.Verify([]oci.Signature{bad}, p.Artifact.Digest, trusted); !errors.Is(err, oci.ErrBadSignature) {
-			t.Fatalf("altered payload: %v", err)
+		// a bundle whose signature was altered
+		if len(p.Signatures) != 1 || len(p.Signatures[0].Bundle) == 0 {
+			t.Fatalf("signatures pulled: %+v", p.Signatures)
 		}
-		// the signature is also where cosign looks: the tag sha256-<hex>.sig
+		bad := p.Signatures[0]
+		bad.Bundle = bytes.Replace(bad.Bundle, []byte(`"signature":"ME`), []byte(`"signature":"MF`), 1)
+		if _, err := oci.Verify([]oci.Signature{bad}, p.Artifact.Digest, trusted); !errors.Is(err, oci.ErrBadSignature) {
+			t.Fatalf("altered bundle: %v", err)
+		}
+		// the bundle is attached as cosign 3 attaches one: a referrer of
+		// the bundle's artifactType, its one layer the bundle, titled
+		// sha256-<hex>.sigstore.json
 		repo, _, _ := ocireg.Open(ref)
-		if _, err := repo.Resolve(ctx, strings.Replace(p.Artifact.Digest, ":", "-", 1)+".sig"); err != nil {
-			t.Fatalf("cosign tag: %v", err)
+		desc, err := repo.Resolve(ctx, p.Artifact.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found []ocispec.Descriptor
+		must(t, repo.Referrers(ctx, desc, "", func(page []ocispec.Descriptor) error { found = append(found, page...); return nil }))
+		if len(found) != 1 {
+			t.Fatalf("referrers: %+v", found)
+		}
+		found[0].MediaType = oci.ImageManifestType
+		rc, err := repo.Fetch(ctx, found[0])
+		must(t, err)
+		var m oci.Manifest
+		must(t, json.NewDecoder(rc).Decode(&m))
+		rc.Close()
+		if m.ArtifactType != oci.BundleMediaType || len(m.Layers) != 1 || m.Layers[0].MediaType != oci.BundleMediaType ||
+			m.Layers[0].Annotations[ocispec.AnnotationTitle] != strings.Replace(m.Layers[0].Digest, ":", "-", 1)+".sigstore.json" ||
+			m.Annotations[oci.BundleContentAnnotation] != "message-signature" || m.Subject == nil || m.Subject.Digest != p.Artifact.Digest {
+			t.Fatalf("the bundle's manifest: %+v", m)
 		}
 	}
 }
@@ -419,5 +441,12 @@ func TestLyingRegistry(t *testing.T) {
 		if _, err := ocireg.Pull(ctx, ref1); err == nil || !strings.Contains(err.Error(), "mismatch") {
 			t.Errorf("%s swapped: %v", what, err)
 		}
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
