@@ -62,11 +62,12 @@ func guestCall(t *testing.T, ctx context.Context, f *Family, c *hostfn.Call, nam
 
 // TestTraceContextToPage: with tracing on, every aiod:cdp function call
 // is a span (aiod.hostfn aiod:cdp.<function>) and a Page.navigate a
-// plugin sends through aiod:cdp.call makes the page's requests (its
-// document and a subresource) carry that call's span as their
-// traceparent header, in real Chromium against a loopback server that
-// records the headers; the plugin's own session gets no Network event
-// from it. With tracing off, no header is sent.
+// plugin sends through aiod:cdp.call makes the page's document request
+// carry that call's span as its traceparent header, in real Chromium
+// against a loopback server that records the headers; its stylesheet and
+// its script's fetch to another origin go without (no CORS preflight);
+// the plugin's own session gets no event from it. With tracing off no new
+// trace context is set.
 func TestTraceContextToPage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("launches Chromium: make test runs it, make test-short does not")
@@ -75,25 +76,36 @@ func TestTraceContextToPage(t *testing.T) {
 		t.Fatalf("chromium is not installed (.ci/run installs it): %v", err)
 	}
 	var mu sync.Mutex
-	seen := map[string][]string{} // path -> traceparent headers
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	seen := map[string][]string{} // "METHOD path" -> traceparent headers
+	record := func(r *http.Request) {
 		mu.Lock()
-		seen[r.URL.Path] = append(seen[r.URL.Path], r.Header.Get("traceparent"))
+		seen[r.Method+" "+r.URL.Path] = append(seen[r.Method+" "+r.URL.Path], r.Header.Get("traceparent"))
 		mu.Unlock()
+	}
+	// another origin, answering CORS for simple requests only: a
+	// traceparent header on the page's fetch would make it preflight
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		io.WriteString(w, "{}")
+	}))
+	defer api.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record(r)
 		switch r.URL.Path {
 		case "/style.css":
 			w.Header().Set("Content-Type", "text/css")
 			io.WriteString(w, "body{}")
 		default:
 			w.Header().Set("Content-Type", "text/html")
-			io.WriteString(w, `<!doctype html><link rel="stylesheet" href="/style.css"><p>page</p>`)
+			io.WriteString(w, `<!doctype html><link rel="stylesheet" href="/style.css"><p>page</p><script>fetch("`+api.URL+`/api")</script>`)
 		}
 	}))
 	defer srv.Close()
-	headers := func(path string) []string {
+	headers := func(key string) []string {
 		mu.Lock()
 		defer mu.Unlock()
-		return append([]string(nil), seen[path]...)
+		return append([]string(nil), seen[key]...)
 	}
 
 	b, err := browser.New(browser.Config{Mode: browser.Launch, Viewport: "800x600", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -128,7 +140,7 @@ func TestTraceContextToPage(t *testing.T) {
 		t.Fatalf("Page.navigate: %s %s", code, resp)
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for len(headers("/style.css")) == 0 && time.Now().Before(deadline) {
+	for (len(headers("GET /style.css")) == 0 || len(headers("GET /api")) == 0) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if code, resp := guestCall(t, ctx, f, c, "targets", struct{}{}); code != abi.OK {
@@ -141,8 +153,8 @@ func TestTraceContextToPage(t *testing.T) {
 	if code != abi.OK {
 		t.Fatalf("events: %s %s", code, resp)
 	}
-	if strings.Contains(string(resp), `"Network.`) {
-		t.Errorf("the plugin's session got Network events it never enabled: %s", resp)
+	if strings.Contains(string(resp), `"Network.`) || strings.Contains(string(resp), `"Fetch.`) {
+		t.Errorf("the plugin's session got Network or Fetch events it never enabled: %s", resp)
 	}
 	if code, resp := guestCall(t, ctx, f, c, "detach", abi.CDPSessionRequest{Session: att.Session}); code != abi.OK {
 		t.Fatalf("detach: %s %s", code, resp)
@@ -181,10 +193,16 @@ func TestTraceContextToPage(t *testing.T) {
 		t.Errorf("the navigate span's %s = %q, want sent", attrCarry, carried)
 	}
 	want := "00-" + navigate.SpanContext().TraceID().String() + "-" + navigate.SpanContext().SpanID().String() + "-01"
-	for _, path := range []string{"/", "/style.css"} {
-		if h := headers(path); len(h) == 0 || h[0] != want {
-			t.Errorf("%s: traceparent %q, want the navigate call's %q", path, h, want)
-		}
+	if h := headers("GET /"); len(h) != 1 || h[0] != want {
+		t.Errorf("the document: traceparent %q, want the navigate call's %q", h, want)
+	}
+	// subresources and the page's own fetches go as the page sends them:
+	// no header, so no CORS preflight to another origin
+	if h := headers("GET /style.css"); len(h) != 1 || h[0] != "" {
+		t.Errorf("the stylesheet: traceparent %q, want none", h)
+	}
+	if h, pre := headers("GET /api"), headers("OPTIONS /api"); len(h) != 1 || h[0] != "" || len(pre) != 0 {
+		t.Errorf("the page's cross-origin fetch: traceparent %q, preflights %d, want neither", h, len(pre))
 	}
 
 	// tracing off: a navigation no call traced sends no new trace context
@@ -201,7 +219,7 @@ func TestTraceContextToPage(t *testing.T) {
 	if code, resp := guestCall(t, context.Background(), f, c, "call", abi.CDPCallRequest{Session: att.Session, Method: "Page.navigate", Params: params}); code != abi.OK {
 		t.Fatalf("Page.navigate, tracing off: %s %s", code, resp)
 	}
-	if h := headers("/again"); len(h) == 0 || (h[0] != "" && h[0] != want) {
+	if h := headers("GET /again"); len(h) == 0 || (h[0] != "" && h[0] != want) {
 		t.Errorf("tracing off: traceparent %q", h)
 	}
 }
