@@ -162,3 +162,36 @@ func FuzzBundle(f *testing.F) {
 		}
 	})
 }
+
+// TestSignaturesFileOfLargeBundles: a package whose registry attached as
+// many bundles as are read, each near its bound, keeps a signatures file
+// that is read and verified (over 1 MiB), and one over the file's bound
+// is refused naming it.
+func TestSignaturesFileOfLargeBundles(t *testing.T) {
+	key, pub := keyPair(t)
+	art, _ := oci.Build(testManifest, testModule)
+	// each bundle exactly at its bound, padded with a field sigstore's
+	// readers ignore
+	padded := func(b []byte) json.RawMessage {
+		head := `{"padding":"`
+		n := oci.MaxBundleBytes - len(b) - len(head) - 2
+		return json.RawMessage(head + strings.Repeat("x", n) + `",` + string(b[1:]))
+	}
+	other, _ := keyPair(t)
+	list := []oci.Signature{}
+	for range 15 {
+		list = append(list, oci.Signature{Bundle: padded(mustSign(t, other, art))})
+	}
+	list = append(list, oci.Signature{Bundle: padded(mustSign(t, key, art))})
+	file, _ := json.Marshal(list)
+	if len(file) <= 1<<20 {
+		t.Fatalf("the file is %d bytes, want over 1 MiB", len(file))
+	}
+	if who, err := oci.VerifyPackage(art, file, testManifest, moduleSum(), map[string]*ecdsa.PublicKey{"ops": pub}); err != nil || who != "ops" {
+		t.Fatalf("16 bundles near their bound: %q %v", who, err)
+	}
+	huge := append(append([]byte(`[{"payload":"`), bytes.Repeat([]byte("A"), oci.MaxSignaturesFileBytes)...), `"}]`...)
+	if _, err := oci.VerifyPackage(art, huge, testManifest, moduleSum(), map[string]*ecdsa.PublicKey{"ops": pub}); err == nil || !strings.Contains(err.Error(), "too large") {
+		t.Fatalf("an oversize signatures file: %v", err)
+	}
+}

@@ -36,6 +36,10 @@ const (
 	maxSignatures = 16
 	// MaxPayloadBytes bounds a signed payload.
 	MaxPayloadBytes = 16 << 10
+	// MaxSignaturesFileBytes bounds a package's signatures file: as many
+	// signatures as are read, each a bundle at its bound (JSON may escape
+	// what it holds) with room to spare.
+	MaxSignaturesFileBytes = (maxSignatures + 1) * (2*MaxBundleBytes + 1024)
 )
 
 // ErrUnsigned is the refusal of a package that carries no signature.
@@ -166,7 +170,7 @@ func checkPayload(b []byte, digest string) error {
 
 // ParseSignatures reads a package's signatures file (untrusted bytes).
 func ParseSignatures(b []byte) ([]Signature, error) {
-	if len(b) > (maxSignatures+1)*(2*MaxBundleBytes+1024) {
+	if len(b) > MaxSignaturesFileBytes {
 		return nil, fmt.Errorf("%s is %d bytes, too large", SignaturesFile, len(b))
 	}
 	var sigs []Signature
