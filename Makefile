@@ -168,8 +168,8 @@ test-race:
 	$(GO) test $(TESTFLAGS) -race -p $(RACEP) -timeout 15m $(RACEPKGS)
 
 # The non-race passes at once: host/e2e (the longest), NORACE_RUN (a few
-# tests of three packages) and the NORACE packages. host/e2e's output
-# follows the others'.
+# tests of three packages), the OTLP receiver's module and the NORACE
+# packages. host/e2e's output comes last.
 test-norace:
 	$(MAKE) --no-print-directory test-norace-run
 
@@ -177,10 +177,18 @@ test-norace-run:
 	@mkdir -p build; \
 	$(GO) test $(TESTFLAGS) -timeout 15m -parallel $(E2EPARALLEL) $(E2E) >build/test-e2e.log 2>&1 & e=$$!; \
 	$(GO) test $(TESTFLAGS) -timeout 15m $(NORACE_RUN) >build/test-norace-run.log 2>&1 & p=$$!; \
+	$(GO) -C $(OTELCOL) test $(TESTFLAGS) -timeout 10m ./... >build/test-otelcol.log 2>&1 & c=$$!; \
 	s=0; $(GO) test $(TESTFLAGS) -timeout 15m $(NORACE) || s=$$?; \
 	r=0; wait $$p || r=$$?; cat build/test-norace-run.log; \
+	o=0; wait $$c || o=$$?; echo "==> $(OTELCOL) (a module of its own)"; cat build/test-otelcol.log; \
 	x=0; wait $$e || x=$$?; echo "==> host/e2e (without -race, $(E2EPARALLEL) tests at a time)"; cat build/test-e2e.log; \
-	test $$s -eq 0 && test $$r -eq 0 && test $$x -eq 0
+	test $$s -eq 0 && test $$r -eq 0 && test $$o -eq 0 && test $$x -eq 0
+
+# A module of its own (the OpenTelemetry Collector's receiver and its many
+# modules stay out of go.mod): traces exported to a real OTLP receiver. It
+# holds one test file: `go test` vets it (staticcheck of the collector's
+# packages would double make check's time).
+OTELCOL := host/e2e/otelcol
 
 # The edit-compile loop: every package's unit tests, no race detector, no
 # bin/aiod, Chromium, nginx, Node or bubblewrap (the tests that need them,
@@ -217,8 +225,9 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 check:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt: files above need formatting'; exit 1; }
 	$(GO) mod tidy
+	$(GO) -C $(OTELCOL) mod tidy
 	$(GO) generate ./...
-	@git diff --exit-code -- go.mod go.sum spec/ || { echo 'drift: run go mod tidy / go generate and commit'; exit 1; }
+	@git diff --exit-code -- go.mod go.sum $(OTELCOL)/go.mod $(OTELCOL)/go.sum spec/ || { echo 'drift: run go mod tidy / go generate and commit'; exit 1; }
 	@$(MAKE) --no-print-directory -j2 --output-sync=target check-host check-wasip1
 
 check-host: staticcheck-host

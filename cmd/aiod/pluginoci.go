@@ -166,7 +166,7 @@ func pluginSign(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "signed %s (signature %s)\n", ref, sig)
+	fmt.Fprintf(stdout, "signed %s (sigstore bundle %s, a referrer of the artifact)\n", ref, sig)
 	return nil
 }
 

@@ -1,8 +1,9 @@
 // Package oci is the format of a plugin package as an OCI artifact and of
 // its signatures (spec/oci.md): the artifact's manifest, built and parsed
 // with its bounds, a package directory's record of the artifact it came
-// from, and cosign's simple-signing signatures over the artifact's digest,
-// made and verified with ECDSA P-256. It reads and writes bytes only;
+// from, and its signatures with ECDSA P-256: sigstore bundles (bundle.go,
+// sigstore's own protobuf types and signature package), and cosign's
+// older simple-signing signatures (sign.go). It reads and writes bytes only;
 // host/oci/registry moves them to and from a registry.
 package oci
 

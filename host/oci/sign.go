@@ -1,8 +1,9 @@
 package oci
 
-// Signatures: cosign's "simple signing" payload naming the artifact's
-// digest, signed with ECDSA P-256 over its SHA-256 (ASN.1, base64), as
-// `cosign sign --key` makes them (spec/oci.md §3).
+// Signatures: sigstore bundles (bundle.go), and cosign's older "simple
+// signing" payload naming the artifact's digest, signed with ECDSA P-256
+// over its SHA-256 (ASN.1, base64), as `cosign sign --key` made them
+// before bundles (spec/oci.md §3).
 
 import (
 	"bytes"
@@ -35,6 +36,10 @@ const (
 	maxSignatures = 16
 	// MaxPayloadBytes bounds a signed payload.
 	MaxPayloadBytes = 16 << 10
+	// MaxSignaturesFileBytes bounds a package's signatures file: as many
+	// signatures as are read, each a bundle at its bound (JSON may escape
+	// what it holds) with room to spare.
+	MaxSignaturesFileBytes = (maxSignatures + 1) * (2*MaxBundleBytes + 1024)
 )
 
 // ErrUnsigned is the refusal of a package that carries no signature.
@@ -44,11 +49,13 @@ var ErrUnsigned = errors.New("unsigned: no signature of its artifact")
 // verifies with a trusted key.
 var ErrBadSignature = errors.New("no signature verifies with a trusted key")
 
-// Signature is one signature of an artifact: the simple-signing payload,
-// and the signature of its SHA-256 (base64 of the ASN.1 ECDSA signature).
+// Signature is one signature of an artifact: a sigstore bundle (its JSON,
+// bundle.go), or cosign's simple signing: the payload, and the signature
+// of its SHA-256 (base64 of the ASN.1 ECDSA signature).
 type Signature struct {
-	Payload   []byte `json:"payload"` // base64 in JSON
-	Signature string `json:"signature"`
+	Bundle    json.RawMessage `json:"bundle,omitempty"`
+	Payload   []byte          `json:"payload,omitempty"` // base64 in JSON
+	Signature string          `json:"signature,omitempty"`
 }
 
 type payload struct {
@@ -103,6 +110,14 @@ func Verify(sigs []Signature, digest string, keys map[string]*ecdsa.PublicKey) (
 			why = append(why, fmt.Sprintf("%d more signatures not read", len(sigs)-i))
 			break
 		}
+		if len(s.Bundle) > 0 {
+			n, err := verifyBundle(s.Bundle, digest, keys, names)
+			if err == nil {
+				return n, nil
+			}
+			why = append(why, fmt.Sprintf("signature %d: %v", i+1, err))
+			continue
+		}
 		if err := checkPayload(s.Payload, digest); err != nil {
 			why = append(why, fmt.Sprintf("signature %d: %v", i+1, err))
 			continue
@@ -155,7 +170,7 @@ func checkPayload(b []byte, digest string) error {
 
 // ParseSignatures reads a package's signatures file (untrusted bytes).
 func ParseSignatures(b []byte) ([]Signature, error) {
-	if len(b) > (maxSignatures+1)*(2*MaxPayloadBytes+1024) {
+	if len(b) > MaxSignaturesFileBytes {
 		return nil, fmt.Errorf("%s is %d bytes, too large", SignaturesFile, len(b))
 	}
 	var sigs []Signature

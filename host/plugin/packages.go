@@ -232,7 +232,7 @@ func readLimited(fsys fs.FS, name string, max int64) ([]byte, error) {
 }
 
 // maxSignaturesBytes bounds a package's signatures file.
-const maxSignaturesBytes = 1 << 20
+const maxSignaturesBytes = oci.MaxSignaturesFileBytes
 
 // readOptional reads a file of at most max bytes; nil if there is none.
 func readOptional(fsys fs.FS, name string, max int64) ([]byte, error) {

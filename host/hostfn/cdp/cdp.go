@@ -18,6 +18,7 @@ import (
 	"github.com/aiodhq/aiod/host/browser"
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hostfn"
+	"github.com/aiodhq/aiod/host/internal/tracing"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -38,6 +39,9 @@ type Family struct {
 	// contexts are the tenants' browser contexts (Target.createBrowserContext),
 	// by owner, on the connection that made them.
 	contexts map[string]ownerContext
+	// traces are the host's sessions that carry a call's trace context
+	// to the page loads it causes (trace.go).
+	traces traceSessions
 }
 
 type ownerContext struct {
@@ -350,6 +354,9 @@ func (f *Family) call(ctx context.Context, c *hostfn.Call, raw []byte) ([]byte, 
 		if err != nil {
 			return nil, err
 		}
+		if tracing.On() {
+			f.traceCall(ctx, nil, req.Method)
+		}
 		params, err := f.browserLevel(ctx, conn, c.Owner, req.Method, req.Params)
 		if err != nil {
 			return nil, err
@@ -362,6 +369,9 @@ func (f *Family) call(ctx context.Context, c *hostfn.Call, raw []byte) ([]byte, 
 		s, err := f.session(c, req.Session)
 		if err != nil {
 			return nil, err
+		}
+		if tracing.On() {
+			f.traceCall(ctx, s, req.Method)
 		}
 		res, err = s.Raw(ctx, req.Method, req.Params)
 		if err != nil {

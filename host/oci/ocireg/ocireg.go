@@ -280,9 +280,10 @@ const dockerManifestType = "application/vnd.docker.distribution.manifest.v2+json
 // artifact.
 const maxReferrers = 16
 
-// signatures reads the cosign signatures of subject: those among its
-// referrers, and those of the manifest tagged sha256-<hex>.sig, where
-// cosign puts them (one manifest whose layers are the signatures). Every
+// signatures reads the signatures of subject: the sigstore bundles and
+// cosign simple-signing signatures among its referrers, and those of the
+// manifest tagged sha256-<hex>.sig, where cosign put simple-signing ones
+// before bundles (one manifest whose layers are the signatures). Every
 // referrer is listed and its manifest's own artifactType checked:
 // registries differ in what they report as a referrer's artifactType
 // (go-containerregistry's reports the config's media type), and in
@@ -314,15 +315,27 @@ func signatures(ctx context.Context, repo *remote.Repository, subject ocispec.De
 		if err := json.Unmarshal(b, &m); err != nil {
 			return fmt.Errorf("signature manifest %s: %w", d.Digest, err)
 		}
-		if referrer && (m.ArtifactType != oci.SignatureArtifactType || m.Subject == nil || m.Subject.Digest != subject.Digest.String()) {
+		bundle := m.ArtifactType == oci.BundleMediaType
+		if referrer && (!bundle && m.ArtifactType != oci.SignatureArtifactType || m.Subject == nil || m.Subject.Digest != subject.Digest.String()) {
 			return nil
 		}
 		for _, l := range m.Layers {
-			if l.MediaType != oci.SimpleSigningType || !oci.ValidDigest(l.Digest) {
+			if !oci.ValidDigest(l.Digest) || (bundle && l.MediaType != oci.BundleMediaType) || (!bundle && l.MediaType != oci.SimpleSigningType) {
 				continue
 			}
 			if len(out) == maxReferrers {
 				return fmt.Errorf("signatures of %s: more than %d signatures", subject.Digest, maxReferrers)
+			}
+			if bundle {
+				b, err := fetch(ctx, repo, layer(l), oci.MaxBundleBytes, "signature bundle")
+				if err != nil {
+					return err
+				}
+				if !json.Valid(b) {
+					return fmt.Errorf("signature bundle %s: not JSON", l.Digest)
+				}
+				out = append(out, oci.Signature{Bundle: b})
+				continue
 			}
 			payload, err := fetch(ctx, repo, layer(l), oci.MaxPayloadBytes, "signature payload")
 			if err != nil {
@@ -349,12 +362,13 @@ func signatures(ctx context.Context, repo *remote.Repository, subject ocispec.De
 	return out, nil
 }
 
-// Sign signs the artifact ref names with key and pushes the signature:
-// a manifest of artifactType oci.SignatureArtifactType whose subject is
-// the artifact and whose one layer is the simple-signing payload with the
-// signature in its annotation; it is also tagged sha256-<hex>.sig, where
-// cosign looks for signatures. It returns the artifact's reference by
-// digest and the signature manifest's digest.
+// Sign signs the artifact ref names with key and pushes the signature
+// as cosign 3 attaches a sigstore bundle: the bundle (oci.SignBundle) as
+// the one layer of a manifest of artifactType oci.BundleMediaType whose
+// subject is the artifact, found through the referrers API (or the
+// referrers tag schema, which oras-go keeps on registries without it).
+// It returns the artifact's reference by digest and the bundle
+// manifest's digest.
 func (c *Client) Sign(ctx context.Context, ref string, key *ecdsa.PrivateKey) (string, string, error) {
 	repo, r, err := c.Open(ref)
 	if err != nil {
@@ -372,14 +386,13 @@ func (c *Client) Sign(ctx context.Context, ref string, key *ecdsa.PrivateKey) (s
 	if _, err := oci.Parse(artJSON); err != nil {
 		return "", "", fmt.Errorf("%s: %w", r, err)
 	}
-	payload := oci.Payload(r.Registry+"/"+r.Repository, desc.Digest.String())
-	sig, err := oci.Sign(key, payload)
+	bundle, err := oci.SignBundle(key, artJSON)
 	if err != nil {
 		return "", "", err
 	}
-	pdesc := content.NewDescriptorFromBytes(oci.SimpleSigningType, payload)
-	if err := repo.Push(ctx, pdesc, bytes.NewReader(payload)); err != nil {
-		return "", "", fmt.Errorf("push signature payload: %w", err)
+	bdesc := content.NewDescriptorFromBytes(oci.BundleMediaType, bundle)
+	if err := repo.Push(ctx, bdesc, bytes.NewReader(bundle)); err != nil {
+		return "", "", fmt.Errorf("push signature bundle: %w", err)
 	}
 	empty := content.NewDescriptorFromBytes(oci.EmptyConfigType, []byte("{}"))
 	if ok, err := repo.Exists(ctx, empty); err != nil || !ok {
@@ -387,18 +400,20 @@ func (c *Client) Sign(ctx context.Context, ref string, key *ecdsa.PrivateKey) (s
 			return "", "", fmt.Errorf("push empty config: %w", err)
 		}
 	}
-	m := oci.Manifest{SchemaVersion: 2, MediaType: oci.ImageManifestType, ArtifactType: oci.SignatureArtifactType,
+	m := oci.Manifest{SchemaVersion: 2, MediaType: oci.ImageManifestType, ArtifactType: oci.BundleMediaType,
 		Config: oci.Descriptor{MediaType: oci.EmptyConfigType, Digest: oci.EmptyConfigDigest, Size: 2},
-		Layers: []oci.Descriptor{{MediaType: oci.SimpleSigningType, Digest: pdesc.Digest.String(), Size: pdesc.Size,
-			Annotations: map[string]string{oci.SignatureAnnotation: sig.Signature}}},
-		Subject: &oci.Descriptor{MediaType: oci.ImageManifestType, Digest: desc.Digest.String(), Size: desc.Size}}
+		Layers: []oci.Descriptor{{MediaType: oci.BundleMediaType, Digest: bdesc.Digest.String(), Size: bdesc.Size,
+			Annotations: map[string]string{ocispec.AnnotationTitle: strings.Replace(bdesc.Digest.String(), ":", "-", 1) + ".sigstore.json"}}},
+		Subject:     &oci.Descriptor{MediaType: oci.ImageManifestType, Digest: desc.Digest.String(), Size: desc.Size},
+		Annotations: map[string]string{oci.BundleContentAnnotation: "message-signature", ocispec.AnnotationCreated: time.Now().UTC().Format(time.RFC3339)}}
 	mb, err := json.Marshal(m)
 	if err != nil {
 		return "", "", err
 	}
 	sdesc := content.NewDescriptorFromBytes(oci.ImageManifestType, mb)
-	tag := strings.Replace(desc.Digest.String(), ":", "-", 1) + ".sig"
-	if err := repo.PushReference(ctx, sdesc, bytes.NewReader(mb), tag); err != nil {
+	sdesc.ArtifactType = oci.BundleMediaType
+	sdesc.Annotations = m.Annotations
+	if err := repo.Push(ctx, sdesc, bytes.NewReader(mb)); err != nil {
 		return "", "", fmt.Errorf("push signature: %w", err)
 	}
 	return r.Registry + "/" + r.Repository + "@" + desc.Digest.String(), sdesc.Digest.String(), nil

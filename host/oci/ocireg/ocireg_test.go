@@ -209,16 +209,38 @@ func TestSignAndVerify(t *testing.T) {
 		if _, err := oci.Verify(p.Signatures, p2.Artifact.Digest, trusted); !errors.Is(err, oci.ErrBadSignature) || !strings.Contains(err.Error(), "not this artifact") {
 			t.Fatalf("replayed signature: %v", err)
 		}
-		// a signature whose bytes were altered
-		bad := p.Signatures[0]
-		bad.Payload = bytes.Replace(bad.Payload, []byte("cosign"), []byte("cosigN"), 1)
-		if _, err := oci.Verify([]oci.Signature{bad}, p.Artifact.Digest, trusted); !errors.Is(err, oci.ErrBadSignature) {
-			t.Fatalf("altered payload: %v", err)
+		// a bundle whose signature was altered
+		if len(p.Signatures) != 1 || len(p.Signatures[0].Bundle) == 0 {
+			t.Fatalf("signatures pulled: %+v", p.Signatures)
 		}
-		// the signature is also where cosign looks: the tag sha256-<hex>.sig
+		bad := p.Signatures[0]
+		bad.Bundle = bytes.Replace(bad.Bundle, []byte(`"signature":"ME`), []byte(`"signature":"MF`), 1)
+		if _, err := oci.Verify([]oci.Signature{bad}, p.Artifact.Digest, trusted); !errors.Is(err, oci.ErrBadSignature) {
+			t.Fatalf("altered bundle: %v", err)
+		}
+		// the bundle is attached as cosign 3 attaches one: a referrer of
+		// the bundle's artifactType, its one layer the bundle, titled
+		// sha256-<hex>.sigstore.json
 		repo, _, _ := ocireg.Open(ref)
-		if _, err := repo.Resolve(ctx, strings.Replace(p.Artifact.Digest, ":", "-", 1)+".sig"); err != nil {
-			t.Fatalf("cosign tag: %v", err)
+		desc, err := repo.Resolve(ctx, p.Artifact.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found []ocispec.Descriptor
+		must(t, repo.Referrers(ctx, desc, "", func(page []ocispec.Descriptor) error { found = append(found, page...); return nil }))
+		if len(found) != 1 {
+			t.Fatalf("referrers: %+v", found)
+		}
+		found[0].MediaType = oci.ImageManifestType
+		rc, err := repo.Fetch(ctx, found[0])
+		must(t, err)
+		var m oci.Manifest
+		must(t, json.NewDecoder(rc).Decode(&m))
+		rc.Close()
+		if m.ArtifactType != oci.BundleMediaType || len(m.Layers) != 1 || m.Layers[0].MediaType != oci.BundleMediaType ||
+			m.Layers[0].Annotations[ocispec.AnnotationTitle] != strings.Replace(m.Layers[0].Digest, ":", "-", 1)+".sigstore.json" ||
+			m.Annotations[oci.BundleContentAnnotation] != "message-signature" || m.Subject == nil || m.Subject.Digest != p.Artifact.Digest {
+			t.Fatalf("the bundle's manifest: %+v", m)
 		}
 	}
 }
@@ -419,5 +441,58 @@ func TestLyingRegistry(t *testing.T) {
 		if _, err := ocireg.Pull(ctx, ref1); err == nil || !strings.Contains(err.Error(), "mismatch") {
 			t.Errorf("%s swapped: %v", what, err)
 		}
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHostileBundles: bundle referrers a registry (or whoever can push to
+// it) attaches to an artifact: one declared over 64 KiB or not JSON fails
+// the pull before it is used, naming why; a valid bundle of another
+// artifact attached to this one is read and then refused by the verifier.
+func TestHostileBundles(t *testing.T) {
+	reg := serve(t, true)
+	ctx := context.Background()
+	key, err := oci.ParsePrivateKey(mustKey(t))
+	must(t, err)
+	pub, _ := caps.ParsePublicKey(string(mustPub(key)))
+	cfg := oci.Descriptor{MediaType: oci.EmptyConfigType, Digest: oci.EmptyConfigDigest, Size: 2}
+	attach := func(version string, layer oci.Descriptor, blobs ...[]byte) (string, []byte) {
+		t.Helper()
+		mj, mod := pkg(version)
+		ref, err := ocireg.Push(ctx, reg+"/evil/p:"+version, mj, mod)
+		must(t, err)
+		art, _ := oci.Build(mj, mod)
+		pushRaw(t, reg, "bundle-"+version, oci.Manifest{SchemaVersion: 2, MediaType: oci.ImageManifestType, ArtifactType: oci.BundleMediaType,
+			Config: cfg, Layers: []oci.Descriptor{layer},
+			Subject: &oci.Descriptor{MediaType: oci.ImageManifestType, Digest: oci.Digest(art), Size: int64(len(art))}}, blobs...)
+		return ref, art
+	}
+	huge := bytes.Repeat([]byte(" "), oci.MaxBundleBytes+1)
+	ref, _ := attach("1.0.0", oci.Descriptor{MediaType: oci.BundleMediaType, Digest: oci.Digest(huge), Size: int64(len(huge))}, huge)
+	if _, err := ocireg.Pull(ctx, ref); err == nil || !strings.Contains(err.Error(), "signature bundle is 65537 bytes, over the 65536 byte limit") {
+		t.Errorf("an oversize bundle: %v", err)
+	}
+	notJSON := []byte("{not json")
+	ref, _ = attach("2.0.0", oci.Descriptor{MediaType: oci.BundleMediaType, Digest: oci.Digest(notJSON), Size: int64(len(notJSON))}, notJSON)
+	if _, err := ocireg.Pull(ctx, ref); err == nil || !strings.Contains(err.Error(), "not JSON") {
+		t.Errorf("a bundle that is not JSON: %v", err)
+	}
+	other, _ := oci.Build([]byte(`{"abi":1,"name":"other","version":"1","tools":[]}`), []byte("\x00asm\x01\x00\x00\x00"))
+	replayed, err := oci.SignBundle(key, other)
+	must(t, err)
+	ref, art := attach("3.0.0", oci.Descriptor{MediaType: oci.BundleMediaType, Digest: oci.Digest(replayed), Size: int64(len(replayed))}, replayed)
+	p, err := ocireg.Pull(ctx, ref)
+	must(t, err)
+	if len(p.Signatures) != 1 || !bytes.Equal(p.Signatures[0].Bundle, replayed) {
+		t.Fatalf("signatures pulled: %+v", p.Signatures)
+	}
+	if _, err := oci.Verify(p.Signatures, oci.Digest(art), map[string]*ecdsa.PublicKey{"ops": pub}); !errors.Is(err, oci.ErrBadSignature) || !strings.Contains(err.Error(), "not this artifact") {
+		t.Fatalf("another artifact's bundle: %v", err)
 	}
 }

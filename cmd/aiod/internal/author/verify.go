@@ -212,7 +212,7 @@ func (v *Verdict) signature(dir, name, moduleSHA256 string, policy *caps.Policy)
 		art, err = read(oci.ArtifactFile, oci.MaxArtifactBytes)
 	}
 	if err == nil {
-		sigs, err = read(oci.SignaturesFile, 1<<20)
+		sigs, err = read(oci.SignaturesFile, oci.MaxSignaturesFileBytes)
 	}
 	if err == nil {
 		v.SignedBy, err = oci.VerifyPackage(art, sigs, mj, moduleSHA256, policy.Keys)
