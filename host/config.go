@@ -84,6 +84,10 @@ type Config struct {
 	// whose definition does not match its pin is withheld until accepted
 	// (aiod upstream review --accept; spec/upstream.md).
 	PinUpstreams string
+	// UpstreamKeyFile is the key (32 bytes, mode 0600) the tokens of the
+	// upstream servers' OAuth logins are kept encrypted with
+	// (host/upstream/oauth).
+	UpstreamKeyFile string
 	// Browser configures the browser plane (host/browser: attach, launch
 	// or off; the zero value attaches to 127.0.0.1:9222). Its Logger
 	// defaults to Logger.
@@ -476,4 +480,23 @@ func policyUpstreamNames(p *caps.Policy) []string {
 		out = append(out, u.Name)
 	}
 	return out
+}
+
+// PolicyUpstream is the policy file's "upstreams" entry named name and the
+// Server made of it (`aiod upstream login` and `logout`).
+func PolicyUpstream(policyFile, name string) (caps.UpstreamServer, upstream.Server, error) {
+	if policyFile == "" {
+		return caps.UpstreamServer{}, upstream.Server{}, errors.New("no policy file (--policy, AIO_POLICY): the servers that log in with OAuth are named in its \"upstreams\"")
+	}
+	p, err := readPolicy(policyFile)
+	if err != nil {
+		return caps.UpstreamServer{}, upstream.Server{}, err
+	}
+	for _, e := range p.Upstreams {
+		if e.Name == name {
+			s, err := upstream.FromPolicy(e, os.LookupEnv)
+			return e, s, err
+		}
+	}
+	return caps.UpstreamServer{}, upstream.Server{}, fmt.Errorf("the policy's \"upstreams\" has no server %q", name)
 }

@@ -40,6 +40,9 @@ func upstreamCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return code
 	}
+	if len(args) > 0 && (args[0] == "login" || args[0] == "logout") {
+		return upstreamLoginCmd(args, os.Stdin, stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "review" {
 		if ms == nil {
 			fmt.Fprintln(stderr, "usage: aiod upstream review [--accept] [--mcp-servers JSON] [--policy FILE] [--data-dir DIR] [--pin-upstreams FILE] [--output jsonl]")
