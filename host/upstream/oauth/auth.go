@@ -92,6 +92,9 @@ type LoginError struct {
 	Why    string
 }
 
+// AuthFailure marks the error for host/upstream: its text answers the call.
+func (e *LoginError) AuthFailure() {}
+
 func (e *LoginError) Error() string {
 	return fmt.Sprintf("upstream MCP server %q: %s: run `aiod upstream login %s`", e.Server, e.Why, e.Server)
 }
@@ -102,6 +105,9 @@ type ScopeError struct {
 	Scopes []string
 	Login  bool // a login must grant them (authorization code grant)
 }
+
+// AuthFailure marks the error for host/upstream: its text answers the call.
+func (e *ScopeError) AuthFailure() {}
 
 func (e *ScopeError) Error() string {
 	if e.Login {
