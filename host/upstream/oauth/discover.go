@@ -88,7 +88,7 @@ func loopback(host string) bool {
 // Discovery is what the server and its authorization server say of
 // themselves.
 type Discovery struct {
-	Challenges []oauthex.Challenge                 // the 401's WWW-Authenticate
+	Challenges []oauthex.Challenge                // the 401's WWW-Authenticate
 	Resource   *oauthex.ProtectedResourceMetadata // RFC 9728
 	Server     *oauthex.AuthServerMeta            // RFC 8414 or OpenID discovery
 }
