@@ -14,6 +14,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/upstream"
+	"github.com/aiodhq/aiod/host/upstream/oauth/oauthtest"
 	"golang.org/x/oauth2"
 )
 
@@ -21,14 +22,14 @@ import (
 // loopback listener; the tokens sealed; aiod's set lists and calls the
 // server's tools with them; a second login reuses the registered client.
 func TestLoginBrowserDynamic(t *testing.T) {
-	m := startMCP(t)
+	m := oauthtest.StartMCP(t)
 	s := newStore(t)
-	e := m.entry(&caps.UpstreamOAuth{})
+	e := entry(m, &caps.UpstreamOAuth{})
 	st, err := login(t, m, e, s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Registration != RegDynamic || st.ClientID == "" || st.Issuer != m.issuer || st.Resource != m.URL || st.RevocationEndpoint == "" {
+	if st.Registration != RegDynamic || st.ClientID == "" || st.Issuer != m.Issuer || st.Resource != m.URL || st.RevocationEndpoint == "" {
 		t.Fatalf("state %+v", st)
 	}
 	if st.Token == nil || st.Token.AccessToken == "" || st.Token.RefreshToken == "" {
@@ -66,9 +67,9 @@ func TestLoginBrowserDynamic(t *testing.T) {
 // --no-browser: the user pastes the redirect URL; a pre-registered public
 // client; a pasted URL to another host is refused.
 func TestLoginNoBrowserPaste(t *testing.T) {
-	m := startMCP(t)
+	m := oauthtest.StartMCP(t)
 	s := newStore(t)
-	e := m.entry(&caps.UpstreamOAuth{ClientID: "aiod-public"})
+	e := entry(m, &caps.UpstreamOAuth{ClientID: "aiod-public"})
 	paste := func(edit func(string) string) (*State, error) {
 		pr, pw := io.Pipe()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -83,8 +84,8 @@ func TestLoginNoBrowserPaste(t *testing.T) {
 				Open: func(string) error { t.Error("a browser was opened with --no-browser"); return nil }})
 			pw.Close()
 		}()
-		authURL := out.waitLine(t, "http://127.0.0.1:"+strings.TrimPrefix(m.issuer, "http://127.0.0.1:"))
-		u, berr := browser(t, authURL)
+		authURL := out.waitLine(t, "http://127.0.0.1:"+strings.TrimPrefix(m.Issuer, "http://127.0.0.1:"))
+		u, berr := oauthtest.Browser(t, authURL)
 		if berr != nil {
 			t.Fatal(berr)
 		}
@@ -108,8 +109,8 @@ func TestLoginNoBrowserPaste(t *testing.T) {
 // A hostile authorization response: a state that is not the one sent, an
 // iss that is not the issuer's (RFC 9207), an error.
 func TestLoginHostileResponse(t *testing.T) {
-	m := startMCP(t)
-	e := m.entry(&caps.UpstreamOAuth{ClientID: "aiod-public"})
+	m := oauthtest.StartMCP(t)
+	e := entry(m, &caps.UpstreamOAuth{ClientID: "aiod-public"})
 	for _, tc := range []struct {
 		name string
 		edit func(q url.Values)
@@ -140,15 +141,15 @@ func TestLoginHostileResponse(t *testing.T) {
 // plain http, or whose challenge names such a URL: refused, with the
 // reason.
 func TestHostileRedirect(t *testing.T) {
-	m := startMCP(t)
-	e := m.entry(&caps.UpstreamOAuth{ClientID: "aiod-public"})
-	m.prm = http.RedirectHandler("http://metadata.example/.well-known/oauth-protected-resource", http.StatusFound)
+	m := oauthtest.StartMCP(t)
+	e := entry(m, &caps.UpstreamOAuth{ClientID: "aiod-public"})
+	m.PRM = http.RedirectHandler("http://metadata.example/.well-known/oauth-protected-resource", http.StatusFound)
 	_, err := login(t, m, e, newStore(t), nil)
 	if err == nil || !strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), "not loopback") {
 		t.Fatalf("redirect to a remote http host: %v", err)
 	}
-	m.prm = nil
-	m.challenge = "http://metadata.example/.well-known/oauth-protected-resource"
+	m.PRM = nil
+	m.Challenge = "http://metadata.example/.well-known/oauth-protected-resource"
 	_, err = login(t, m, e, newStore(t), nil)
 	// the challenge's URL is refused; the well-known URIs are then tried
 	// (they are on the server), and the login goes on there.
@@ -161,8 +162,8 @@ func TestHostileRedirect(t *testing.T) {
 // policy names; a 403 insufficient_scope gets a token with the scope asked
 // (step-up) and the call goes through.
 func TestClientCredentials(t *testing.T) {
-	m := startMCP(t)
-	e := m.entry(&caps.UpstreamOAuth{Grant: caps.GrantClientCredentials, ClientID: "aiod-svc", ClientSecretEnv: "SVC_SECRET", Scopes: []string{"mcp:tools"}})
+	m := oauthtest.StartMCP(t)
+	e := entry(m, &caps.UpstreamOAuth{Grant: caps.GrantClientCredentials, ClientID: "aiod-svc", ClientSecretEnv: "SVC_SECRET", Scopes: []string{"mcp:tools"}})
 	lookup := func(k string) (string, bool) {
 		if k == "SVC_SECRET" {
 			return "svc-secret-0123456789", true
@@ -182,7 +183,7 @@ func TestClientCredentials(t *testing.T) {
 	if text, isErr := callText(t, set, "prot_admin"); isErr || text != "admin: hi" {
 		t.Fatalf("step-up call: %q %v", text, isErr)
 	}
-	if n := m.count("admin"); n != 2 {
+	if n := m.Count("admin"); n != 2 {
 		t.Fatalf("admin reached the server %d times, want 2 (the 403, then the call with the new scope)", n)
 	}
 	// A wrong secret: the grant fails, the tools are not offered.
@@ -199,9 +200,9 @@ func TestClientCredentials(t *testing.T) {
 // which scope and to log in; the next login asks for it, and the call
 // then goes through.
 func TestStepUpLogin(t *testing.T) {
-	m := startMCP(t)
+	m := oauthtest.StartMCP(t)
 	s := newStore(t)
-	e := m.entry(&caps.UpstreamOAuth{ClientID: "aiod-public", Scopes: []string{"mcp:tools"}})
+	e := entry(m, &caps.UpstreamOAuth{ClientID: "aiod-public", Scopes: []string{"mcp:tools"}})
 	if _, err := login(t, m, e, s, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -232,11 +233,11 @@ func TestStepUpLogin(t *testing.T) {
 // the refresh token at the provider; the server is then not offered and
 // its calls say to log in.
 func TestRefreshRotationLogout(t *testing.T) {
-	m := startMCP(t, "ACCESS_TTL=1", "GRANTED_RESOURCE=0")
+	m := oauthtest.StartMCP(t, "ACCESS_TTL=1", "GRANTED_RESOURCE=0")
 	s := newStore(t)
 	// With openid among the scopes, a refresh without resource gets a
 	// token for the provider's userinfo, not for the MCP server.
-	e := m.entry(&caps.UpstreamOAuth{ClientID: "aiod-public", Scopes: []string{"openid", "mcp:tools"}})
+	e := entry(m, &caps.UpstreamOAuth{ClientID: "aiod-public", Scopes: []string{"openid", "mcp:tools"}})
 	st, err := login(t, m, e, s, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -283,9 +284,9 @@ func TestRefreshRotationLogout(t *testing.T) {
 // tools are withheld, the calls say `aiod upstream login prot`; a new login
 // while aiod runs brings them back without a restart.
 func TestLapsedLogin(t *testing.T) {
-	m := startMCP(t, "ACCESS_TTL=1")
+	m := oauthtest.StartMCP(t, "ACCESS_TTL=1")
 	s := newStore(t)
-	e := m.entry(&caps.UpstreamOAuth{ClientID: "aiod-public"})
+	e := entry(m, &caps.UpstreamOAuth{ClientID: "aiod-public"})
 	st, err := login(t, m, e, s, nil)
 	if err != nil {
 		t.Fatal(err)
