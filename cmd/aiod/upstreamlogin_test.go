@@ -49,7 +49,9 @@ func TestUpstreamLoginCommand(t *testing.T) {
 	var out lockedBuf
 	var errb strings.Builder
 	code := make(chan int, 1)
-	go func() { code <- upstreamLoginCmd(append([]string{"login", "prot", "--no-browser"}, flags...), pr, &out, &errb) }()
+	go func() {
+		code <- upstreamLoginCmd(append([]string{"login", "prot", "--no-browser"}, flags...), pr, &out, &errb)
+	}()
 	var authURL string
 	for i := 0; i < 400 && authURL == ""; i++ {
 		for _, l := range strings.Split(out.String(), "\n") {
