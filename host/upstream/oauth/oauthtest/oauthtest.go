@@ -116,6 +116,9 @@ type MCPServer struct {
 // provider.
 func StartMCP(t *testing.T, env ...string) *MCPServer {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs oidc-provider from the pinned Node tools: make test runs it, make test-short does not")
+	}
 	m := &MCPServer{}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
 	type args struct {
