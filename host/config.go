@@ -19,6 +19,7 @@ import (
 	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/upstream"
+	"github.com/aiodhq/aiod/host/upstream/oauth"
 )
 
 // Config is everything `aiod start` can set. The zero value is usable: a
@@ -442,7 +443,7 @@ func withPolicyUpstreams(servers []upstream.Server, p *caps.Policy, lookup func(
 // EXTRA_MCP_SERVERS and those of the policy file's "upstreams" (none
 // without a file), and the options their set needs (the command servers'
 // directories under dataDir).
-func ReviewUpstreams(servers []upstream.Server, policyFile, dataDir string) ([]upstream.Server, func(*upstream.Options), error) {
+func ReviewUpstreams(servers []upstream.Server, policyFile, dataDir, keyFile string) ([]upstream.Server, func(*upstream.Options), error) {
 	p := &caps.Policy{}
 	if policyFile != "" {
 		var err error
@@ -452,6 +453,11 @@ func ReviewUpstreams(servers []upstream.Server, policyFile, dataDir string) ([]u
 	}
 	out, err := withPolicyUpstreams(servers, p, nil, false)
 	if err != nil {
+		return nil, nil, err
+	}
+	// The OAuth servers' tokens: without the key file their tools are
+	// reviewed as unreachable, the other servers' as usual.
+	if err := oauth.Attach(out, p, dataDir, keyFile, nil); err != nil && keyFile != "" {
 		return nil, nil, err
 	}
 	return out, stdioOptions(Config{LockdownConfig: LockdownConfig{DataDir: dataDir}}), nil

@@ -143,6 +143,9 @@ func (t authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, err
 		}
 		cs, _ := ParseChallenges(resp.Header.Values("WWW-Authenticate"))
+		if resp.StatusCode == http.StatusForbidden && ChallengeParam(cs, "error") != "insufficient_scope" {
+			return resp, nil // a refusal that no token changes: the server's answer as it is
+		}
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 		retry := attempt == 0 && (req.Body == nil || req.Body == http.NoBody || req.GetBody != nil)
@@ -154,9 +157,6 @@ func (t authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				continue
 			}
 			return nil, a.lapse("it refused the OAuth token (HTTP 401) after a refresh")
-		}
-		if ChallengeParam(cs, "error") != "insufficient_scope" {
-			return nil, fmt.Errorf("upstream MCP server %q answered HTTP 403 (forbidden) to its OAuth token", a.srv.Name)
 		}
 		scopes := strings.Fields(ChallengeParam(cs, "scope"))
 		if err := a.stepUp(scopes); err != nil {

@@ -186,6 +186,12 @@ func TestClientCredentials(t *testing.T) {
 	if n := m.Count("admin"); n != 2 {
 		t.Fatalf("admin reached the server %d times, want 2 (the 403, then the call with the new scope)", n)
 	}
+	// A 403 that is not insufficient_scope is the server's answer: no
+	// second try, no scope asked.
+	text, isErr := callText(t, set, "prot_locked")
+	if !isErr || !strings.Contains(text, "Forbidden") || m.Count("locked") != 1 {
+		t.Fatalf("a plain 403: %q %v, %d tries", text, isErr, m.Count("locked"))
+	}
 	// A wrong secret: the grant fails, the tools are not offered.
 	bad, _ := aiodSet(t, m, e, Options{Lookup: func(string) (string, bool) { return "wrong", true }})
 	if got := toolNames(bad); len(got) != 0 {

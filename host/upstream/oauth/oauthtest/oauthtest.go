@@ -158,7 +158,8 @@ func StartMCP(t *testing.T, env ...string) *MCPServer {
 }
 
 // stepUp answers 403 insufficient_scope to a call of "admin" whose token
-// lacks mcp:admin (the MCP authorization specification's step-up).
+// lacks mcp:admin (the MCP authorization specification's step-up), and a
+// plain 403 to a call of "locked".
 func stepUp(prmURL string, next http.Handler, calls *sync.Map) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
@@ -174,6 +175,10 @@ func stepUp(prmURL string, next http.Handler, calls *sync.Map) http.Handler {
 			if msg.Method == "tools/call" {
 				n, _ := calls.LoadOrStore(msg.Params.Name, new(int))
 				*(n.(*int))++
+				if msg.Params.Name == "locked" {
+					http.Error(w, "this tool is locked", http.StatusForbidden)
+					return
+				}
 				if msg.Params.Name == "admin" && !slices.Contains(auth.TokenInfoFromContext(r.Context()).Scopes, "mcp:admin") {
 					w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope="mcp:tools mcp:admin", resource_metadata=%q`, prmURL))
 					http.Error(w, "insufficient scope", http.StatusForbidden)
