@@ -106,5 +106,10 @@ func openBrowser(url string) error {
 	if err != nil {
 		return errors.New("no xdg-open")
 	}
-	return exec.Command(p, url).Start()
+	cmd := exec.Command(p, url)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go cmd.Wait() // reaped when it exits
+	return nil
 }
