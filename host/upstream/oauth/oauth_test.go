@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/internal/testca"
 	"github.com/aiodhq/aiod/host/upstream"
 	"github.com/aiodhq/aiod/host/upstream/oauth/oauthtest"
 	"golang.org/x/oauth2"
@@ -338,4 +339,25 @@ func waitNoTools(t *testing.T, set *upstream.Set) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("the server's tools are still offered: %v", toolNames(set))
+}
+
+// A client ID metadata document: the provider fetches it (https, the
+// test's CA) and the login uses its URL as the client's id.
+func TestLoginClientMetadataDocument(t *testing.T) {
+	ca := testca.New(t)
+	m := oauthtest.StartMCP(t, "NODE_EXTRA_CA_CERTS="+ca.PEMFile)
+	doc := oauthtest.ClientMetadataDocument(t, ca.ServerConfig())
+	s := newStore(t)
+	e := entry(m, &caps.UpstreamOAuth{ClientMetadataURL: doc})
+	st, err := login(t, m, e, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Registration != RegMetadataDocument || st.ClientID != doc {
+		t.Fatalf("state %+v", st)
+	}
+	set, _ := aiodSet(t, m, e, Options{Store: s})
+	if text, isErr := callText(t, set, "prot_echo"); isErr || text != "echo: hi" {
+		t.Fatalf("call: %q %v", text, isErr)
+	}
 }

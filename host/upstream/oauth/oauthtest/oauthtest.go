@@ -9,6 +9,7 @@ package oauthtest
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -295,4 +296,28 @@ func Visit(u *url.URL) error {
 	}
 	resp.Body.Close()
 	return nil
+}
+
+// ClientMetadataDocument serves a client ID metadata document (a public
+// native client with a loopback redirect URI) over https with a
+// certificate of serverTLS, and returns its URL,
+// the client's id. The provider must trust the CA (NODE_EXTRA_CA_CERTS).
+func ClientMetadataDocument(t *testing.T, serverTLS *tls.Config) string {
+	t.Helper()
+	var id string
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/aiod/client.json" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"client_id": id, "client_name": "aiod", "application_type": "native",
+			"redirect_uris": []string{"http://127.0.0.1/callback"}, "grant_types": []string{"authorization_code", "refresh_token"},
+			"response_types": []string{"code"}, "token_endpoint_auth_method": "none"})
+	}))
+	ts.TLS = serverTLS
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	id = ts.URL + "/aiod/client.json"
+	return id
 }

@@ -5,6 +5,7 @@
 //   RESOURCE       the MCP server's URL (the only resource it serves)
 //   ACCESS_TTL     access token lifetime in seconds (default 300)
 //   GRANTED_RESOURCE=0  a refresh without "resource" gets no token for it
+//   NODE_EXTRA_CA_CERTS the CA of the test's client metadata document server
 // It prints {"issuer": "..."} on a line once it listens.
 import http from 'node:http';
 import { pathToFileURL } from 'node:url';
@@ -34,6 +35,9 @@ server.listen(0, '127.0.0.1', () => {
       registration: { enabled: true },
       revocation: { enabled: true },
       clientCredentials: { enabled: true },
+      // client ID metadata documents, fetched from the test's https server
+      // on loopback (see fetch below)
+      clientIdMetadataDocument: { enabled: true, ack: 'draft-02' },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => (process.env.GRANTED_RESOURCE === '0' ? undefined : resource),
@@ -45,6 +49,9 @@ server.listen(0, '127.0.0.1', () => {
         },
       },
     },
+    // The provider refuses to fetch from special-use addresses (loopback
+    // among them); the test's client metadata document is on loopback.
+    fetch: (url, options) => { delete options.dispatcher; return fetch(url, options); },
     findAccount: (ctx, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
   });
   provider.on('server_error', (ctx, err) => console.error('server_error', err));
