@@ -21,6 +21,9 @@ import (
 // they are now. Exit 0: nothing to review, or accepted; 1: changes are
 // pending (or a failure); 2: usage.
 func upstreamCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "login" || args[0] == "logout") {
+		return upstreamLoginCmd(args, os.Stdin, stdout, stderr)
+	}
 	var ms *aoi.Stream
 	if jsonl(args) {
 		ms = startStream(stdout, "upstream review")
@@ -39,9 +42,6 @@ func upstreamCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "aiod upstream review: %v\n", err)
 		}
 		return code
-	}
-	if len(args) > 0 && (args[0] == "login" || args[0] == "logout") {
-		return upstreamLoginCmd(args, os.Stdin, stdout, stderr)
 	}
 	if len(args) == 0 || args[0] != "review" {
 		if ms == nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"slices"
@@ -359,5 +360,38 @@ func TestLoginClientMetadataDocument(t *testing.T) {
 	set, _ := aiodSet(t, m, e, Options{Store: s})
 	if text, isErr := callText(t, set, "prot_echo"); isErr || text != "echo: hi" {
 		t.Fatalf("call: %q %v", text, isErr)
+	}
+}
+
+// Hostile metadata: a protected resource metadata document for another
+// resource (RFC 9728 §3.3), or naming an authorization server over plain
+// http on another host, or one whose metadata names endpoints elsewhere
+// over plain http: the login stops, saying why, before any browser.
+func TestHostileMetadata(t *testing.T) {
+	m := oauthtest.StartMCP(t)
+	e := entry(m, &caps.UpstreamOAuth{ClientID: "aiod-public"})
+	serve := func(doc string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, doc)
+		})
+	}
+	asm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"issuer":"http://`+r.Host+`","authorization_endpoint":"http://login.example/auth","token_endpoint":"http://`+r.Host+`/token","code_challenge_methods_supported":["S256"],"response_types_supported":["code"]}`)
+	}))
+	defer asm.Close()
+	for _, tc := range []struct{ doc, want string }{
+		{`{"resource":"http://127.0.0.1:1/other","authorization_servers":["` + m.Issuer + `"]}`, "got metadata resource"},
+		{`{"resource":"` + m.URL + `","authorization_servers":["http://as.example"]}`, "does not use HTTPS or is not a loopback address"},
+		{`{"resource":"` + m.URL + `","authorization_servers":["` + asm.URL + `"]}`, `authorization_endpoint: URL "http://login.example/auth" does not use HTTPS or is not a loopback address`},
+	} {
+		m.PRM = serve(tc.doc)
+		opened := false
+		var out strings.Builder
+		_, err := Login(context.Background(), LoginOptions{Server: e, Store: newStore(t), Out: &out, Open: func(string) error { opened = true; return nil }})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || opened {
+			t.Errorf("%s: got %v (browser opened: %v), want %q", tc.doc, err, opened, tc.want)
+		}
 	}
 }
