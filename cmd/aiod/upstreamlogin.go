@@ -15,7 +15,7 @@ import (
 	"github.com/aiodhq/aiod/host/upstream/oauth"
 )
 
-const loginUsage = "usage: aiod upstream login NAME [--no-browser] [--policy FILE] [--data-dir DIR] [--upstream-key-file FILE]\n       aiod upstream logout NAME [--policy FILE] [--data-dir DIR] [--upstream-key-file FILE]"
+const loginUsage = "usage: aiod upstream login NAME [--no-browser] [--callback-port N] [--scope 'A B'] [--policy FILE] [--data-dir DIR] [--upstream-key-file FILE]\n       aiod upstream logout NAME [--policy FILE] [--data-dir DIR] [--upstream-key-file FILE]"
 
 // upstreamLoginCmd is `aiod upstream login NAME` and `aiod upstream logout
 // NAME` (spec/upstream.md, "OAuth"). Exit 0: done; 1: failed; 2: usage.
@@ -26,9 +26,11 @@ func upstreamLoginCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	s.str(&s.cfg.PolicyFile, "policy", "AIO_POLICY", "", "the policy file naming the server in its \"upstreams\"")
 	s.str(&s.cfg.DataDir, "data-dir", "AIO_DATA_DIR", "", "where the tokens are kept (<dir>/upstream-oauth), as for aiod start")
 	s.str(&s.cfg.UpstreamKeyFile, "upstream-key-file", "AIO_UPSTREAM_KEY_FILE", "", "the key file the tokens are encrypted with (32 bytes, mode 0600), as for aiod start")
-	noBrowser := false
+	noBrowser, port, scopes := false, 0, ""
 	if verb == "login" {
 		s.fs.BoolVar(&noBrowser, "no-browser", false, "print the URL and read the redirect URL pasted on standard input, instead of opening a browser")
+		s.fs.IntVar(&port, "callback-port", 0, "the loopback redirect's port (default: any free one), for a client registered with an exact redirect URI")
+		s.fs.StringVar(&scopes, "scope", "", "more scopes to ask for, space-separated, besides the policy's (or the server's)")
 	}
 	// NAME may come before or after the flags.
 	var name string
@@ -88,7 +90,7 @@ func upstreamLoginCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		return 0
 	}
 	st, err := oauth.Login(ctx, oauth.LoginOptions{Server: entry, RootCAs: srv.RootCAs, Store: store, Lookup: os.LookupEnv,
-		Open: openBrowser, NoBrowser: noBrowser, Stdin: stdin, Out: stdout})
+		Open: openBrowser, NoBrowser: noBrowser, Stdin: stdin, Out: stdout, CallbackPort: port, Scopes: strings.Fields(scopes)})
 	if err != nil {
 		return fail(err)
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -49,8 +51,14 @@ func TestUpstreamLoginCommand(t *testing.T) {
 	var out lockedBuf
 	var errb strings.Builder
 	code := make(chan int, 1)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
 	go func() {
-		code <- upstreamLoginCmd(append([]string{"login", "prot", "--no-browser"}, flags...), pr, &out, &errb)
+		code <- upstreamLoginCmd(append([]string{"login", "prot", "--no-browser", "--callback-port", strconv.Itoa(port), "--scope", "mcp:admin"}, flags...), pr, &out, &errb)
 	}()
 	var authURL string
 	for i := 0; i < 400 && authURL == ""; i++ {
@@ -64,6 +72,9 @@ func TestUpstreamLoginCommand(t *testing.T) {
 	if authURL == "" {
 		t.Fatalf("no URL printed: %s %s", out.String(), errb.String())
 	}
+	if !strings.Contains(authURL, "redirect_uri=http%3A%2F%2F127.0.0.1%3A"+strconv.Itoa(port)+"%2Fcallback") || !strings.Contains(authURL, "mcp%3Aadmin") {
+		t.Fatalf("the URL has not the callback port %d or the scope asked: %s", port, authURL)
+	}
 	u, err := oauthtest.Browser(t, authURL)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +83,7 @@ func TestUpstreamLoginCommand(t *testing.T) {
 	if c := <-code; c != 0 {
 		t.Fatalf("login: exit %d: %s %s", c, out.String(), errb.String())
 	}
-	if !strings.Contains(out.String(), "prot: logged in at "+m.Issuer) || !strings.Contains(out.String(), "dynamic") {
+	if !strings.Contains(out.String(), "prot: logged in at "+m.Issuer) || !strings.Contains(out.String(), "dynamic") || !strings.Contains(out.String(), "mcp:admin") {
 		t.Fatalf("login said: %s", out.String())
 	}
 	if _, err := os.Stat(filepath.Join(data, "upstream-oauth", "prot.json.sealed")); err != nil {

@@ -48,6 +48,11 @@ type LoginOptions struct {
 	Stdin     io.Reader
 	// Out gets what the user reads: the URL, what was done.
 	Out io.Writer
+	// CallbackPort fixes the loopback redirect's port (0: any free one),
+	// for a client registered with an exact redirect URI.
+	CallbackPort int
+	// Scopes are asked for besides the policy's (or the server's).
+	Scopes []string
 }
 
 // redirectPath is the path of the loopback redirect URI.
@@ -83,7 +88,7 @@ func Login(ctx context.Context, o LoginOptions) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", o.CallbackPort))
 	if err != nil {
 		return nil, fmt.Errorf("the loopback redirect listener: %w", err)
 	}
@@ -134,7 +139,7 @@ func Login(ctx context.Context, o LoginOptions) (*State, error) {
 	}
 	// The scopes: the policy's, else those the server names; with those a
 	// 403 asked for since the last login (step-up) and those granted then.
-	var extra []string
+	extra := slices.Clone(o.Scopes)
 	if prev != nil {
 		extra = append(append(extra, prev.Scopes...), prev.Wanted...)
 	}

@@ -29,8 +29,8 @@ type LogoutResult struct {
 
 // Logout revokes the server's tokens where its authorization server
 // supports RFC 7009 (the refresh token first: with it goes the grant) and
-// forgets them; a dynamically registered client is kept for the next
-// login. lookup reads the client secret's variable of a pre-registered
+// forgets them, with a dynamically registered client (the next login
+// registers again). lookup reads the client secret's variable of a pre-registered
 // confidential client.
 func Logout(ctx context.Context, srv caps.UpstreamServer, c *http.Client, store *Store, lookup func(string) (string, bool)) (*LogoutResult, error) {
 	st, err := store.Load(srv.Name)
@@ -40,7 +40,7 @@ func Logout(ctx context.Context, srv caps.UpstreamServer, c *http.Client, store 
 	res := &LogoutResult{}
 	if st == nil || st.Token == nil {
 		res.Nothing = true
-		return res, nil
+		return res, store.Remove(srv.Name)
 	}
 	if st.RevocationEndpoint == "" {
 		res.NoRevocation = true
@@ -60,8 +60,7 @@ func Logout(ctx context.Context, srv caps.UpstreamServer, c *http.Client, store 
 			res.Revoked = append(res.Revoked, k.hint)
 		}
 	}
-	st.Token, st.Wanted = nil, nil
-	if err := store.Save(srv.Name, st); err != nil {
+	if err := store.Remove(srv.Name); err != nil {
 		return nil, err
 	}
 	return res, nil

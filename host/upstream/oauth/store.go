@@ -176,3 +176,11 @@ func (s *Store) Save(server string, st *State) error {
 	}
 	return os.Rename(f.Name(), s.path(server))
 }
+
+// Remove forgets the server's state (no error when there is none).
+func (s *Store) Remove(server string) error {
+	if err := os.Remove(s.path(server)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
