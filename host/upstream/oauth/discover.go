@@ -95,8 +95,34 @@ type Discovery struct {
 
 // Probe sends the server an initialize request without a token and
 // returns the request and its answer (the body read and replaced): a
-// server that wants a login answers 401 with a challenge.
+// server that wants a login answers 401 with a challenge. A POST answered
+// 400, 404 or 405 may be a server of the 2024-11-05 HTTP+SSE transport:
+// then its stream's GET is asked, and its answer returned when it is 401.
 func Probe(ctx context.Context, c *http.Client, serverURL string) (*http.Request, *http.Response, error) {
+	req, resp, err := probePost(ctx, c, serverURL)
+	if err != nil || (resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed) {
+		return req, resp, err
+	}
+	greq, err := http.NewRequestWithContext(ctx, http.MethodGet, serverURL, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	greq.Header.Set("Accept", "text/event-stream")
+	gresp, err := noFollow(c).Do(greq)
+	if err != nil {
+		return req, resp, nil
+	}
+	if gresp.StatusCode != http.StatusUnauthorized {
+		gresp.Body.Close() // a stream that answers without a token is not read
+		return req, resp, nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(gresp.Body, 64<<10))
+	gresp.Body.Close()
+	gresp.Body = io.NopCloser(bytes.NewReader(b))
+	return greq, gresp, nil
+}
+
+func probePost(ctx context.Context, c *http.Client, serverURL string) (*http.Request, *http.Response, error) {
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"aiod","version":"login"}}}`)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, serverURL, bytes.NewReader(body))
 	if err != nil {

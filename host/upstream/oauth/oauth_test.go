@@ -394,3 +394,32 @@ func TestHostileMetadata(t *testing.T) {
 		}
 	}
 }
+
+// A server of the 2024-11-05 HTTP+SSE transport: the login finds its
+// challenge on the stream's GET (its POST answers 405), and aiod's set
+// reaches it over that transport with the token on the GET and the POSTs.
+func TestLoginSSE(t *testing.T) {
+	m := oauthtest.StartMCP(t)
+	s := newStore(t)
+	e := caps.UpstreamServer{Name: "prot", URL: m.SSEURL, Prefix: "prot", Transport: "sse", OAuth: &caps.UpstreamOAuth{ClientID: "aiod-public"}}
+	st, err := login(t, m, e, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Resource != m.SSEURL {
+		t.Fatalf("resource %s", st.Resource)
+	}
+	a, err := New(e, nil, Options{Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := upstream.New([]upstream.Server{{Name: "prot", URL: m.SSEURL, Prefix: "prot", FromPolicy: true, Transport: upstream.TransportSSE, Auth: a.Wrap}},
+		upstream.Options{ListTimeout: 10 * time.Second})
+	defer set.Close()
+	if got := toolNames(set); !slices.Equal(got, []string{"prot_admin", "prot_echo"}) {
+		t.Fatalf("tools %v", got)
+	}
+	if text, isErr := callText(t, set, "prot_echo"); isErr || text != "echo: hi" {
+		t.Fatalf("call: %q %v", text, isErr)
+	}
+}

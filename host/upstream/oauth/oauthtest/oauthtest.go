@@ -102,7 +102,12 @@ func startProvider(t *testing.T, resource string, env ...string) string {
 
 // MCPServer is the protected MCP server of a test.
 type MCPServer struct {
-	URL    string // its endpoint, <origin>/mcp
+	URL string // its endpoint, <origin>/mcp
+	// SSEURL is the same server over the 2024-11-05 HTTP+SSE transport,
+	// <origin>/sse: a POST without a session answers 405 before any
+	// token check (so a login finds it by its GET), the rest is
+	// protected.
+	SSEURL string
 	Issuer string // the provider's
 	mu     sync.Mutex
 	keys   *jose.JSONWebKeySet
@@ -136,6 +141,21 @@ func StartMCP(t *testing.T, env ...string) *MCPServer {
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	m.URL = ts.URL + "/mcp"
+	m.SSEURL = ts.URL + "/sse"
+	ssePRM := ts.URL + "/.well-known/oauth-protected-resource/sse"
+	mux.HandleFunc("/.well-known/oauth-protected-resource/sse", func(w http.ResponseWriter, r *http.Request) {
+		auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{Resource: m.SSEURL,
+			AuthorizationServers: []string{m.Issuer}, ScopesSupported: []string{"mcp:tools"}}).ServeHTTP(w, r)
+	})
+	sse := auth.RequireBearerToken(m.verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: ssePRM, Scopes: []string{"mcp:tools"}})(
+		mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	mux.Handle("/sse", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Query().Get("sessionid") == "" {
+			http.Error(w, "GET this endpoint", http.StatusMethodNotAllowed)
+			return
+		}
+		sse.ServeHTTP(w, r)
+	}))
 	prmURL := ts.URL + "/.well-known/oauth-protected-resource/mcp"
 	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
 		if m.PRM != nil {
@@ -154,7 +174,7 @@ func StartMCP(t *testing.T, env ...string) *MCPServer {
 		}
 		bearer(stepUp(prmURL, h, &m.calls)).ServeHTTP(w, r)
 	}))
-	m.Issuer = startProvider(t, m.URL, env...)
+	m.Issuer = startProvider(t, m.URL+","+m.SSEURL, env...)
 	return m
 }
 
@@ -209,7 +229,7 @@ func (m *MCPServer) verify(ctx context.Context, token string, _ *http.Request) (
 	if err := tok.Claims(keys, &claims, &extra); err != nil {
 		return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
 	}
-	if err := claims.ValidateWithLeeway(jwt.Expected{Issuer: m.Issuer, AnyAudience: jwt.Audience{m.URL}, Time: time.Now()}, 0); err != nil {
+	if err := claims.ValidateWithLeeway(jwt.Expected{Issuer: m.Issuer, AnyAudience: jwt.Audience{m.URL, m.SSEURL}, Time: time.Now()}, 0); err != nil {
 		return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
 	}
 	return &auth.TokenInfo{Scopes: strings.Fields(extra.Scope), Expiration: claims.Expiry.Time()}, nil

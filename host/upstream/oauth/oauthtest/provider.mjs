@@ -2,7 +2,7 @@
 // on a loopback port, issuing JWT access tokens for one resource (the MCP
 // server of the test). Its settings come from the environment:
 //   OIDC_PROVIDER  path of the oidc-provider package's entry file
-//   RESOURCE       the MCP server's URL (the only resource it serves)
+//   RESOURCE       the MCP server's URLs, comma-separated (the resources it serves)
 //   ACCESS_TTL     access token lifetime in seconds (default 300)
 //   GRANTED_RESOURCE=0  a refresh without "resource" gets no token for it
 //   NODE_EXTRA_CA_CERTS the CA of the test's client metadata document server
@@ -11,7 +11,8 @@ import http from 'node:http';
 import { pathToFileURL } from 'node:url';
 
 const { default: Provider, errors } = await import(pathToFileURL(process.env.OIDC_PROVIDER).href);
-const resource = process.env.RESOURCE;
+const resources = process.env.RESOURCE.split(',');
+const resource = resources[0];
 const ttl = Number(process.env.ACCESS_TTL || 300);
 
 const server = http.createServer();
@@ -43,8 +44,8 @@ server.listen(0, '127.0.0.1', () => {
         defaultResource: () => (process.env.GRANTED_RESOURCE === '0' ? undefined : resource),
         useGrantedResource: () => process.env.GRANTED_RESOURCE !== '0',
         getResourceServerInfo: (ctx, indicator) => {
-          if (indicator !== resource) throw new errors.InvalidTarget();
-          return { scope: 'mcp:tools mcp:admin', audience: resource, accessTokenTTL: ttl,
+          if (!resources.includes(indicator)) throw new errors.InvalidTarget();
+          return { scope: 'mcp:tools mcp:admin', audience: indicator, accessTokenTTL: ttl,
             accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } };
         },
       },
