@@ -19,6 +19,7 @@ import (
 	"github.com/aiodhq/aiod/host/lockdown"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/upstream"
+	"github.com/aiodhq/aiod/host/upstream/oauth"
 )
 
 // Config is everything `aiod start` can set. The zero value is usable: a
@@ -84,6 +85,10 @@ type Config struct {
 	// whose definition does not match its pin is withheld until accepted
 	// (aiod upstream review --accept; spec/upstream.md).
 	PinUpstreams string
+	// UpstreamKeyFile is the key (32 bytes, mode 0600) the tokens of the
+	// upstream servers' OAuth logins are kept encrypted with
+	// (host/upstream/oauth).
+	UpstreamKeyFile string
 	// Browser configures the browser plane (host/browser: attach, launch
 	// or off; the zero value attaches to 127.0.0.1:9222). Its Logger
 	// defaults to Logger.
@@ -438,7 +443,7 @@ func withPolicyUpstreams(servers []upstream.Server, p *caps.Policy, lookup func(
 // EXTRA_MCP_SERVERS and those of the policy file's "upstreams" (none
 // without a file), and the options their set needs (the command servers'
 // directories under dataDir).
-func ReviewUpstreams(servers []upstream.Server, policyFile, dataDir string) ([]upstream.Server, func(*upstream.Options), error) {
+func ReviewUpstreams(servers []upstream.Server, policyFile, dataDir, keyFile string) ([]upstream.Server, func(*upstream.Options), error) {
 	p := &caps.Policy{}
 	if policyFile != "" {
 		var err error
@@ -448,6 +453,11 @@ func ReviewUpstreams(servers []upstream.Server, policyFile, dataDir string) ([]u
 	}
 	out, err := withPolicyUpstreams(servers, p, nil, false)
 	if err != nil {
+		return nil, nil, err
+	}
+	// The OAuth servers' tokens: without the key file their tools are
+	// reviewed as unreachable, the other servers' as usual.
+	if err := oauth.Attach(out, p, dataDir, keyFile, nil); err != nil && keyFile != "" {
 		return nil, nil, err
 	}
 	return out, stdioOptions(Config{LockdownConfig: LockdownConfig{DataDir: dataDir}}), nil
@@ -476,4 +486,23 @@ func policyUpstreamNames(p *caps.Policy) []string {
 		out = append(out, u.Name)
 	}
 	return out
+}
+
+// PolicyUpstream is the policy file's "upstreams" entry named name and the
+// Server made of it (`aiod upstream login` and `logout`).
+func PolicyUpstream(policyFile, name string) (caps.UpstreamServer, upstream.Server, error) {
+	if policyFile == "" {
+		return caps.UpstreamServer{}, upstream.Server{}, errors.New("no policy file (--policy, AIO_POLICY): the servers that log in with OAuth are named in its \"upstreams\"")
+	}
+	p, err := readPolicy(policyFile)
+	if err != nil {
+		return caps.UpstreamServer{}, upstream.Server{}, err
+	}
+	for _, e := range p.Upstreams {
+		if e.Name == name {
+			s, err := upstream.FromPolicy(e, os.LookupEnv)
+			return e, s, err
+		}
+	}
+	return caps.UpstreamServer{}, upstream.Server{}, fmt.Errorf("the policy's \"upstreams\" has no server %q", name)
 }

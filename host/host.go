@@ -50,6 +50,7 @@ import (
 	"github.com/aiodhq/aiod/host/store"
 	"github.com/aiodhq/aiod/host/tenant"
 	"github.com/aiodhq/aiod/host/upstream"
+	"github.com/aiodhq/aiod/host/upstream/oauth"
 	"github.com/aiodhq/aiod/sdk/abi"
 
 	"github.com/aiodhq/aiod/host/store/bolt"
@@ -133,6 +134,9 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		func() error {
 			servers, err := withPolicyUpstreams(cfg.Upstreams, p.policy, nil, cfg.Lockdown)
 			if err != nil {
+				return err
+			}
+			if err := oauth.Attach(servers, p.policy, cfg.DataDir, cfg.UpstreamKeyFile, h.log); err != nil {
 				return err
 			}
 			h.upsStdio, h.policyUps = stdioOptions(cfg), policyUpstreamNames(p.policy)

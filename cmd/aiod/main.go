@@ -47,6 +47,9 @@ usage:
   aiod upstream review [--accept] [--output jsonl]
                        show how the upstream MCP servers' tools differ from their pins
                        (--pin-upstreams); --accept pins them as they are now
+  aiod upstream login NAME [--no-browser] | logout NAME
+                       log in to a policy upstream with OAuth (its tokens kept encrypted
+                       under --data-dir with --upstream-key-file), or revoke and forget them
   aiod doctor [--json] [--lockdown] [--output jsonl]
                        what this machine has for each plane (shell, interpreters, browser, isolation);
                        --lockdown: what aiod start --lockdown would be refused for
@@ -151,6 +154,7 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.fs.Var(&s.servers, "mcp-servers", `other MCP servers whose tools are published beside aiod's, {"<name>": {"url": "http://127.0.0.1:PORT/mcp", "prefix": "<prefix>"}} (env EXTRA_MCP_SERVERS)`)
 	s.env["mcp-servers"] = "EXTRA_MCP_SERVERS"
 	s.str(&c.PinUpstreams, "pin-upstreams", "AIO_PIN_UPSTREAMS", "", "pin file of the upstream MCP servers' tools: a tool that is new or whose definition changed is withheld until `aiod upstream review --accept`")
+	s.str(&c.UpstreamKeyFile, "upstream-key-file", "AIO_UPSTREAM_KEY_FILE", "", "key file (32 bytes or 64 hex digits, mode 0600) the tokens of `aiod upstream login` are kept encrypted with, under --data-dir; required when a policy upstream logs in with OAuth")
 	s.fs.Var(&s.machine, "machine-tools", `Machine Mode command-line tools published as MCP tools, {"<name>": {"command": ["/abs/path/cli", "fixed-arg"], "prefix": "<prefix>", "env": ["VAR"]}} (env AIO_MACHINE_TOOLS; spec/machine-mode.md)`)
 	s.env["machine-tools"] = "AIO_MACHINE_TOOLS"
 	s.duration(&c.UpstreamListTimeout, "upstream-list-timeout", "AIO_UPSTREAM_LIST_TIMEOUT", upstream.DefaultListTimeout, "longest a tools/list waits for one upstream MCP server; one that has not answered by then is left out (0: the default)")

@@ -81,6 +81,7 @@ var settings = []setting{
 		`{"b":{"command":["/usr/bin/b","x"],"prefix":"bee"}}`, map[string]caps.MachineTool{"b": {Command: []string{"/usr/bin/b", "x"}, Prefix: "bee"}}, `{"a":{"command":["a"]}}`,
 		func(s *startFlags) any { return s.cfg.MachineTools }, map[string]caps.MachineTool(nil)},
 	{"AIO_PIN_UPSTREAMS", "/env/pins.json", "/env/pins.json", "/flag/pins.json", "/flag/pins.json", "", func(s *startFlags) any { return s.cfg.PinUpstreams }, ""},
+	{"AIO_UPSTREAM_KEY_FILE", "/env/key", "/env/key", "/flag/key", "/flag/key", "", func(s *startFlags) any { return s.cfg.UpstreamKeyFile }, ""},
 	{"AIO_TOOL_SEARCH", "true", true, "false", false, "maybe", func(s *startFlags) any { return s.cfg.ToolSearch }, false},
 	{"AIO_TOOL_SEARCH_PINNED", "a, b", []string{"a", "b"}, "-", []string{}, "", func(s *startFlags) any { return s.cfg.ToolSearchPinned }, []string(nil)},
 	{"AIO_TOOL_SEARCH_FULL_PINS", "true", true, "false", false, "maybe", func(s *startFlags) any { return s.cfg.ToolSearchFullPins }, false},

@@ -21,6 +21,9 @@ import (
 // they are now. Exit 0: nothing to review, or accepted; 1: changes are
 // pending (or a failure); 2: usage.
 func upstreamCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "login" || args[0] == "logout") {
+		return upstreamLoginCmd(args, os.Stdin, stdout, stderr)
+	}
 	var ms *aoi.Stream
 	if jsonl(args) {
 		ms = startStream(stdout, "upstream review")
@@ -54,6 +57,7 @@ func upstreamCmd(args []string, stdout, stderr io.Writer) int {
 	s.str(&s.cfg.PolicyFile, "policy", "AIO_POLICY", "", "the policy file, whose \"upstreams\" are reviewed too")
 	s.str(&s.cfg.DataDir, "data-dir", "AIO_DATA_DIR", "", "where command servers of the policy keep their directories, as for aiod start")
 	s.str(&s.cfg.PinUpstreams, "pin-upstreams", "AIO_PIN_UPSTREAMS", "", "the pin file (required)")
+	s.str(&s.cfg.UpstreamKeyFile, "upstream-key-file", "AIO_UPSTREAM_KEY_FILE", "", "the key file of the OAuth logins' tokens, as for aiod start (without it, servers that log in are reviewed as unreachable)")
 	s.duration(&s.cfg.UpstreamListTimeout, "upstream-list-timeout", "AIO_UPSTREAM_LIST_TIMEOUT", upstream.DefaultListTimeout, "longest to wait for one server's tools/list")
 	accept := s.fs.Bool("accept", false, "pin every tool as the servers list it now")
 	output := outputFlag(s.fs)
@@ -86,7 +90,7 @@ func upstreamCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return fail(1, err)
 	}
-	servers, stdio, err := host.ReviewUpstreams(s.cfg.Upstreams, s.cfg.PolicyFile, s.cfg.DataDir)
+	servers, stdio, err := host.ReviewUpstreams(s.cfg.Upstreams, s.cfg.PolicyFile, s.cfg.DataDir, s.cfg.UpstreamKeyFile)
 	if err != nil {
 		return fail(1, err)
 	}

@@ -54,6 +54,8 @@ type UpstreamServer struct {
 	// ReadOnly are more host paths the command sees read-only at the same
 	// place (where its package lives), besides the machine's programs.
 	ReadOnly []string `json:"read_only,omitempty"`
+	// OAuth, when set, gets the server's bearer token by OAuth 2.1.
+	OAuth *UpstreamOAuth `json:"oauth,omitempty"`
 }
 
 // Stdio reports whether the entry is a command (stdio) server.
@@ -156,14 +158,24 @@ func validateUpstream(s UpstreamServer, tenants map[string]Tenant) error {
 	case s.URL != "" && s.Command != "":
 		return errors.New(`has both "url" and "command"`)
 	case s.URL != "":
+		if s.OAuth != nil {
+			if err := s.OAuth.validate(); err != nil {
+				return fmt.Errorf("oauth: %w", err)
+			}
+			for name := range s.Headers {
+				if strings.EqualFold(name, "Authorization") {
+					return errors.New(`"oauth" sets the Authorization header: remove it from "headers"`)
+				}
+			}
+		}
 		if len(s.Args) > 0 || len(s.Env) > 0 || len(s.Hosts) > 0 || s.SHA256 != "" || len(s.ReadOnly) > 0 {
 			return errors.New(`"args", "env", "hosts", "read_only" and "sha256" are for command servers only`)
 		}
 		return checkUpstreamURL(s)
 	}
 	// a command server
-	if len(s.Headers) > 0 || s.CAFile != "" || s.Transport != "" {
-		return errors.New(`"headers", "ca_file" and "transport" are for url servers only`)
+	if len(s.Headers) > 0 || s.CAFile != "" || s.Transport != "" || s.OAuth != nil {
+		return errors.New(`"headers", "ca_file", "transport" and "oauth" are for url servers only`)
 	}
 	if strings.ContainsRune(s.Command, 0) || strings.TrimSpace(s.Command) != s.Command {
 		return fmt.Errorf("command %q: not a program name or path", s.Command)

@@ -75,6 +75,24 @@ func (t noRedirect) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, &RedirectError{Server: t.server, Status: resp.StatusCode}
 }
 
+// AuthFailure is implemented by the errors of a server's Auth hook
+// (host/upstream/oauth: not logged in, a lapsed login, a scope asked for):
+// their text, which says how to log in again, answers the call.
+type AuthFailure interface {
+	error
+	AuthFailure()
+}
+
+// authFailed reports whether err holds an AuthFailure, and the isError
+// result that answers the call.
+func authFailed(err error) (json.RawMessage, bool) {
+	var af AuthFailure
+	if !errors.As(err, &af) {
+		return nil, false
+	}
+	return errorResult(af.Error()), true
+}
+
 // redirected reports whether err is (or wraps) a *RedirectError, and the
 // isError result that answers the call.
 func redirected(err error) (json.RawMessage, bool) {

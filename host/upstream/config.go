@@ -47,6 +47,9 @@ type Server struct {
 	// Stdio, when set, is a command server run in the process sandbox
 	// (URL is empty).
 	Stdio *Stdio
+	// Auth, when set, wraps the server's HTTP transport under the origin
+	// check: the OAuth bearer token on every request (host/upstream/oauth).
+	Auth func(http.RoundTripper) http.RoundTripper
 }
 
 // String names the server without its headers (they may hold secrets).

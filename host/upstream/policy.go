@@ -88,6 +88,9 @@ func serverTransport(srv Server, base http.RoundTripper) http.RoundTripper {
 	if len(srv.Headers) > 0 {
 		base = headerTransport{base: base, h: srv.Headers}
 	}
+	if srv.Auth != nil {
+		base = srv.Auth(base)
+	}
 	return base
 }
 

@@ -516,6 +516,9 @@ func (u *upstream) callOnce(ctx context.Context, tool string, args json.RawMessa
 		if res, ok := redirected(err); ok {
 			return res, nil, false
 		}
+		if res, ok := authFailed(err); ok {
+			return res, nil, false
+		}
 		return errorResult(fmt.Sprintf("upstream MCP server %q is not reachable: %v", u.srv.Name, err)), nil, false
 	}
 	if fp := u.fast.Load(); fp != nil && notify == nil && u.fastTool(tool) {
@@ -560,6 +563,9 @@ func (u *upstream) callOnce(ctx context.Context, tool string, args json.RawMessa
 	}
 	if res, ok := redirected(err); ok {
 		return res, nil, false // the session is not broken: this request was answered
+	}
+	if res, ok := authFailed(err); ok {
+		return res, nil, false // nor by a request its Auth hook did not send
 	}
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs aiod's pinned end-to-end Node tools (Node 22, the MCP conformance suites 0.1.16 and
-# 0.2.0-alpha.12, the TypeScript SDK clients v1 and v2, the MCP Inspector CLI) into a cache
-# directory outside the tracked tree, with the machine's own npm and the committed lockfile.
+# 0.2.0-alpha.12, the TypeScript SDK clients v1 and v2, the MCP Inspector CLI, oidc-provider for the
+# upstream OAuth tests) into a cache directory outside the tracked tree, with the machine's own npm
+# and the committed lockfile.
 #
 #   install.sh            # installs if needed, then prints the directory holding Node 22's `node`
 #
