@@ -67,10 +67,8 @@ plugins: bin/aiodpack
 examples: build
 	@host/e2e/testdata/install.sh >/dev/null
 	@mkdir -p build/examples
-	@set -e; for d in $(TALLIES); do \
-		PATH="$(NODE_TOOLS)/node_modules/.bin:$$PATH" bin/aiod plugin build $$d --into build/examples \
-			--work build/work/$$(basename $$d) --cache-dir build/cache/wazero; \
-	done
+	@printf '%s\n' $(TALLIES) | PATH="$(NODE_TOOLS)/node_modules/.bin:$$PATH" xargs -P 2 -I{} sh -c \
+		'bin/aiod plugin build $$0 --into build/examples --work build/work/$$(basename $$0) --cache-dir build/cache/wazero' {}
 
 run: build plugins
 	bin/aiod start --host $(HOST) --port $(PORT) --plugins-dir build/plugins --cache-dir build/cache/wazero --engine $(ENGINE)
