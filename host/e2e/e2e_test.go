@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/runtime/runtimetest"
 )
 
@@ -257,32 +257,9 @@ func freePort(t *testing.T) string {
 	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
 
-var (
-	nodeOnce sync.Once
-	nodeBin  string
-	nodeErr  error
-)
-
 // nodeTools installs the pinned Node tools once and returns Node 22's bin
 // directory.
-func nodeTools(t *testing.T) string {
-	t.Helper()
-	nodeOnce.Do(func() {
-		cmd := exec.Command(filepath.Join(repoRoot(), "host", "e2e", "testdata", "install.sh"))
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			nodeErr = fmt.Errorf("install.sh: %v\n%s", err, stderr.String())
-			return
-		}
-		nodeBin = strings.TrimSpace(string(out))
-	})
-	if nodeErr != nil {
-		t.Fatal(nodeErr)
-	}
-	return nodeBin
-}
+func nodeTools(t *testing.T) string { t.Helper(); return testplugins.NodeTools(t) }
 
 // runNode runs a client script with Node 22 and returns its JSON line.
 func runNode(t *testing.T, env []string, args ...string) map[string]any {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/browser"
+	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/runtime/runtimetest"
 	_ "github.com/aiodhq/aiod/host/runtime/wasmtime/register" // both engines in cgo builds
@@ -274,26 +275,8 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-var (
-	benchNodeOnce sync.Once
-	benchNodeBin  string
-	benchNodeErr  error
-)
-
 // nodeToolsTB is nodeTools for tests and benchmarks alike.
-func nodeToolsTB(tb testing.TB) string {
-	if t, ok := tb.(*testing.T); ok {
-		return nodeTools(t)
-	}
-	benchNodeOnce.Do(func() {
-		out, err := exec.Command(filepath.Join(repoRoot(), "host", "e2e", "testdata", "install.sh")).Output()
-		benchNodeBin, benchNodeErr = strings.TrimSpace(string(out)), err
-	})
-	if benchNodeErr != nil {
-		tb.Fatalf("install.sh: %v", benchNodeErr)
-	}
-	return benchNodeBin
-}
+func nodeToolsTB(tb testing.TB) string { tb.Helper(); return testplugins.NodeTools(tb) }
 
 // BenchmarkTallyEcho: one echo call through the registry (the host's call
 // path without HTTP) of the tally example in each language, on each

