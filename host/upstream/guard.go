@@ -46,7 +46,9 @@ type slot struct {
 func (s *slot) set(result json.RawMessage, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.result == nil && s.err == nil {
+	// A 2026-07-28 input_required answer is a round, not the answer: the
+	// go-sdk sends the request again, and the next answer replaces it.
+	if (s.result == nil && s.err == nil) || (s.err == nil && interim(s.result)) {
 		s.result, s.err = result, err
 	}
 }
@@ -55,6 +57,17 @@ func (s *slot) get() (json.RawMessage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.result, s.err
+}
+
+// interim reports whether a result is an input_required round.
+func interim(result json.RawMessage) bool {
+	if !bytes.Contains(result, []byte(`"input_required"`)) {
+		return false
+	}
+	var r struct {
+		ResultType string `json:"resultType"`
+	}
+	return json.Unmarshal(result, &r) == nil && r.ResultType == "input_required"
 }
 
 type slotKey struct{}
