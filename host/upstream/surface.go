@@ -537,6 +537,7 @@ func (s *Set) Complete(ctx context.Context, params json.RawMessage) (json.RawMes
 	if err := json.Unmarshal(params, &p); err != nil || p.Ref == nil {
 		return nil, fmt.Errorf("%w: completion reference", ErrUnknownItem)
 	}
+	p.Meta = nil // the client's _meta is of its hop (its era's keys), not the upstream's
 	var u *upstream
 	switch p.Ref.Type {
 	case "ref/prompt":
