@@ -249,9 +249,7 @@ func (u *upstream) refreshKind(ctx context.Context, kind string, notify bool) {
 			c.busy = false
 		}
 		c.mu.Unlock()
-		if notify || again {
-			u.set.recheckKind(kind)
-		}
+		u.set.recheckKind(kind, notify || again)
 		if !again {
 			return
 		}
@@ -350,9 +348,10 @@ func (s *Set) OnListChanged(f func(kind string)) {
 	s.onKind = append(s.onKind, f)
 }
 
-// recheckKind recomputes one kind's published list from the caches and
-// tells the OnListChanged functions when it differs from the last one.
-func (s *Set) recheckKind(kind string) {
+// recheckKind recomputes one kind's published list from the caches and,
+// with notify, tells the OnListChanged functions when it differs from the
+// last one (an upstream's first answer is not a change).
+func (s *Set) recheckKind(kind string, notify bool) {
 	snaps := make([][]upItem, len(s.ups))
 	for i, u := range s.ups {
 		c := u.cache(kind)
@@ -376,7 +375,7 @@ func (s *Set) recheckKind(kind string) {
 	s.kindSum[kind] = sum
 	fs := s.onKind
 	s.pubMu.Unlock()
-	if !seen || old == sum || s.ctx.Err() != nil {
+	if !notify || !seen || old == sum || s.ctx.Err() != nil {
 		return
 	}
 	told := kind
