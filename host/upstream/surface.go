@@ -254,8 +254,23 @@ func (u *upstream) refreshKind(ctx context.Context, kind string, notify bool) {
 			return
 		}
 		notify = true
+		// Changes that keep coming are taken at most once a gap: a server
+		// that floods list_changed costs one list a gap, and its clients
+		// one notification.
+		select {
+		case <-time.After(listChangeGap):
+		case <-u.set.ctx.Done():
+			c.mu.Lock()
+			c.busy = false
+			c.mu.Unlock()
+			return
+		}
 	}
 }
+
+// listChangeGap is the least time between two refreshes of one kind that
+// list_changed notifications started.
+const listChangeGap = 250 * time.Millisecond
 
 // kindChanged handles an upstream's prompts or resources list_changed:
 // refresh in the background and tell aiod's clients when what is
@@ -264,6 +279,11 @@ func (u *upstream) kindChanged(kind string) {
 	c := u.cache(kind)
 	c.mu.Lock()
 	c.stale = true
+	if c.busy {
+		c.again = true // the running refresh goes once more
+		c.mu.Unlock()
+		return
+	}
 	c.mu.Unlock()
 	u.set.wg.Add(1)
 	go func() {

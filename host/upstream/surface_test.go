@@ -1,0 +1,144 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// floodUpstream is a 2025-11-25 server with a session whose GET stream,
+// once flood is closed, sends n notifications/prompts/list_changed in a
+// burst; its prompts/list names one prompt after the number of lists it
+// answered, so each answer differs.
+type floodUpstream struct {
+	*httptest.Server
+	lists atomic.Int64
+	flood chan struct{}
+}
+
+func newFloodUpstream(t *testing.T, n int) *floodUpstream {
+	u := &floodUpstream{flood: make(chan struct{})}
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			sseHeaders(w)
+			w.(http.Flusher).Flush()
+			select {
+			case <-u.flood:
+			case <-r.Context().Done():
+				return
+			}
+			for range n {
+				fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/prompts/list_changed\"}\n\n")
+			}
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		w.Header().Set("Mcp-Session-Id", "s1")
+		switch m.Method {
+		case "initialize":
+			writeJSON(w, m.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"prompts":{"listChanged":true}},"serverInfo":{"name":"flood","version":"1"}}`)
+		case "tools/list":
+			writeJSON(w, m.ID, `{"tools":[]}`)
+		case "prompts/list":
+			n := u.lists.Add(1)
+			writeJSON(w, m.ID, fmt.Sprintf(`{"prompts":[{"name":"p%d","description":"answer %d"}]}`, n, n))
+		default:
+			if len(m.ID) == 0 {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			writeBody(w, m.ID, `"error":{"code":-32601,"message":"method not found"}`)
+		}
+	}))
+	t.Cleanup(func() { u.Server.CloseClientConnections(); u.Server.Close() })
+	return u
+}
+
+// TestListChangeFlood: 5,000 prompt list changes in a burst cost a handful
+// of prompts/list requests (one refresh on its way, then one a gap), tell
+// the set's listeners no more often than the published list changed, and
+// leave the set answering.
+func TestListChangeFlood(t *testing.T) {
+	up := newFloodUpstream(t, 5000)
+	s := newSet(t, Options{ListTimeout: 5 * time.Second}, Server{Name: "fl", URL: up.URL, Prefix: "fl", FromPolicy: true})
+	var told atomic.Int64
+	s.OnListChanged(func(kind string) {
+		if kind == KindPrompts {
+			told.Add(1)
+		}
+	})
+	ctx := context.Background()
+	first := s.List(ctx, KindPrompts)
+	if len(first) != 1 || first[0].Key != "fl_p1" {
+		t.Fatalf("first list: %+v", first)
+	}
+	time.Sleep(200 * time.Millisecond) // the GET stream is open
+	close(up.flood)
+	deadline := time.Now().Add(10 * time.Second)
+	for told.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // the burst's last refresh
+	lists := up.lists.Load() - 1
+	t.Logf("5000 list changes: %d prompts/list requests, %d notifications", lists, told.Load())
+	if told.Load() == 0 {
+		t.Fatal("the listeners were not told")
+	}
+	if lists > 10 || told.Load() > lists {
+		t.Fatalf("5000 list changes cost %d prompts/list requests and %d notifications", lists, told.Load())
+	}
+	start := time.Now()
+	got := s.List(ctx, KindPrompts)
+	if time.Since(start) > time.Second || len(got) != 1 || !strings.HasPrefix(got[0].Key, "fl_p") {
+		t.Fatalf("after the flood: %+v in %v", got, time.Since(start))
+	}
+}
+
+// TestSecretForms: forms whose fields ask for a secret, by name, title or
+// format, are recognised; ordinary forms are not.
+func TestSecretForms(t *testing.T) {
+	for schema, secret := range map[string]bool{
+		`{"type":"object","properties":{"password":{"type":"string"}}}`:                       true,
+		`{"type":"object","properties":{"apiKey":{"type":"string"}}}`:                         true,
+		`{"type":"object","properties":{"x":{"type":"string","title":"Your access token"}}}`:  true,
+		`{"type":"object","properties":{"x":{"type":"string","format":"password"}}}`:          true,
+		`{"type":"object","properties":{"cardNumber":{"type":"string"}}}`:                     true,
+		`{"type":"object","properties":{"name":{"type":"string"},"email":{"type":"string"}}}`: false,
+		`{"type":"object","properties":{"city":{"type":"string","title":"City"}}}`:            false,
+	} {
+		var p struct {
+			RequestedSchema json.RawMessage `json:"requestedSchema"`
+		}
+		p.RequestedSchema = json.RawMessage(schema)
+		b, _ := json.Marshal(p)
+		var ep mcp.ElicitParams
+		if err := json.Unmarshal(b, &ep); err != nil {
+			t.Fatal(err)
+		}
+		if _, got := asksForSecret(&ep); got != secret {
+			t.Errorf("%s: secret %v, want %v", schema, got, secret)
+		}
+	}
+}
