@@ -81,10 +81,10 @@ func text(c []mcp.Content) string {
 
 // TestEverythingUpstream: the everything server (npm) as a policy upstream
 // over Streamable HTTP and as a command server in the sandbox (stdio); the
-// go-sdk client in both eras gets its prompts (listed, got, completed), its
-// resources and templates (listed, read), and answers its elicitation and
-// sampling through aiod; a client without those capabilities gets a clear
-// isError.
+// TypeScript v2 client and the go-sdk client, each in both eras, get its
+// prompts (listed, got, completed), its resources and templates (listed,
+// read), and answer its elicitation and sampling through aiod; a client
+// without those capabilities gets a clear isError.
 func TestEverythingUpstream(t *testing.T) {
 	defaultEngine(t, "upstream servers do not depend on the engine")
 	nodeBin := nodeTools(t)
@@ -97,6 +97,15 @@ func TestEverythingUpstream(t *testing.T) {
 		"evs": map[string]any{"command": node, "args": []string{pkg, "stdio"}, "prefix": "evs", "read_only": []string{tools}},
 	})
 	a := start(t, nil, "--policy", policy, "--data-dir", t.TempDir(), "--upstream-list-timeout", "30s")
+	// The TypeScript v2 client in both eras, through each transport.
+	for _, era := range []string{"modern", "legacy"} {
+		for _, p := range []string{"ev", "evs"} {
+			r := runNode(t, nil, clientScript("ts-v2-surface.mjs"), a.URL, era, p)
+			if r["era"] != era || r["asked"] != float64(1) {
+				t.Fatalf("ts-v2 %s %s: %v", era, p, r)
+			}
+		}
+	}
 	for _, v := range []string{"2025-11-25", "2026-07-28"} {
 		for _, p := range []string{"ev", "evs"} {
 			t.Run(v+"/"+p, func(t *testing.T) {

@@ -193,7 +193,11 @@ func (u *upstream) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Eli
 		u.set.warnOnce(u.srv.Name+"\x00secret\x00"+field, "upstream MCP server %q asked for a secret (form field %q): declined without asking the client", u.srv.Name, field)
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
-	ans, err := u.relay(ctx, "elicitation/create", req.Params)
+	p := *req.Params
+	if p.Mode == "" && p.URL == "" {
+		p.Mode = "form" // absent means a form; 2026-07-28 clients require it said
+	}
+	ans, err := u.relay(ctx, "elicitation/create", &p)
 	if err != nil {
 		return nil, err
 	}
