@@ -142,3 +142,45 @@ func TestSecretForms(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPublishItem: whatever an upstream lists as a prompt, resource or
+// template, publishing it never panics, and what it publishes is a JSON
+// object whose key member is the published name or URI.
+func FuzzPublishItem(f *testing.F) {
+	for _, s := range []string{`{"name":"greet","arguments":[]}`, `{"uri":"doc://a","name":"a"}`, `{"uriTemplate":"doc://{id}"}`, `{"name":1}`, `[]`, `{"name":"x","name":"y"}`} {
+		f.Add(s)
+	}
+	u := &upstream{srv: Server{Name: "up", Prefix: "up", FromPolicy: true}}
+	f.Fuzz(func(t *testing.T, in string) {
+		for _, kind := range []string{KindPrompts, KindResources, KindTemplates} {
+			it, ok := u.publishItem(kind, json.RawMessage(in))
+			if !ok || it.pub == "" {
+				continue
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(it.def, &m); err != nil {
+				t.Fatalf("%s %s: published %s: %v", kind, in, it.def, err)
+			}
+			var key string
+			if json.Unmarshal(m[keyField(kind)], &key) != nil || key != it.pub {
+				t.Fatalf("%s %s: published %s, key %q want %q", kind, in, it.def, key, it.pub)
+			}
+		}
+	})
+}
+
+// FuzzPublishContents: whatever a resources/read answers, rewriting its
+// contents' URIs never panics and leaves valid JSON (or the answer as it
+// was).
+func FuzzPublishContents(f *testing.F) {
+	for _, s := range []string{`{"contents":[{"uri":"doc://a","text":"x"}]}`, `{"contents":[{"uri":1}]}`, `{"contents":{}}`, `{}`, `null`} {
+		f.Add(s)
+	}
+	u := &upstream{srv: Server{Name: "up", FromPolicy: true}}
+	f.Fuzz(func(t *testing.T, in string) {
+		out := u.publishContents(json.RawMessage(in))
+		if string(out) != in && !json.Valid(out) {
+			t.Fatalf("%s -> %s", in, out)
+		}
+	})
+}
