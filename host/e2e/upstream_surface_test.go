@@ -15,18 +15,22 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// everythingServer starts @modelcontextprotocol/server-everything (npm) over
-// Streamable HTTP on a free loopback port and returns its URL.
-func everythingServer(t *testing.T, node, pkg string) string {
+// everythingServer starts @modelcontextprotocol/server-everything (npm) on
+// a free loopback port, over Streamable HTTP or (transport "sse") the
+// 2024-11-05 HTTP+SSE transport, and returns its URL.
+func everythingServer(t *testing.T, node, pkg, transport string) string {
 	t.Helper()
 	port := freePort(t)
-	cmd := exec.Command(node, pkg, "streamableHttp")
+	cmd := exec.Command(node, pkg, transport)
 	cmd.Env = append(os.Environ(), "PORT="+port)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	url := "http://127.0.0.1:" + port + "/mcp"
+	if transport == "sse" {
+		url = "http://127.0.0.1:" + port + "/sse"
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get("http://127.0.0.1:" + port + "/")
@@ -80,7 +84,8 @@ func text(c []mcp.Content) string {
 }
 
 // TestEverythingUpstream: the everything server (npm) as a policy upstream
-// over Streamable HTTP and as a command server in the sandbox (stdio); the
+// over Streamable HTTP, over the 2024-11-05 HTTP+SSE transport, and as a
+// command server in the sandbox (stdio); the
 // TypeScript v2 client and the go-sdk client, each in both eras, get its
 // prompts (listed, got, completed), its resources and templates (listed,
 // read), and answer its elicitation and sampling through aiod; a client
@@ -91,9 +96,11 @@ func TestEverythingUpstream(t *testing.T) {
 	tools := filepath.Clean(filepath.Join(nodeBin, "..", "..", ".."))
 	node := filepath.Join(nodeBin, "node")
 	pkg := filepath.Join(tools, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	url := everythingServer(t, node, pkg)
+	url := everythingServer(t, node, pkg, "streamableHttp")
+	old := everythingServer(t, node, pkg, "sse")
 	policy := stdioPolicy(t, map[string]any{
 		"ev":  map[string]any{"url": url, "prefix": "ev"},
+		"evo": map[string]any{"url": old, "prefix": "evo", "transport": "sse"},
 		"evs": map[string]any{"command": node, "args": []string{pkg, "stdio"}, "prefix": "evs", "read_only": []string{tools}},
 	})
 	a := start(t, nil, "--policy", policy, "--data-dir", t.TempDir(), "--upstream-list-timeout", "30s")
@@ -107,7 +114,7 @@ func TestEverythingUpstream(t *testing.T) {
 		}
 	}
 	for _, v := range []string{"2025-11-25", "2026-07-28"} {
-		for _, p := range []string{"ev", "evs"} {
+		for _, p := range []string{"ev", "evs", "evo"} {
 			t.Run(v+"/"+p, func(t *testing.T) {
 				cs := surfaceClient(t, a.URL, v, true)
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
