@@ -35,7 +35,7 @@ type inputUpstream struct {
 
 const upstreamState = "upstream-state-never-seen-by-aiods-client"
 
-func newInputUpstream(t *testing.T) *inputUpstream {
+func newInputUpstream(t *testing.T, stateless bool) *inputUpstream {
 	u := &inputUpstream{srv: mcp.NewServer(&mcp.Implementation{Name: "input-upstream", Version: "1"}, nil)}
 	form := func(field string, format string) *jsonschema.Schema {
 		return &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{field: {Type: "string", Format: format}}, Required: []string{field}}
@@ -58,7 +58,7 @@ func newInputUpstream(t *testing.T) *inputUpstream {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "answer: " + r.Action}}}, nil, nil
 	})
 	u.setGreet("Greets someone.")
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.srv }, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.srv }, &mcp.StreamableHTTPOptions{Stateless: stateless})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			b, _ := io.ReadAll(r.Body)
@@ -96,8 +96,12 @@ func (u *inputUpstream) setGreet(description string) {
 func TestUpstreamInputAndPins(t *testing.T) {
 	defaultEngine(t, "upstream servers do not depend on the engine")
 	bin, _ := binaries(t)
-	up := newInputUpstream(t)
-	policy := stdioPolicy(t, map[string]any{"in": map[string]any{"url": up.url + "/mcp", "prefix": "in"}})
+	up := newInputUpstream(t, false)
+	// stateless: aiod's fast path to it hands an input_required to the
+	// go-sdk client
+	fast := newInputUpstream(t, true)
+	policy := stdioPolicy(t, map[string]any{"in": map[string]any{"url": up.url + "/mcp", "prefix": "in"},
+		"inf": map[string]any{"url": fast.url + "/mcp", "prefix": "inf"}})
 	pins := filepath.Join(t.TempDir(), "pins.json")
 	review := func() string {
 		out, err := exec.Command(bin, "upstream", "review", "--pin-upstreams", pins, "--policy", policy, "--upstream-list-timeout", "10s", "--accept").CombinedOutput()
@@ -138,11 +142,23 @@ func TestUpstreamInputAndPins(t *testing.T) {
 			if asked.Load() != 1 || sawState.Load() {
 				t.Fatalf("the client was asked %d times (want 1); saw the upstream's state: %v", asked.Load(), sawState.Load())
 			}
+			for range 2 { // the second after a tools/list armed the fast path
+				if _, err := cs.ListTools(ctx, nil); err != nil {
+					t.Fatal(err)
+				}
+				res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "inf_ask", Arguments: map[string]any{}})
+				if err != nil || res.IsError || text(res.Content) != "hello accept Grace "+v {
+					t.Fatalf("inf_ask: %v %+v\n%s", err, res, a.Logs())
+				}
+			}
+			if asked.Load() != 3 {
+				t.Fatalf("the client was asked %d times, want 3", asked.Load())
+			}
 			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "in_password", Arguments: map[string]any{}})
 			if err != nil || res.IsError || text(res.Content) != "answer: decline" {
 				t.Fatalf("in_password: %v %+v", err, res)
 			}
-			if asked.Load() != 1 {
+			if asked.Load() != 3 {
 				t.Fatalf("the client was asked for a password")
 			}
 			lp, err := cs.ListPrompts(ctx, nil)
@@ -155,8 +171,8 @@ func TestUpstreamInputAndPins(t *testing.T) {
 			}
 		})
 	}
-	if up.states.Load() != 2 {
-		t.Errorf("the upstream got its requestState back %d times, want 2", up.states.Load())
+	if up.states.Load() != 2 || fast.states.Load() != 4 {
+		t.Errorf("the upstreams got their requestState back %d and %d times, want 2 and 4", up.states.Load(), fast.states.Load())
 	}
 
 	// A listening client (legacy, GET stream) is told of prompt changes.

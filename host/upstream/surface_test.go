@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -183,4 +184,57 @@ func FuzzPublishContents(f *testing.F) {
 			t.Fatalf("%s -> %s", in, out)
 		}
 	})
+}
+
+// TestInputOnFastPath: a stateless 2026-07-28 server (the fast path's) that
+// answers input_required: a call whose caller can be asked goes on through
+// the go-sdk client's rounds, the question reaches the Asker once with its
+// stable key, and the answer reaches the server; a call whose caller
+// cannot be asked stays on the fast path and answers isError naming the
+// server; a caller that fails (no capability) fails the call with its error.
+func TestInputOnFastPath(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "asking", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "ask"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		r, ok := req.Params.InputResponses["q"].(*mcp.ElicitResult)
+		if !ok {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"q": &mcp.ElicitParams{Message: "Your city?",
+				RequestedSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`)}}, RequestState: "st"}, nil, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "city " + r.Content["city"].(string)}}}, nil, nil
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+	set := newSet(t, Options{}, Server{Name: "as", URL: srv.URL + "/mcp", Prefix: "as", FromPolicy: true})
+	set.Tools(context.Background()) // arms the fast path
+	var keys []string
+	asker := func(_ context.Context, key, method string, params json.RawMessage) (json.RawMessage, error) {
+		if method != "elicitation/create" || !strings.Contains(string(params), `"mode":"form"`) || !strings.Contains(string(params), "Your city?") {
+			return nil, fmt.Errorf("unexpected %s %s", method, params)
+		}
+		keys = append(keys, key)
+		return json.RawMessage(`{"action":"accept","content":{"city":"Lyon"}}`), nil
+	}
+	for range 2 {
+		raw, err := set.CallAsking(context.Background(), "as_ask", json.RawMessage(`{}`), nil, asker)
+		if err != nil || decode(t, raw).text() != "city Lyon" {
+			t.Fatalf("asked: %v %s", err, raw)
+		}
+	}
+	if len(keys) != 2 || keys[0] != keys[1] || !strings.HasPrefix(keys[0], "upstream-") || !strings.HasSuffix(keys[0], "-1") {
+		t.Fatalf("keys %v: want the same stable key twice", keys)
+	}
+	raw, err := set.Call(context.Background(), "as_ask", json.RawMessage(`{}`), nil)
+	if r := decode(t, raw); err != nil || !r.IsError || !strings.Contains(r.text(), `"as" asked for input, and no client can answer it`) {
+		t.Fatalf("without an asker: %v %s", err, raw)
+	}
+	if set.ups[0].fastCalls.Load() == 0 {
+		t.Fatal("the fast path was never taken")
+	}
+	cannot := errors.New("the client did not declare the elicitation capability")
+	_, err = set.CallAsking(context.Background(), "as_ask", json.RawMessage(`{}`), nil, func(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
+		return nil, cannot
+	})
+	if !errors.Is(err, cannot) {
+		t.Fatalf("a caller that cannot answer: %v", err)
+	}
 }

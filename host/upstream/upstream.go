@@ -540,9 +540,11 @@ func (u *upstream) callOnce(ctx context.Context, tool string, args json.RawMessa
 		}
 		return errorResult(fmt.Sprintf("upstream MCP server %q is not reachable: %v", u.srv.Name, err)), nil, false
 	}
-	if fp := u.fast.Load(); fp != nil && notify == nil && !asks && u.fastTool(tool) {
+	if fp := u.fast.Load(); fp != nil && notify == nil && u.fastTool(tool) {
 		res, err := u.fastCall(ctx, cs, fp, tool, args)
-		if err != errFastRefused {
+		// An input_required answer to a call whose client can be asked is
+		// taken through the go-sdk client, whose rounds relay the questions.
+		if err != errFastRefused && (!asks || err != nil || !interim(res)) {
 			u.fastCalls.Add(1)
 			return res, err, false
 		}
