@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling is deprecated in 2026-07-28 but live in the eras aiod relays
+
 package e2e
 
 import (

@@ -119,10 +119,13 @@ func newUpstream(set *Set, srv Server) *upstream {
 		// rounds run in the go-sdk's loop). Still no roots.
 		co.Capabilities = &mcp.ClientCapabilities{
 			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
-			Sampling:    &mcp.SamplingCapabilities{},
+			//lint:ignore SA1019 sampling is deprecated in 2026-07-28 but live in the eras aiod relays
+			Sampling: &mcp.SamplingCapabilities{},
 		}
 		co.MultiRoundTrip = nil
-		co.ElicitationHandler, co.CreateMessageHandler = u.elicit, u.sample
+		co.ElicitationHandler = u.elicit
+		//lint:ignore SA1019 sampling is deprecated in 2026-07-28 but live in the eras aiod relays
+		co.CreateMessageHandler = u.sample
 		co.PromptListChangedHandler = func(context.Context, *mcp.PromptListChangedRequest) { u.kindChanged(KindPrompts) }
 		co.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) { u.kindChanged(KindResources) }
 	}
