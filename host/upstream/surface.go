@@ -48,6 +48,7 @@ type kindCache struct {
 	mu      sync.Mutex
 	items   []upItem
 	have    bool
+	failed  bool // the last fetch failed (retried once the cache would be stale)
 	fetched time.Time
 	stale   bool
 	busy    bool // a refresh is on its way
@@ -204,7 +205,7 @@ func (u *upstream) listKind(ctx context.Context, kind string) ([]upItem, error) 
 func (u *upstream) kindSnapshot(ctx context.Context, kind string) []upItem {
 	c := u.cache(kind)
 	c.mu.Lock()
-	if c.have && !c.stale && time.Since(c.fetched) < u.set.opts.DefaultTTL {
+	if (c.have || c.failed) && !c.stale && time.Since(c.fetched) < u.set.opts.DefaultTTL {
 		it := c.items
 		c.mu.Unlock()
 		return it
@@ -236,9 +237,11 @@ func (u *upstream) refreshKind(ctx context.Context, kind string, notify bool) {
 		cancel()
 		c.mu.Lock()
 		if err == nil {
-			c.items, c.have, c.fetched, c.stale = items, true, start, false
+			c.items, c.have, c.failed, c.fetched, c.stale = items, true, false, start, false
 		} else {
-			c.items, c.have = nil, false
+			// absent; not asked again (nor waited for) until the cache
+			// would be stale
+			c.items, c.have, c.failed, c.fetched = nil, false, true, start
 			if u.set.ctx.Err() == nil {
 				u.set.warnOnce(u.srv.Name+"\x00down\x00"+kind, "upstream MCP server %q does not answer %s/list: %v", u.srv.Name, kind, err)
 			}

@@ -238,3 +238,48 @@ func TestInputOnFastPath(t *testing.T) {
 		t.Fatalf("a caller that cannot answer: %v", err)
 	}
 }
+
+// TestSilentPrompts: a server that never answers prompts/list is waited for
+// at most the list timeout, once; the next lists within the cache's life
+// do not wait for it again, and its tools are not held up.
+func TestSilentPrompts(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&m) != nil {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		switch m.Method {
+		case "server/discover":
+			writeJSON(w, m.ID, `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"prompts":{}},"ttlMs":0,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"silent","version":"1"}}}`)
+		case "tools/list":
+			writeJSON(w, m.ID, `{"resultType":"complete","tools":[{"name":"hello","inputSchema":{"type":"object"}}],"ttlMs":0,"cacheScope":"public"}`)
+		case "prompts/list":
+			<-r.Context().Done()
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+	s := newSet(t, Options{ListTimeout: 300 * time.Millisecond}, Server{Name: "si", URL: srv.URL, Prefix: "si", FromPolicy: true})
+	start := time.Now()
+	if got := s.List(context.Background(), KindPrompts); len(got) != 0 {
+		t.Fatalf("prompts: %+v", got)
+	}
+	if d := time.Since(start); d < 250*time.Millisecond || d > 3*time.Second {
+		t.Fatalf("the first list took %v, want about the list timeout", d)
+	}
+	start = time.Now()
+	for range 5 {
+		s.List(context.Background(), KindPrompts)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Fatalf("five more lists took %v: the silent server was waited for again", d)
+	}
+	if tools := s.Tools(context.Background()); len(tools) != 1 || tools[0].Name != "si_hello" {
+		t.Fatalf("tools: %+v", tools)
+	}
+}
