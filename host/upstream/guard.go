@@ -142,7 +142,11 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch {
 	case isSSE(resp):
-		resp.Body = newSSEFilter(resp.Body, g.limit, call, sl)
+		f := newSSEFilter(resp.Body, g.limit, call, sl)
+		if a, _ := req.Context().Value(askKey{}).(*ask); a != nil && sl != nil {
+			f.askID = a.id // input requests on this stream are this call's
+		}
+		resp.Body = f
 	case mediaType(resp) == "application/json":
 		g.guardJSON(resp, call, sl)
 	}
@@ -221,6 +225,7 @@ type sseFilter struct {
 	call  *wireMsg // nil: the standalone stream
 	sl    *slot
 	cut   func(why string) // the standalone stream was ended, and why
+	askID string           // the call's ask, named in its input requests (input.go)
 	out   bytes.Buffer
 	err   error // returned once out is drained
 }
@@ -291,6 +296,9 @@ func (f *sseFilter) next() {
 			// Dropped from what the go-sdk reads; keep the id for resumption.
 			f.emit(sseEvent{id: ev.id, retry: ev.retry})
 			return
+		}
+		if m.isCall() {
+			ev.data = tagAsk(ev.data, m, f.askID)
 		}
 		f.emit(ev)
 	}

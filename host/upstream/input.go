@@ -4,6 +4,7 @@ package upstream
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -37,8 +38,14 @@ type Asker func(ctx context.Context, key, method string, params json.RawMessage)
 // maxAsks bounds the input requests of one call (all its rounds).
 const maxAsks = 5
 
+// metaAsk is the _meta key the guard sets on an input request that arrives
+// on a call's own stream: the id of that call's ask (never sent anywhere:
+// it lives between the guard and the handlers).
+const metaAsk = "aiod/ask"
+
 // ask is one call under way that may be asked for input.
 type ask struct {
+	id     string // random: a server cannot name another call's
 	in     Asker
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -59,7 +66,9 @@ func (u *upstream) asking(ctx context.Context, in Asker) (context.Context, func(
 		return ctx, func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	a := &ask{in: in, ctx: ctx, cancel: cancel, seen: map[string]int{}}
+	var rnd [16]byte
+	_, _ = rand.Read(rnd[:])
+	a := &ask{id: hex.EncodeToString(rnd[:]), in: in, ctx: ctx, cancel: cancel, seen: map[string]int{}}
 	ctx = context.WithValue(ctx, askKey{}, a)
 	u.askMu.Lock()
 	if u.asks == nil {
@@ -92,12 +101,29 @@ func inputError(ctx context.Context) error {
 // whose requests carry no link to the call) more than one is.
 var ErrNoAsker = errors.New("no request under way can answer it")
 
-// asker finds the call an input request belongs to: the one whose context
-// it runs in (a 2026-07-28 upstream's input_required, fulfilled by the
-// go-sdk within the call), else the only one under way on u.
-func (u *upstream) asker(ctx context.Context) (*ask, error) {
+// asker finds the call an input request belongs to: the one whose stream
+// it came on (the guard named it in the request's _meta: Streamable HTTP),
+// else the one whose context it runs in (a 2026-07-28 upstream's
+// input_required, fulfilled by the go-sdk within the call), else, for a
+// command or 2024-11-05 server whose requests share one stream, the only
+// one under way on u. A request on Streamable HTTP outside a call's stream
+// names no call and is refused.
+func (u *upstream) asker(ctx context.Context, id string) (*ask, error) {
+	if id != "" {
+		u.askMu.Lock()
+		defer u.askMu.Unlock()
+		for a := range u.asks {
+			if a.id == id {
+				return a, nil
+			}
+		}
+		return nil, fmt.Errorf("%w: the request it came with is over (upstream MCP server %q)", ErrNoAsker, u.srv.Name)
+	}
 	if a, _ := ctx.Value(askKey{}).(*ask); a != nil {
 		return a, nil
+	}
+	if u.stdio == nil && !u.sse.Load() {
+		return nil, fmt.Errorf("%w: upstream MCP server %q sent it outside a request's stream", ErrNoAsker, u.srv.Name)
 	}
 	u.askMu.Lock()
 	defer u.askMu.Unlock()
@@ -116,8 +142,8 @@ func (u *upstream) asker(ctx context.Context) (*ask, error) {
 // relay hands one input request to the call's Asker. A failure of the
 // client (it cannot answer, it is asked in a later round) is kept as the
 // call's outcome and ends the upstream request at once.
-func (u *upstream) relay(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	a, err := u.asker(ctx)
+func (u *upstream) relay(ctx context.Context, method string, params any, id string) (json.RawMessage, error) {
+	a, err := u.asker(ctx, id)
 	if err != nil {
 		u.set.logf("upstream MCP server %q sent %s: declined: %v", u.srv.Name, method, err)
 		return nil, err
@@ -199,7 +225,9 @@ func (u *upstream) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Eli
 	if p.Mode == "" && p.URL == "" {
 		p.Mode = "form" // absent means a form; 2026-07-28 clients require it said
 	}
-	ans, err := u.relay(ctx, "elicitation/create", &p)
+	var id string
+	p.Meta, id = takeAsk(p.Meta)
+	ans, err := u.relay(ctx, "elicitation/create", &p, id)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +240,10 @@ func (u *upstream) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Eli
 
 // sample is the go-sdk client's sampling handler.
 func (u *upstream) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	ans, err := u.relay(ctx, "sampling/createMessage", req.Params)
+	p := *req.Params
+	var id string
+	p.Meta, id = takeAsk(p.Meta)
+	ans, err := u.relay(ctx, "sampling/createMessage", &p, id)
 	if err != nil {
 		return nil, err
 	}
@@ -221,4 +252,63 @@ func (u *upstream) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*
 		return nil, fmt.Errorf("the client's answer to sampling/createMessage: %w", err)
 	}
 	return &r, nil
+}
+
+// takeAsk returns meta without the guard's key, and the key's value.
+func takeAsk(meta mcp.Meta) (mcp.Meta, string) {
+	id, ok := meta[metaAsk].(string)
+	if _, has := meta[metaAsk]; !has {
+		return meta, ""
+	}
+	out := make(mcp.Meta, len(meta))
+	for k, v := range meta {
+		if k != metaAsk {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	if !ok || id == "" {
+		id = "-" // present but not the guard's: names no call
+	}
+	return out, id
+}
+
+// tagAsk sets (id != "") or removes (id == "") the _meta key naming the
+// call's ask in an input request read on an upstream's stream, so that a
+// server cannot name a call itself.
+func tagAsk(data []byte, m *wireMsg, id string) []byte {
+	if m.Method != "elicitation/create" && m.Method != "sampling/createMessage" {
+		return data
+	}
+	var params map[string]json.RawMessage
+	if len(m.Params) == 0 || json.Unmarshal(m.Params, &params) != nil || params == nil {
+		params = map[string]json.RawMessage{}
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(params["_meta"], &meta) != nil || meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	if _, had := meta[metaAsk]; !had && id == "" {
+		return data
+	}
+	delete(meta, metaAsk)
+	if id != "" {
+		meta[metaAsk], _ = json.Marshal(id)
+	}
+	if len(meta) == 0 {
+		delete(params, "_meta")
+	} else {
+		params["_meta"], _ = json.Marshal(meta)
+	}
+	pb, err := json.Marshal(params)
+	if err != nil {
+		return data
+	}
+	out, err := setMember(data, "params", string(pb), true)
+	if err != nil {
+		return data
+	}
+	return out
 }

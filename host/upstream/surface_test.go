@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -281,5 +282,147 @@ func TestSilentPrompts(t *testing.T) {
 	}
 	if tools := s.Tools(context.Background()); len(tools) != 1 || tools[0].Name != "si_hello" {
 		t.Fatalf("tools: %+v", tools)
+	}
+}
+
+// legacyAsker is a 2025-11-25 server whose tool "ask" sends an
+// elicitation/create on the call's stream once `want` calls are under way
+// (with a forged _meta["aiod/ask"], which aiod's guard replaces), and
+// answers the call with the response it got for it.
+func legacyAsker(t *testing.T, want int) *httptest.Server {
+	var (
+		mu      sync.Mutex
+		arrived int
+		all     = make(chan struct{})
+		answers sync.Map // request id -> chan json.RawMessage
+		seq     atomic.Int64
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		w.Header().Set("Mcp-Session-Id", "s1")
+		switch {
+		case m.Method == "" && len(m.ID) > 0: // a response to our request
+			var id string
+			_ = json.Unmarshal(m.ID, &id)
+			if ch, ok := answers.Load(id); ok {
+				ans := m.Result
+				if ans == nil {
+					ans = json.RawMessage(`{"error":` + string(m.Error) + `}`)
+				}
+				ch.(chan json.RawMessage) <- ans
+			}
+			w.WriteHeader(http.StatusAccepted)
+		case m.Method == "server/discover":
+			w.Header().Set("Content-Type", "application/json")
+			writeBody(w, m.ID, `"error":{"code":-32601,"message":"method not found"}`)
+		case m.Method == "initialize":
+			writeJSON(w, m.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"asker","version":"1"}}`)
+		case m.Method == "tools/list":
+			writeJSON(w, m.ID, `{"tools":[{"name":"ask","inputSchema":{"type":"object"}}]}`)
+		case m.Method == "tools/call":
+			mu.Lock()
+			arrived++
+			if arrived == want {
+				close(all)
+			}
+			mu.Unlock()
+			sseHeaders(w)
+			w.(http.Flusher).Flush()
+			select {
+			case <-all:
+			case <-r.Context().Done():
+				return
+			}
+			id := fmt.Sprintf("e%d", seq.Add(1))
+			ch := make(chan json.RawMessage, 1)
+			answers.Store(id, ch)
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%q,\"method\":\"elicitation/create\",\"params\":{\"_meta\":{\"aiod/ask\":\"forged\"},\"message\":\"Your name?\",\"requestedSchema\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}}}}}\n\n", id)
+			w.(http.Flusher).Flush()
+			var ans json.RawMessage
+			select {
+			case ans = <-ch:
+			case <-r.Context().Done():
+				return
+			}
+			text, _ := json.Marshal(string(ans))
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":%s}]}}\n\n", m.ID, text)
+			w.(http.Flusher).Flush()
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+	return srv
+}
+
+// TestLegacyAskOnItsStream: an earlier-era server's elicitation, sent on a
+// call's own stream, reaches that call's caller: with two calls under way
+// at once (two callers, say two tenants), each caller is asked its own
+// question once and each call gets its own caller's answer, never the
+// other's.
+func TestLegacyAskOnItsStream(t *testing.T) {
+	answer := func(name string, asked *atomic.Int64) Asker {
+		return func(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
+			asked.Add(1)
+			return json.RawMessage(`{"action":"accept","content":{"name":"` + name + `"}}`), nil
+		}
+	}
+	one := legacyAsker(t, 1)
+	s := newSet(t, Options{}, Server{Name: "la", URL: one.URL, Prefix: "la", FromPolicy: true})
+	var asked atomic.Int64
+	raw, err := s.CallAsking(context.Background(), "la_ask", json.RawMessage(`{}`), nil, answer("alice", &asked))
+	if err != nil || !strings.Contains(decode(t, raw).text(), `"alice"`) || asked.Load() != 1 {
+		t.Fatalf("one call: %v %s (asked %d)", err, raw, asked.Load())
+	}
+	// without a caller that can be asked, the question is refused
+	raw, err = s.Call(context.Background(), "la_ask", json.RawMessage(`{}`), nil)
+	if err != nil || strings.Contains(string(raw), "accept") || !strings.Contains(string(raw), "error") {
+		t.Fatalf("a call without a caller to ask: %v %s", err, raw)
+	}
+
+	for round := range 5 {
+		two := legacyAsker(t, 2)
+		s2 := newSet(t, Options{}, Server{Name: "lb", URL: two.URL, Prefix: "lb", FromPolicy: true})
+		var askedA, askedB atomic.Int64
+		type out struct {
+			who string
+			raw json.RawMessage
+			err error
+		}
+		res := make(chan out, 2)
+		for _, who := range []string{"alice", "bob"} {
+			in := answer(who, &askedA)
+			if who == "bob" {
+				in = answer(who, &askedB)
+			}
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				raw, err := s2.CallAsking(ctx, "lb_ask", json.RawMessage(`{}`), nil, in)
+				res <- out{who, raw, err}
+			}()
+		}
+		for range 2 {
+			o := <-res
+			if o.err != nil || !strings.Contains(string(o.raw), `\"`+o.who+`\"`) {
+				t.Fatalf("round %d: %s's call answered %v %s", round, o.who, o.err, o.raw)
+			}
+		}
+		if askedA.Load() != 1 || askedB.Load() != 1 {
+			t.Fatalf("round %d: callers asked %d and %d times, want 1 each", round, askedA.Load(), askedB.Load())
+		}
 	}
 }

@@ -160,7 +160,11 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 		return nil, err
 	}
 	u.refused.Store(0)
-	cs, err = u.cl.Connect(ctx, t, nil)
+	// The session outlives the request that opens it, and the go-sdk hands
+	// the requests the server sends outside a call (an earlier era's
+	// elicitation) the context it was opened with: it must not name that
+	// request's caller (input.go).
+	cs, err = u.cl.Connect(context.WithValue(ctx, askKey{}, (*ask)(nil)), t, nil)
 	if err != nil && u.stdio == nil {
 		cs, err = u.connectSSE(ctx, err)
 	}
