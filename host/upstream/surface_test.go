@@ -426,3 +426,46 @@ func TestLegacyAskOnItsStream(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTagAsk: whatever input request a server sends, marking it with a
+// call (or unmarking it) leaves a JSON-RPC message the go-sdk can read whose
+// _meta["aiod/ask"] is exactly the guard's (absent when it has none).
+func FuzzTagAsk(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"m"}}`,
+		`{"jsonrpc":"2.0","id":"a","method":"sampling/createMessage","params":{"_meta":{"aiod/ask":"forged","x":1},"messages":[]}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"elicitation/create","params":{"_meta":null}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"elicitation/create"}`,
+	} {
+		f.Add(s, "id1")
+		f.Add(s, "")
+	}
+	f.Fuzz(func(t *testing.T, in, id string) {
+		m, err := decodeWire([]byte(in))
+		if err != nil || !m.isCall() {
+			return
+		}
+		out := tagAsk([]byte(in), m, id)
+		if m.Method != "elicitation/create" && m.Method != "sampling/createMessage" {
+			return
+		}
+		m2, err := decodeWire(out)
+		if err != nil {
+			t.Fatalf("%s -> %s: %v", in, out, err)
+		}
+		var p struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		if json.Unmarshal(m2.Params, &p) != nil {
+			if id != "" {
+				t.Fatalf("%s -> %s: params unreadable", in, out)
+			}
+			return
+		}
+		got, has := p.Meta[metaAsk]
+		want, _ := json.Marshal(id)
+		if (id == "" && has) || (id != "" && string(got) != string(want)) {
+			t.Fatalf("%s (id %q) -> %s", in, id, out)
+		}
+	})
+}

@@ -357,7 +357,7 @@ func setName(obj json.RawMessage, name string) (json.RawMessage, error) {
 
 // setMember replaces the top-level member key of a JSON object with the
 // string value (or, with raw, the JSON value), keeping every other member as
-// written, in order.
+// written, in order; a member it does not have is added last.
 func setMember(obj json.RawMessage, key, value string, raw ...bool) (json.RawMessage, error) {
 	ms, ok := members(obj)
 	if !ok {
@@ -369,16 +369,27 @@ func setMember(obj json.RawMessage, key, value string, raw ...bool) (json.RawMes
 	}
 	var out bytes.Buffer
 	out.WriteByte('{')
+	found := false
 	for i, m := range ms {
 		if i > 0 {
 			out.WriteByte(',')
 		}
 		if m.Key == key {
+			found = true
 			out.Write(obj[m.Start:m.Value])
 			out.Write(vb)
 			continue
 		}
 		out.Write(obj[m.Start:m.End])
+	}
+	if !found { // added last
+		if len(ms) > 0 {
+			out.WriteByte(',')
+		}
+		kb, _ := json.Marshal(key)
+		out.Write(kb)
+		out.WriteByte(':')
+		out.Write(vb)
 	}
 	out.WriteByte('}')
 	return out.Bytes(), nil
