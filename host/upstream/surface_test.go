@@ -469,3 +469,79 @@ func FuzzTagAsk(f *testing.F) {
 		}
 	})
 }
+
+// TestHostileLists: a server's prompt and resource lists as hostile input:
+// entries that lack their name or URI, or repeat one, are dropped (the
+// valid ones kept); a list with entries that are not objects (which the
+// go-sdk refuses whole), or that hands out cursors forever, leaves the
+// server without items of that kind; a resource URI cannot name another
+// server.
+func TestHostileLists(t *testing.T) {
+	var pages atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&m) != nil {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		switch m.Method {
+		case "server/discover":
+			writeJSON(w, m.ID, `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"prompts":{},"resources":{}},"ttlMs":0,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"hostile","version":"1"}}}`)
+		case "tools/list":
+			writeJSON(w, m.ID, `{"resultType":"complete","tools":[],"ttlMs":0,"cacheScope":"public"}`)
+		case "prompts/list":
+			writeJSON(w, m.ID, `{"resultType":"complete","prompts":[{"description":"no name"},{"name":""},{"name":"ok","description":"fine"},{"name":"ok","description":"again"},{"name":"ok2"}],"ttlMs":0,"cacheScope":"public"}`)
+		case "resources/list":
+			if pages.Load() > 0 { // the second time: entries that are not objects
+				writeJSON(w, m.ID, `{"resultType":"complete","resources":[1,"x",null],"ttlMs":0,"cacheScope":"public"}`)
+				return
+			}
+			writeJSON(w, m.ID, `{"resultType":"complete","resources":[{"uri":"../other/x","name":"climb"},{"uri":"file:///etc/passwd","name":"p"},{"name":"no uri"}],"ttlMs":0,"cacheScope":"public"}`)
+		case "resources/templates/list":
+			n := pages.Add(1)
+			writeJSON(w, m.ID, fmt.Sprintf(`{"resultType":"complete","resourceTemplates":[{"uriTemplate":"t://{x}","name":"t"}],"nextCursor":"c%d","ttlMs":0,"cacheScope":"public"}`, n))
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+	s := newSet(t, Options{ListTimeout: 5 * time.Second}, Server{Name: "ho", URL: srv.URL, Prefix: "ho", FromPolicy: true},
+		Server{Name: "other", URL: deadURL(t), Prefix: "other", FromPolicy: true})
+	ctx := context.Background()
+	var prompts []string
+	for _, it := range s.List(ctx, KindPrompts) {
+		prompts = append(prompts, it.Key)
+	}
+	if strings.Join(prompts, ",") != "ho_ok,ho_ok2" {
+		t.Fatalf("prompts %v", prompts)
+	}
+	var uris []string
+	for _, it := range s.List(ctx, KindResources) {
+		uris = append(uris, it.Key)
+		if srvName, _, ok := s.RouteURI(it.Key); !ok || srvName != "ho" {
+			t.Fatalf("%s routes to %q", it.Key, srvName)
+		}
+	}
+	if strings.Join(uris, ",") != "upstream://ho/../other/x,upstream://ho/file:///etc/passwd" {
+		t.Fatalf("resources %v", uris)
+	}
+	if got := s.List(ctx, KindTemplates); len(got) != 0 || pages.Load() != maxPages {
+		t.Fatalf("templates of a list without end: %d items after %d pages", len(got), pages.Load())
+	}
+	// a list the go-sdk cannot read (entries that are not objects): no
+	// resources from that server, and the set goes on
+	s.ups[0].resources.mu.Lock()
+	s.ups[0].resources.stale = true
+	s.ups[0].resources.mu.Unlock()
+	if got := s.List(ctx, KindResources); len(got) != 0 {
+		t.Fatalf("resources of an unreadable list: %+v", got)
+	}
+	for _, bad := range []string{"upstream://", "upstream://ho", "upstream://ho/", "upstream://nobody/x", "upstream:/ho/x", "UPSTREAM://ho/x"} {
+		if _, _, ok := s.RouteURI(bad); ok {
+			t.Errorf("%q routes", bad)
+		}
+	}
+}
