@@ -35,7 +35,9 @@ import (
 // its answer under it. An error ends the call: the Set returns it as is.
 type Asker func(ctx context.Context, key, method string, params json.RawMessage) (json.RawMessage, error)
 
-// maxAsks bounds the input requests of one call (all its rounds).
+// maxAsks bounds the input requests of one request to a server: a
+// 2026-07-28 client's later rounds run it again from the start, so the
+// questions of all its rounds count.
 const maxAsks = 5
 
 // metaAsk is the _meta key the guard sets on an input request that arrives
@@ -123,7 +125,7 @@ func (u *upstream) asker(ctx context.Context, id string) (*ask, error) {
 		return a, nil
 	}
 	if u.stdio == nil && !u.sse.Load() {
-		return nil, fmt.Errorf("%w: upstream MCP server %q sent it outside a request's stream", ErrNoAsker, u.srv.Name)
+		return nil, fmt.Errorf("%w: upstream MCP server %q sent it outside the stream of a request whose client can be asked", ErrNoAsker, u.srv.Name)
 	}
 	u.askMu.Lock()
 	defer u.askMu.Unlock()
