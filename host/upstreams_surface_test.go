@@ -89,6 +89,12 @@ func TestPolicyUpstreamSurfaceTenants(t *testing.T) {
 	if r := do(t, "POST", url, aliceKey, surfaceRPC("resources/read", `{"uri":"upstream://extra/doc://a"}`), nil); !strings.Contains(r.body, "Resource not found") {
 		t.Fatalf("an EXTRA_MCP_SERVERS server's resource read: %s", r.body)
 	}
+	// a 2026-07-28 client: aiod's envelope and caching hints, once each
+	r := do(t, "POST", url, aliceKey, `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"`+uri+`",`+modernMeta+`}}`,
+		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "resources/read", "Mcp-Name": uri})
+	if !strings.Contains(r.body, "the text of doc://a") || strings.Count(r.body, `"ttlMs"`) != 1 || strings.Count(r.body, `"resultType"`) != 1 {
+		t.Fatalf("a 2026-07-28 read: %s", r.body)
+	}
 	if tools := tenantTools(t, do(t, "POST", url, aliceKey, listTools, nil).body); len(tools) == 0 {
 		t.Fatal("no tools")
 	}

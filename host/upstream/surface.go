@@ -627,7 +627,8 @@ func (u *upstream) request(ctx context.Context, method string, in Asker, do func
 		case gerr != nil:
 			return nil, fmt.Errorf("upstream MCP server %q: %w", u.srv.Name, gerr)
 		case raw != nil && err == nil:
-			return u.answer(raw), nil
+			// the caching hints are of the hop too: aiod gives its own
+			return dropMembers(u.answer(raw), "ttlMs", "cacheScope"), nil
 		case err == nil:
 			return nil, fmt.Errorf("upstream MCP server %q: no result captured", u.srv.Name)
 		}
@@ -662,4 +663,28 @@ func (s *Set) ServerItems(ctx context.Context, name, kind string) ([]json.RawMes
 		out = append(out, it.raw)
 	}
 	return out, nil
+}
+
+// dropMembers removes the top-level members keys of a JSON object, every
+// other member kept as written, in order (an object without them, or not an
+// object, is returned as it is).
+func dropMembers(obj json.RawMessage, keys ...string) json.RawMessage {
+	ms, ok := members(obj)
+	if !ok {
+		return obj
+	}
+	kept := ms[:0:0]
+	for _, m := range ms {
+		drop := false
+		for _, k := range keys {
+			drop = drop || m.Key == k
+		}
+		if !drop {
+			kept = append(kept, m)
+		}
+	}
+	if len(kept) == len(ms) {
+		return obj
+	}
+	return join(obj, kept)
 }

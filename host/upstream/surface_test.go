@@ -545,3 +545,18 @@ func TestHostileLists(t *testing.T) {
 		}
 	}
 }
+
+// TestDropMembers: the hop's caching hints come off a result, the rest as
+// written.
+func TestDropMembers(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"contents":[],"ttlMs":5,"cacheScope":"private"}`:      `{"contents":[]}`,
+		`{"ttlMs":5,"messages":[{"ttlMs":1}],"x":"cacheScope"}`: `{"messages":[{"ttlMs":1}],"x":"cacheScope"}`,
+		`{"a":1}`: `{"a":1}`,
+		`[1]`:     `[1]`,
+	} {
+		if got := string(dropMembers(json.RawMessage(in), "ttlMs", "cacheScope")); got != want {
+			t.Errorf("%s: got %s, want %s", in, got, want)
+		}
+	}
+}
