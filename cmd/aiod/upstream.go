@@ -116,6 +116,19 @@ func upstreamCmd(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(1, err)
 		}
+		// the prompts and resource templates of a policy server are pinned
+		// beside its tools ("prompt:NAME", "resourceTemplate:URI-TEMPLATE")
+		items := map[string][]json.RawMessage{}
+		for _, kind := range []string{upstream.KindPrompts, upstream.KindTemplates} {
+			if items[kind], err = set.ServerItems(ctx, srv.Name, kind); err != nil {
+				return fail(1, err)
+			}
+			more, err := pins.ReviewItems(srv.Name, kind, items[kind])
+			if err != nil {
+				return fail(1, err)
+			}
+			changes = append(changes, more...)
+		}
 		if ms != nil {
 			ms.Event("server", map[string]any{"name": srv.Name, "url": srv.URL, "reachable": true, "tools": len(defs), "pending": len(changes)})
 			for _, c := range changes {
@@ -138,6 +151,11 @@ func upstreamCmd(args []string, stdout, stderr io.Writer) int {
 		if *accept && len(changes) > 0 {
 			if err := pins.Accept(srv.Name, defs); err != nil {
 				return fail(1, err)
+			}
+			for kind, defs := range items {
+				if err := pins.AcceptItems(srv.Name, kind, defs); err != nil {
+					return fail(1, err)
+				}
 			}
 		}
 	}

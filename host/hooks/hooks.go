@@ -113,6 +113,20 @@ type listingChain struct {
 
 func (c *listingChain) ListTools(ctx context.Context) []byte { return c.l.ListTools(ctx) }
 
+// List and OnListChanged pass mcp.Lister and mcp.ListNotifier through.
+func (c *listingChain) List(ctx context.Context, key string) ([]byte, bool) {
+	if l, ok := c.inner.(mcp.Lister); ok {
+		return l.List(ctx, key)
+	}
+	return nil, false
+}
+
+func (c *listingChain) OnListChanged(f func(kind string)) {
+	if n, ok := c.inner.(mcp.ListNotifier); ok {
+		n.OnListChanged(f)
+	}
+}
+
 // OnToolsChanged passes mcp.ToolsNotifier through.
 func (c *listingChain) OnToolsChanged(f func()) {
 	if n, ok := c.inner.(mcp.ToolsNotifier); ok {

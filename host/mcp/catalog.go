@@ -75,3 +75,18 @@ type ToolLister interface {
 type ToolsNotifier interface {
 	OnToolsChanged(f func())
 }
+
+// Lister is implemented by a Catalog whose prompts, resources or resource
+// templates are more than its snapshot's (the upstream MCP servers'): List
+// returns the JSON array to answer for key ("prompts", "resources",
+// "resourceTemplates"); ok false serves the snapshot's.
+type Lister interface {
+	List(ctx context.Context, key string) (items []byte, ok bool)
+}
+
+// ListNotifier is implemented by a Catalog whose prompts or resources
+// change without a new snapshot: f is called with "prompts" or
+// "resources" once for each such change.
+type ListNotifier interface {
+	OnListChanged(f func(kind string))
+}

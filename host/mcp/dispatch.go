@@ -110,17 +110,17 @@ func init() {
 			}
 			return rc.list("tools", rc.s.cat.Snapshot().ToolsJSON(), "public")
 		}},
-		"prompts/list": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) {
-			return rc.list("prompts", rc.s.cat.Snapshot().PromptsJSON(), "public")
+		"prompts/list": {serve: func(rc *rpcCall, ctx context.Context) ([]byte, *Error) {
+			return rc.list("prompts", rc.s.listOf(ctx, "prompts", rc.s.cat.Snapshot().PromptsJSON), "public")
 		}},
-		"resources/list": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) {
-			return rc.list("resources", rc.s.withSkillResources(rc.s.cat.Snapshot().ResourcesJSON()), "public")
+		"resources/list": {serve: func(rc *rpcCall, ctx context.Context) ([]byte, *Error) {
+			return rc.list("resources", rc.s.withSkillResources(rc.s.listOf(ctx, "resources", rc.s.cat.Snapshot().ResourcesJSON)), "public")
 		}},
 		"skills/list":              {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.skillsList() }},
 		"skills/get":               {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.skillsGet() }},
 		"resources/directory/read": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.directoryRead() }},
-		"resources/templates/list": {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) {
-			return rc.list("resourceTemplates", rc.s.cat.Snapshot().TemplatesJSON(), "public")
+		"resources/templates/list": {serve: func(rc *rpcCall, ctx context.Context) ([]byte, *Error) {
+			return rc.list("resourceTemplates", rc.s.listOf(ctx, "resourceTemplates", rc.s.cat.Snapshot().TemplatesJSON), "public")
 		}},
 		"server/discover":  {serve: func(rc *rpcCall, _ context.Context) ([]byte, *Error) { return rc.discover() }},
 		"ping":             {serve: func(*rpcCall, context.Context) ([]byte, *Error) { return []byte("{}"), nil }},
@@ -132,6 +132,17 @@ func init() {
 			return rc.subscribe(false)
 		}},
 	}
+}
+
+// listOf is the catalogue's list for key: its Lister's when it has one,
+// else the snapshot's.
+func (s *Server) listOf(ctx context.Context, key string, snap func() []byte) []byte {
+	if l, ok := s.cat.(Lister); ok {
+		if b, ok := l.List(ctx, key); ok {
+			return b
+		}
+	}
+	return snap()
 }
 
 // pluginMethod reports whether m runs plugin code (and so may stream).

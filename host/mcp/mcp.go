@@ -158,6 +158,9 @@ func NewServer(cat Catalog, opts Options) *Server {
 	if tn, ok := cat.(ToolsNotifier); ok {
 		tn.OnToolsChanged(func() { s.broadcastListChanged("tools") })
 	}
+	if ln, ok := cat.(ListNotifier); ok {
+		ln.OnListChanged(func(kind string) { s.broadcastListChanged(kind) })
+	}
 	return s
 }
 

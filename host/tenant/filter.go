@@ -161,6 +161,21 @@ type listingCatalog struct {
 
 func (c *listingCatalog) ListTools(ctx context.Context) []byte { return c.l.ListTools(ctx) }
 
+// List and OnListChanged pass mcp.Lister and mcp.ListNotifier through (the
+// upstreams' prompts and resources).
+func (c *listingCatalog) List(ctx context.Context, key string) ([]byte, bool) {
+	if l, ok := c.inner.(mcp.Lister); ok {
+		return l.List(ctx, key)
+	}
+	return nil, false
+}
+
+func (c *listingCatalog) OnListChanged(f func(kind string)) {
+	if n, ok := c.inner.(mcp.ListNotifier); ok {
+		n.OnListChanged(f)
+	}
+}
+
 // OnToolsChanged passes mcp.ToolsNotifier through (the upstreams' changes).
 func (c *listingCatalog) OnToolsChanged(f func()) {
 	if n, ok := c.inner.(mcp.ToolsNotifier); ok {

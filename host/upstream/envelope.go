@@ -41,6 +41,9 @@ func (u *upstream) answer(res json.RawMessage) json.RawMessage {
 			} else if json.Unmarshal(v, &rt) != nil {
 				return errorResult(fmt.Sprintf("upstream MCP server %q answered a resultType that is not a string", u.srv.Name))
 			}
+			if rt == "input_required" {
+				return errorResult(fmt.Sprintf("upstream MCP server %q asked for input, and no client can answer it on this request", u.srv.Name))
+			}
 			if rt != resultComplete {
 				if len(rt) > 64 {
 					rt = rt[:64] + "..."

@@ -46,7 +46,9 @@ type slot struct {
 func (s *slot) set(result json.RawMessage, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.result == nil && s.err == nil {
+	// A 2026-07-28 input_required answer is a round, not the answer: the
+	// go-sdk sends the request again, and the next answer replaces it.
+	if (s.result == nil && s.err == nil) || (s.err == nil && interim(s.result)) {
 		s.result, s.err = result, err
 	}
 }
@@ -55,6 +57,17 @@ func (s *slot) get() (json.RawMessage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.result, s.err
+}
+
+// interim reports whether a result is an input_required round.
+func interim(result json.RawMessage) bool {
+	if !bytes.Contains(result, []byte(`"input_required"`)) {
+		return false
+	}
+	var r struct {
+		ResultType string `json:"resultType"`
+	}
+	return json.Unmarshal(result, &r) == nil && r.ResultType == "input_required"
 }
 
 type slotKey struct{}
@@ -129,7 +142,11 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch {
 	case isSSE(resp):
-		resp.Body = newSSEFilter(resp.Body, g.limit, call, sl)
+		f := newSSEFilter(resp.Body, g.limit, call, sl)
+		if a, _ := req.Context().Value(askKey{}).(*ask); a != nil && sl != nil {
+			f.askID = a.id // input requests on this stream are this call's
+		}
+		resp.Body = f
 	case mediaType(resp) == "application/json":
 		g.guardJSON(resp, call, sl)
 	}
@@ -208,6 +225,7 @@ type sseFilter struct {
 	call  *wireMsg // nil: the standalone stream
 	sl    *slot
 	cut   func(why string) // the standalone stream was ended, and why
+	askID string           // the call's ask, named in its input requests (input.go)
 	out   bytes.Buffer
 	err   error // returned once out is drained
 }
@@ -278,6 +296,9 @@ func (f *sseFilter) next() {
 			// Dropped from what the go-sdk reads; keep the id for resumption.
 			f.emit(sseEvent{id: ev.id, retry: ev.retry})
 			return
+		}
+		if m.isCall() {
+			ev.data = tagAsk(ev.data, m, f.askID)
 		}
 		f.emit(ev)
 	}

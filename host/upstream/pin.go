@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -128,11 +129,59 @@ func (p *Pins) check(server, tool string, def json.RawMessage) (bool, string) {
 	return true, ""
 }
 
+// pinnedItemFields are the members of a prompt or a resource template a
+// pin covers.
+var pinnedItemFields = map[string][]string{
+	KindPrompts:   {"name", "title", "description", "arguments"},
+	KindTemplates: {"uriTemplate", "name", "title", "description", "mimeType", "annotations"},
+}
+
+// checkItem is check for a prompt or a resource template, pinned under key
+// (pinKey) with the fields of its kind.
+func (p *Pins) checkItem(server, key string, def json.RawMessage, kind string) (bool, string) {
+	digest, _, err := digestOf(def, pinnedItemFields[kind])
+	if err != nil {
+		return false, "its definition cannot be pinned: " + err.Error()
+	}
+	p.mu.Lock()
+	pin, ok := p.servers[server][key]
+	p.mu.Unlock()
+	switch {
+	case !ok:
+		return false, "it is new (not in the pin file)"
+	case pin.Digest != digest:
+		return false, "its definition changed since it was pinned"
+	}
+	return true, ""
+}
+
+// ItemPin is the pin of a prompt or resource template definition of kind
+// (KindPrompts, KindTemplates): its key in the pin file and the pin.
+func ItemPin(kind string, def json.RawMessage) (string, Pin, error) {
+	var h map[string]json.RawMessage
+	if err := json.Unmarshal(def, &h); err != nil {
+		return "", Pin{}, err
+	}
+	var key string
+	if err := json.Unmarshal(h[keyField(kind)], &key); err != nil || key == "" {
+		return "", Pin{}, fmt.Errorf("a %s entry without its %s", kind, keyField(kind))
+	}
+	digest, canon, err := digestOf(def, pinnedItemFields[kind])
+	if err != nil {
+		return "", Pin{}, err
+	}
+	return pinKey(kind, key), Pin{Digest: digest, Tool: canon}, nil
+}
+
 // PinDigest returns the digest ("sha256:<hex>") of a tool definition's
 // pinned fields (name, title, description, inputSchema, outputSchema,
 // annotations) and those fields as canonical JSON (keys sorted at every
 // level, numbers as written).
 func PinDigest(def json.RawMessage) (string, json.RawMessage, error) {
+	return digestOf(def, pinnedFields)
+}
+
+func digestOf(def json.RawMessage, fields []string) (string, json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(def))
 	dec.UseNumber()
 	var all map[string]any
@@ -140,7 +189,7 @@ func PinDigest(def json.RawMessage) (string, json.RawMessage, error) {
 		return "", nil, err
 	}
 	kept := map[string]any{}
-	for _, f := range pinnedFields {
+	for _, f := range fields {
 		if v, ok := all[f]; ok {
 			kept[f] = v
 		}
@@ -198,7 +247,7 @@ func (p *Pins) Review(server string, defs []json.RawMessage) ([]Change, error) {
 	}
 	var gone []string
 	for name := range pinned {
-		if !seen[name] {
+		if !seen[name] && !strings.Contains(name, ":") { // a prompt's or template's: ReviewItems
 			gone = append(gone, name)
 		}
 	}
@@ -254,9 +303,92 @@ func (p *Pins) Accept(server string, defs []json.RawMessage) error {
 		pins[name] = Pin{Digest: digest, Tool: canon}
 	}
 	p.mu.Lock()
+	for k, v := range p.servers[server] {
+		if strings.Contains(k, ":") { // a prompt's or template's (AcceptItems)
+			pins[k] = v
+		}
+	}
 	p.servers[server] = pins
 	p.mu.Unlock()
 	return nil
+}
+
+// AcceptItems pins the prompts or resource templates (kind) a server lists
+// now, replacing the server's pins of that kind.
+func (p *Pins) AcceptItems(server, kind string, defs []json.RawMessage) error {
+	pins := map[string]Pin{}
+	for _, d := range defs {
+		k, pin, err := ItemPin(kind, d)
+		if err != nil {
+			return fmt.Errorf("server %q: %w", server, err)
+		}
+		pins[k] = pin
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cur := p.servers[server]
+	if cur == nil {
+		cur = map[string]Pin{}
+		p.servers[server] = cur
+	}
+	for k := range cur {
+		if strings.HasPrefix(k, pinKey(kind, "")) {
+			delete(cur, k)
+		}
+	}
+	for k, v := range pins {
+		cur[k] = v
+	}
+	return nil
+}
+
+// ReviewItems is Review for the prompts or resource templates (kind) a
+// server lists now; Change.Tool is the item's pin key ("prompt:NAME",
+// "resourceTemplate:URI-TEMPLATE").
+func (p *Pins) ReviewItems(server, kind string, defs []json.RawMessage) ([]Change, error) {
+	p.mu.Lock()
+	pinned := p.servers[server]
+	p.mu.Unlock()
+	var out []Change
+	seen := map[string]bool{}
+	for _, d := range defs {
+		k, pin, err := ItemPin(kind, d)
+		if err != nil {
+			return nil, fmt.Errorf("server %q: %w", server, err)
+		}
+		seen[k] = true
+		old, ok := pinned[k]
+		switch {
+		case !ok:
+			out = append(out, Change{Server: server, Tool: k, Kind: "new"})
+		case old.Digest != pin.Digest:
+			out = append(out, Change{Server: server, Tool: k, Kind: "changed", Fields: diffItemFields(old.Tool, pin.Tool, pinnedItemFields[kind])})
+		}
+	}
+	var gone []string
+	for k := range pinned {
+		if strings.HasPrefix(k, pinKey(kind, "")) && !seen[k] {
+			gone = append(gone, k)
+		}
+	}
+	sort.Strings(gone)
+	for _, k := range gone {
+		out = append(out, Change{Server: server, Tool: k, Kind: "removed"})
+	}
+	return out, nil
+}
+
+func diffItemFields(old, cur json.RawMessage, fields []string) []FieldChange {
+	var o, n map[string]json.RawMessage
+	_ = json.Unmarshal(old, &o)
+	_ = json.Unmarshal(cur, &n)
+	var out []FieldChange
+	for _, f := range fields {
+		if ov, nv := compact(o[f]), compact(n[f]); ov != nv {
+			out = append(out, FieldChange{Field: f, Old: ov, New: nv})
+		}
+	}
+	return out
 }
 
 // Save writes the pins to the file, atomically and durably (a temporary

@@ -18,6 +18,8 @@ type Options struct {
 	// Exclude reports names that must not be published or routed (the
 	// built-in and plugin tools, which win a collision). Nil excludes none.
 	Exclude func(name string) bool
+	// ExcludePrompt is Exclude for prompt names (a plugin's prompt wins).
+	ExcludePrompt func(name string) bool
 	// ListTimeout bounds one upstream's tools/list (connecting included).
 	// Default DefaultListTimeout.
 	ListTimeout time.Duration
@@ -105,6 +107,8 @@ type Set struct {
 	pubMu    sync.Mutex        // serialises recheck
 	pubSum   [sha256.Size]byte // digest of the published list recheck last saw
 	onChange []func()
+	kindSum  map[string][sha256.Size]byte // the same for prompts, resources, templates
+	onKind   []func(kind string)
 
 	closeOnce sync.Once
 }
@@ -364,6 +368,14 @@ func (s *Set) route(name string) (route, bool) {
 // client's token in its place). notify is called from the goroutine reading
 // the answer, in order.
 func (s *Set) Call(ctx context.Context, name string, arguments json.RawMessage, notify func(method string, params json.RawMessage)) (json.RawMessage, error) {
+	return s.CallAsking(ctx, name, arguments, notify, nil)
+}
+
+// CallAsking is Call with in answering the upstream's input requests during
+// the call (input.go): an error of in (the client cannot answer, or will in
+// a later round) is returned as is, the upstream call abandoned. Without in
+// an input request is declined and an upstream that insists answers isError.
+func (s *Set) CallAsking(ctx context.Context, name string, arguments json.RawMessage, notify func(method string, params json.RawMessage), in Asker) (json.RawMessage, error) {
 	r, ok := s.route(name)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownTool, name)
@@ -380,7 +392,7 @@ func (s *Set) Call(ctx context.Context, name string, arguments json.RawMessage, 
 		endCall(sp, res, nil)
 		return res, nil
 	}
-	res, err := r.u.call(ctx, r.name, arguments, notify)
+	res, err := r.u.call(ctx, r.name, arguments, notify, in)
 	endCall(sp, res, err)
 	if err != nil {
 		return nil, err
@@ -483,7 +495,7 @@ func (s *Set) CallServer(ctx context.Context, name, tool string, arguments json.
 		endCall(sp, res, nil)
 		return res, nil
 	}
-	res, err := u.call(ctx, tool, arguments, notify)
+	res, err := u.call(ctx, tool, arguments, notify, nil)
 	endCall(sp, res, err)
 	return res, err
 }

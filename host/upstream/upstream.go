@@ -68,6 +68,13 @@ type upstream struct {
 	// cut is why the last GET stream was ended by the guard ("": it was
 	// not): a 2024-11-05 session's calls fail with it.
 	cut atomic.Pointer[string]
+
+	// prompts, resources and templates are its other lists (surface.go).
+	prompts, resources, templates kindCache
+	// asks are the requests under way that may be asked for input
+	// (input.go).
+	askMu sync.Mutex
+	asks  map[*ask]bool
 }
 
 type upTool struct {
@@ -97,13 +104,32 @@ func newUpstream(set *Set, srv Server) *upstream {
 	u.fc = newClient(srv.Name, base, nil)
 	u.hc = newClient(srv.Name, &guard{base: base, limit: set.opts.MaxResultBytes, sessionLost: func() { u.lost.Store(true) }, capture: u.capture,
 		refused: func(status int) { u.refused.Store(int32(status)) }, streamCut: func(why string) { u.cut.Store(&why) }}, warn)
-	u.cl = mcp.NewClient(&mcp.Implementation{Name: set.opts.ClientName, Version: set.opts.ClientVersion}, &mcp.ClientOptions{
+	co := &mcp.ClientOptions{
 		Capabilities:                &mcp.ClientCapabilities{}, // no roots, sampling or elicitation
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { u.listChanged() },
 		ProgressNotificationHandler: u.progress,
 		Logger:                      set.opts.Logger,
-	})
+	}
+	if srv.FromPolicy {
+		// A server of the policy also publishes its prompts and resources
+		// (surface.go), and its input requests go to the client of the
+		// request under way (input.go): elicitation (forms and URLs) and
+		// sampling, in either era (a 2026-07-28 upstream's input_required
+		// rounds run in the go-sdk's loop). Still no roots.
+		co.Capabilities = &mcp.ClientCapabilities{
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
+			//lint:ignore SA1019 sampling is deprecated in 2026-07-28 but live in the eras aiod relays
+			Sampling: &mcp.SamplingCapabilities{},
+		}
+		co.MultiRoundTrip = nil
+		co.ElicitationHandler = u.elicit
+		//lint:ignore SA1019 sampling is deprecated in 2026-07-28 but live in the eras aiod relays
+		co.CreateMessageHandler = u.sample
+		co.PromptListChangedHandler = func(context.Context, *mcp.PromptListChangedRequest) { u.kindChanged(KindPrompts) }
+		co.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) { u.kindChanged(KindResources) }
+	}
+	u.cl = mcp.NewClient(&mcp.Implementation{Name: set.opts.ClientName, Version: set.opts.ClientVersion}, co)
 	return u
 }
 
@@ -134,7 +160,11 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 		return nil, err
 	}
 	u.refused.Store(0)
-	cs, err = u.cl.Connect(ctx, t, nil)
+	// The session outlives the request that opens it, and the go-sdk hands
+	// the requests the server sends outside a call (an earlier era's
+	// elicitation) the context it was opened with: it must not name that
+	// request's caller (input.go).
+	cs, err = u.cl.Connect(context.WithValue(ctx, askKey{}, (*ask)(nil)), t, nil)
 	if err != nil && u.stdio == nil {
 		cs, err = u.connectSSE(ctx, err)
 	}
@@ -322,36 +352,44 @@ func (u *upstream) publish(name string, def json.RawMessage) upTool {
 // setName replaces the top-level "name" of a JSON object, keeping every other
 // member as written, in order.
 func setName(obj json.RawMessage, name string) (json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, errors.New("tool is not a JSON object")
+	return setMember(obj, "name", name)
+}
+
+// setMember replaces the top-level member key of a JSON object with the
+// string value (or, with raw, the JSON value), keeping every other member as
+// written, in order; a member it does not have is added last.
+func setMember(obj json.RawMessage, key, value string, raw ...bool) (json.RawMessage, error) {
+	ms, ok := members(obj)
+	if !ok {
+		return nil, errors.New("not a JSON object")
 	}
-	nb, _ := json.Marshal(name)
+	vb := []byte(value)
+	if len(raw) == 0 || !raw[0] {
+		vb, _ = json.Marshal(value)
+	}
 	var out bytes.Buffer
 	out.WriteByte('{')
-	first := true
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key := t.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		if !first {
+	found := false
+	for i, m := range ms {
+		if i > 0 {
 			out.WriteByte(',')
 		}
-		first = false
+		if m.Key == key {
+			found = true
+			out.Write(obj[m.Start:m.Value])
+			out.Write(vb)
+			continue
+		}
+		out.Write(obj[m.Start:m.End])
+	}
+	if !found { // added last
+		if len(ms) > 0 {
+			out.WriteByte(',')
+		}
 		kb, _ := json.Marshal(key)
 		out.Write(kb)
 		out.WriteByte(':')
-		if key == "name" {
-			out.Write(nb)
-		} else {
-			out.Write(v)
-		}
+		out.Write(vb)
 	}
 	out.WriteByte('}')
 	return out.Bytes(), nil
@@ -494,9 +532,11 @@ func (u *upstream) relayProgress(params json.RawMessage) {
 }
 
 // call forwards one tools/call.
-func (u *upstream) call(ctx context.Context, tool string, args json.RawMessage, notify func(string, json.RawMessage)) (json.RawMessage, error) {
+func (u *upstream) call(ctx context.Context, tool string, args json.RawMessage, notify func(string, json.RawMessage), in Asker) (json.RawMessage, error) {
+	ctx, done := u.asking(ctx, in)
+	defer done()
 	for attempt := 0; ; attempt++ {
-		res, err, retry := u.callOnce(ctx, tool, args, notify)
+		res, err, retry := u.callOnce(ctx, tool, args, notify, in != nil)
 		if retry && attempt == 0 {
 			continue
 		}
@@ -507,7 +547,7 @@ func (u *upstream) call(ctx context.Context, tool string, args json.RawMessage, 
 	}
 }
 
-func (u *upstream) callOnce(ctx context.Context, tool string, args json.RawMessage, notify func(string, json.RawMessage)) (json.RawMessage, error, bool) {
+func (u *upstream) callOnce(ctx context.Context, tool string, args json.RawMessage, notify func(string, json.RawMessage), asks bool) (json.RawMessage, error, bool) {
 	cs, err := u.session(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -523,7 +563,9 @@ func (u *upstream) callOnce(ctx context.Context, tool string, args json.RawMessa
 	}
 	if fp := u.fast.Load(); fp != nil && notify == nil && u.fastTool(tool) {
 		res, err := u.fastCall(ctx, cs, fp, tool, args)
-		if err != errFastRefused {
+		// An input_required answer to a call whose client can be asked is
+		// taken through the go-sdk client, whose rounds relay the questions.
+		if err != errFastRefused && (!asks || err != nil || !interim(res)) {
 			u.fastCalls.Add(1)
 			return res, err, false
 		}
@@ -544,6 +586,9 @@ func (u *upstream) callOnce(ctx context.Context, tool string, args json.RawMessa
 		defer u.tokens.Delete(tok)
 	}
 	_, err = cs.CallTool(withSlot(ctx, sl), p)
+	if ierr := inputError(ctx); ierr != nil {
+		return nil, ierr, false // the client could not answer the upstream's question
+	}
 	raw, gerr := sl.get()
 	switch {
 	case raw != nil:

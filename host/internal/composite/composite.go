@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/tenant"
@@ -19,8 +20,8 @@ import (
 // registered: the plugin registry (built-ins, then the other plugins) and,
 // after its tools, the upstreams' tools (host/upstream), in registration
 // order, each in its upstream's order. A plugin's name wins a collision (the
-// set excludes the registry's names). Prompts, resources and completion are
-// the registry's alone.
+// set excludes the registry's names). Prompts, resources and resource
+// templates are the registry's, then the upstreams' (surface.go).
 type Catalog struct {
 	*plugin.Registry
 	ups *upstream.Set
@@ -109,11 +110,17 @@ func (c *Catalog) CallTool(ctx context.Context, req plugin.CallRequest) ([]byte,
 	if server, _, ok := c.ups.Route(req.Name); ok && !tenant.FromContext(ctx).UpstreamAllowed(server) {
 		return nil, plugin.ErrUnknownTool // another tenant's upstream does not exist for this one
 	}
-	res, err = c.ups.Call(ctx, req.Name, req.Args, relayNotify(req.Notify))
+	server, _, _ := c.ups.Route(req.Name)
+	res, err = c.ups.CallAsking(ctx, req.Name, req.Args, relayNotify(req.Notify), asker(server, req.Client))
 	var re *upstream.RPCError
+	var ie *inputError
 	switch {
 	case err == nil:
 		return res, nil
+	case errors.Is(err, hostfn.ErrClientInputRequired):
+		return nil, plugin.ErrInputRequired
+	case errors.As(err, &ie):
+		return errorResult(ie.Error()), nil
 	case errors.Is(err, upstream.ErrUnknownTool):
 		return nil, plugin.ErrUnknownTool
 	case errors.As(err, &re):
@@ -148,4 +155,13 @@ func relayNotify(notify func(kind string, params any)) func(string, json.RawMess
 			notify(method, m)
 		}
 	}
+}
+
+// errorResult is a CallToolResult with isError and one text item.
+func errorResult(text string) []byte {
+	b, _ := json.Marshal(struct {
+		Content []map[string]string `json:"content"`
+		IsError bool                `json:"isError"`
+	}{[]map[string]string{{"type": "text", "text": text}}, true})
+	return b
 }

@@ -117,6 +117,21 @@ func (c *Catalog) OnToolsChanged(f func()) {
 	}
 }
 
+// List and OnListChanged pass inner's mcp.Lister and mcp.ListNotifier
+// through (the upstreams' prompts and resources).
+func (c *Catalog) List(ctx context.Context, key string) ([]byte, bool) {
+	if l, ok := c.inner.(mcp.Lister); ok {
+		return l.List(ctx, key)
+	}
+	return nil, false
+}
+
+func (c *Catalog) OnListChanged(f func(kind string)) {
+	if n, ok := c.inner.(mcp.ListNotifier); ok {
+		n.OnListChanged(f)
+	}
+}
+
 // Builds counts the indexes built so far (tests).
 func (c *Catalog) Builds() int64 { return c.builds.Load() }
 
