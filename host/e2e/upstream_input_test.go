@@ -94,6 +94,7 @@ func (u *inputUpstream) setGreet(description string) {
 //   - a flood of prompt list changes costs a bounded number of prompts/list
 //     requests, and aiod's client is told.
 func TestUpstreamInputAndPins(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "upstream servers do not depend on the engine")
 	bin, _ := binaries(t)
 	up := newInputUpstream(t, false)

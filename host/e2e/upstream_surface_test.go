@@ -93,6 +93,7 @@ func text(c []mcp.Content) string {
 // read), and answer its elicitation and sampling through aiod; a client
 // without those capabilities gets a clear isError.
 func TestEverythingUpstream(t *testing.T) {
+	t.Parallel()
 	defaultEngine(t, "upstream servers do not depend on the engine")
 	nodeBin := nodeTools(t)
 	tools := filepath.Clean(filepath.Join(nodeBin, "..", "..", ".."))
