@@ -3,13 +3,13 @@ package core
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"unicode/utf8"
 
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/abi"
+	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
 // Kept responses (spec/abi/v1.md §3, "kept responses"): a guest may keep
@@ -212,13 +212,14 @@ func appendEscaped(dst, b []byte, escape int, valid bool) []byte {
 // are spans, is one valid JSON object. The spans (host-escaped string
 // contents, any size) are not scanned again: each stands as one plain
 // character, which is valid only inside a string, where any escaped
-// contents are valid too.
+// contents are valid too. The check is encoding/json's, in one pass
+// that allocates nothing (jsonx.Valid: twice as fast on a large result).
 func ValidObject(out []byte, spans []hostfn.Span) bool {
 	if len(out) < 2 || out[0] != '{' {
 		return false
 	}
 	if len(spans) == 0 {
-		return json.Valid(out)
+		return jsonx.Valid(out)
 	}
 	n, prev := len(out), 0
 	for _, s := range spans {
@@ -235,5 +236,5 @@ func ValidObject(out []byte, spans []hostfn.Span) bool {
 		prev = s.End
 	}
 	sk = append(sk, out[prev:]...)
-	return json.Valid(sk)
+	return jsonx.Valid(sk)
 }
