@@ -18,8 +18,8 @@ import (
 // a host thread moved into the unit's cgroup. Moving a thread takes the
 // kernel's global cgroup lock for writing, which waits for an RCU grace
 // period: milliseconds on a busy machine (10 ms and more, measured), on
-// every start. The spawner takes that wait off the start: one locked OS
-// thread that, ahead of need, creates the next unit's cgroup (with the
+// every start. The spawner takes that wait off the start: locked OS
+// threads (spawnThreads) each of which, ahead of need, creates the next unit's cgroup (with the
 // unit's limits) and moves itself into it, then waits. A start hands it
 // the command; it forks there, answers, and moves on into the cgroup after
 // (which takes it out of the one it forked in). The unit is contained from
@@ -27,14 +27,14 @@ import (
 // stays in the unit's cgroup until that move is done (one of its pids.max
 // slots, as the synchronous start lends it one for the fork), so the
 // unit's kill skips the host's own pid and its cgroup is removed once the
-// thread has left. A start that finds the spawner busy (another start, or
-// its move under way) starts synchronously as before.
+// thread has left. A start that finds every spawner thread busy (another
+// start, or its move under way) starts synchronously as before.
 type spawner struct {
 	c     *cgroups
 	limit int
 	reqs  chan spawnReq
 	stop  chan struct{}
-	done  chan struct{}
+	done  sync.WaitGroup
 
 	stopOnce sync.Once
 }
@@ -49,12 +49,20 @@ type spawnReply struct {
 	err error
 }
 
+// spawnThreads is how many threads wait, each in a prepared cgroup: while
+// one moves on after a start (a grace period), the next start takes
+// another.
+const spawnThreads = 2
+
 // startSpawner starts c's spawner for units of limit tasks, once (v1).
 func (c *cgroups) startSpawner(limit int) *spawner {
 	c.spawnOnce.Do(func() {
-		s := &spawner{c: c, limit: limit, reqs: make(chan spawnReq), stop: make(chan struct{}), done: make(chan struct{})}
+		s := &spawner{c: c, limit: limit, reqs: make(chan spawnReq), stop: make(chan struct{})}
 		c.spawn = s
-		go s.run()
+		s.done.Add(spawnThreads)
+		for range spawnThreads {
+			go s.run()
+		}
 	})
 	return c.spawn
 }
@@ -65,7 +73,7 @@ func (c *cgroups) stopSpawner() {
 	c.spawnOnce.Do(func() {}) // none may start after this
 	if s := c.spawn; s != nil {
 		s.stopOnce.Do(func() { close(s.stop) })
-		<-s.done
+		s.done.Wait()
 	}
 }
 
@@ -102,7 +110,7 @@ func (s *spawner) run() {
 
 // loop is the spawner's work, on its locked thread.
 func (s *spawner) loop() {
-	defer close(s.done)
+	defer s.done.Done()
 	tid := strconv.Itoa(syscall.Gettid())
 	// left is closed once the thread is out of the cgroup of the unit it
 	// last started
