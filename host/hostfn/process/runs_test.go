@@ -51,7 +51,8 @@ func decodeRuns(t testing.TB, b []byte) []entry {
 // are objects of the named types (ending with their brace) with commas,
 // one entry with their count and the first line's type; any other line
 // (another type, prose, a blank line, a type with escapes, a trailing
-// space or CR) is an entry of its own and breaks the run. The bound
+// space or CR) is an entry of its own and breaks the run. (The stream is
+// one write, so that it arrives whole: a read answers what is there.) The bound
 // counts a run's commas; a run cut by it goes on in the next read.
 func TestProcessReadRuns(t *testing.T) {
 	e := newProcEnv(t)
@@ -64,7 +65,7 @@ func TestProcessReadRuns(t *testing.T) {
 	}
 	code, resp := raw("start", abi.ProcessStartRequest{Argv: []string{"sh", "-c",
 		`printf '{"type":"aoi:meta"}\n{"type":"hit","n":1}\n{"type":"aoi:hit","n":2}\n{"type":"hit","n":3}\r\n{"type":"hit","n":4}\n` +
-			`{"type":"h\\u0069t"}\n{"type":"hit","n":5}\n{"type":"hit","n":6} \n\n{"type":"other"}\nprose\n{"type":"hit","n":7}\n{"type":"hit","n":8}'`}})
+			`{"type":"h\\u0069t"}\n{"type":"hit","n":5}\n{"type":"hit","n":6} \n\n{"type":"other"}\nprose\n{"type":"hit","n":7}\n{"type":"hit","n":8}\n'`}})
 	var st abi.ProcessStartResponse
 	if code != abi.OK || json.Unmarshal(resp, &st) != nil {
 		t.Fatalf("start: %v %s", code, resp)
