@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"slices"
 	"unicode/utf8"
 
@@ -177,7 +178,10 @@ func appendEscaped(dst, b []byte, escape int, valid bool) []byte {
 			// a byte below 0x20, a '"' or a '\\' (bytes >= 0x80 are
 			// plain in valid UTF-8, and masked out of the tests)
 			q, bs := w^(ones*'"'), w^(ones*'\\')
-			if ((w-ones*0x20)&^w|(q-ones)&^q|(bs-ones)&^bs)&highs != 0 {
+			if m := ((w-ones*0x20)&^w | (q-ones)&^q | (bs-ones)&^bs) & highs; m != 0 {
+				// the lowest mark is exact (a borrow only runs up from
+				// a byte that is marked itself): go straight to it
+				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
 			i += 8
