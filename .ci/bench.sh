@@ -99,9 +99,9 @@ bench_table() {
   row "\`sandbox_file_operations\` read of 1 MiB, c=4" "$(rps read_aiod)" "$(peer "native-read" "$(rps read_native)")" "$(x "$r")" "≥ 0.67x" "$(meets "$r" ge 0.67)"
   r=$(ratio bash_aiod_us bash_native_us)
   row "\`sandbox_execute_bash\` \`echo hi\`, per call" "$(if have bash_aiod_us; then echo "$(thousands "${fig[bash_aiod_us]}") µs"; else echo –; fi)" "\`bash -c\` $(if have bash_native_us; then echo "$(thousands "${fig[bash_native_us]}") µs"; else echo –; fi)" "$(x "$r")" "≤ 1.5x" "$(meets "$r" le 1.5)"
-  r=$(ratio mm10_aiod_us mm10_native_us)
+  r=$(ratio mm10_aiod_us mm10_native_us mm10_ratio)
   row "Machine Mode call, 10 events, against running the CLI" "$(if have mm10_aiod_us; then echo "$(thousands "${fig[mm10_aiod_us]}") µs"; else echo –; fi)" "direct $(if have mm10_native_us; then echo "$(thousands "${fig[mm10_native_us]}") µs"; else echo –; fi)" "$(x "$r")" "≤ 1.5x" "$(meets "$r" le 1.5)"
-  r=$(ratio mm10k_aiod_us mm10k_native_us)
+  r=$(ratio mm10k_aiod_us mm10k_native_us mm10k_ratio)
   row "Machine Mode call, 10,000 events, against running the CLI" "$(if have mm10k_aiod_us; then echo "$(thousands "${fig[mm10k_aiod_us]}") µs"; else echo –; fi)" "direct $(if have mm10k_native_us; then echo "$(thousands "${fig[mm10k_native_us]}") µs"; else echo –; fi)" "$(x "$r")" "≤ 1.2x" "$(meets "$r" le 1.2)"
   row "in-process \`BenchmarkCallEcho\`" "$(if have callecho_us; then echo "${fig[callecho_us]} µs, ${fig[callecho_allocs]:-?} allocs"; else echo –; fi)" – – – –
   row "three no-op guard plugins around echo, added per call (\`BenchmarkChain\`, mean)" "$(if have chain_added_us; then echo "${fig[chain_added_us]} µs"; else echo –; fi)" "$(if have chain_none_us; then echo "echo through the chain, no hooks ${fig[chain_none_us]} µs"; else echo –; fi)" – "≤ 5 µs" "$(meets "${fig[chain_added_us]:-}" le 5)"
@@ -287,12 +287,16 @@ done
 have bash_aiod_us bash_native_us && echo "bash echo hi: ${fig[bash_aiod_us]} us, bash -c ${fig[bash_native_us]} us, ratio $(ratio bash_aiod_us bash_native_us)"
 have readcall_aiod_us readcall_native_us && echo "file read 1 MiB: ${fig[readcall_aiod_us]} us, os.ReadFile ${fig[readcall_native_us]} us, ratio $(ratio readcall_aiod_us readcall_native_us)"
 
-section "Machine Mode tools: a call against running the CLI directly (per call, over HTTP)"
-go test -run '^$' -bench 'MachineCall|NativeMachine' -benchtime 30x ./host/machinetest 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/machine-bench.txt" || true
-for b in MachineCall10:mm10_aiod_us NativeMachine10:mm10_native_us MachineCall10000:mm10k_aiod_us NativeMachine10000:mm10k_native_us; do
-  ns=$(bench_val "$WORK/machine-bench.txt" "Benchmark${b%%:*}" ns/op)
-  [[ -n $ns ]] && fig[${b#*:}]=$(calc '"%.0f", '"$ns / 1000")
+section "Machine Mode tools: a call against running the CLI directly (per call, over HTTP, alternating; medians)"
+go test -run '^$' -bench 'MachineMode' -benchtime 40x ./host/machinetest 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/machine-bench.txt" || true
+for b in 10:mm10 10000:mm10k; do
+  for u in aiod-us:_aiod_us direct-us:_native_us ratio:_ratio aiod-cpu-us:_aiod_cpu_us direct-cpu-us:_native_cpu_us; do
+    v=$(bench_val "$WORK/machine-bench.txt" "BenchmarkMachineMode/events=${b%%:*}" "${u%%:*}")
+    [[ -n $v ]] && fig[${b#*:}${u#*:}]=$(if [[ ${u%%:*} == ratio ]]; then calc '"%.2f", '"$v"; else calc '"%.0f", '"$v"; fi)
+  done
 done
+have mm10_ratio && echo "Machine Mode, 10 events: ${fig[mm10_aiod_us]} us against ${fig[mm10_native_us]} us directly, ${fig[mm10_ratio]}x (CPU ${fig[mm10_aiod_cpu_us]:-?} / ${fig[mm10_native_cpu_us]:-?} us)"
+have mm10k_ratio && echo "Machine Mode, 10,000 events: ${fig[mm10k_aiod_us]} us against ${fig[mm10k_native_us]} us directly, ${fig[mm10k_ratio]}x (CPU ${fig[mm10k_aiod_cpu_us]:-?} / ${fig[mm10k_native_cpu_us]:-?} us)"
 
 section "Page tools: browser_get_text through aiod vs @agent-infra/mcp-server-browser (same Chromium, medians)"
 # Needs Debian's chromium and the pinned Node tools (the benchmark runs host/e2e/testdata/install.sh).

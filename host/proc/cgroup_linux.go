@@ -31,6 +31,7 @@ type cgroups struct {
 	mem, memHome   string
 	maxMem         int64 // bytes per unit, 0 = none
 	seq            atomic.Uint64
+	spawnState
 }
 
 // unitCgroup is the cgroup of one unit.
@@ -38,6 +39,9 @@ type unitCgroup struct {
 	v2   bool
 	pids string // v1: the unit's pids cgroup; v2: its only cgroup
 	mem  string // v1: its memory cgroup, "" without a memory limit
+	// hostLeft, when not nil, is closed once the spawner thread that
+	// forked the unit's first process has left the cgroup
+	hostLeft chan struct{}
 }
 
 // cgroupMount is a mounted cgroup hierarchy.
@@ -441,7 +445,8 @@ func readSmall(file string, buf []byte) int {
 	return n
 }
 
-// procs lists the processes in the unit's cgroup (zombies are not listed).
+// procs lists the processes in the unit's cgroup (zombies are not listed),
+// never the host's own (the spawner's thread may be there for a moment).
 func (cg *unitCgroup) procs() []int {
 	b, err := os.ReadFile(filepath.Join(cg.pids, "cgroup.procs"))
 	if err != nil {
@@ -449,7 +454,7 @@ func (cg *unitCgroup) procs() []int {
 	}
 	var ps []int
 	for _, f := range bytes.Fields(b) {
-		if p, err := strconv.Atoi(string(f)); err == nil && p > 0 {
+		if p, err := strconv.Atoi(string(f)); err == nil && p > 0 && p != selfPid {
 			ps = append(ps, p)
 		}
 	}
@@ -494,6 +499,9 @@ func (cg *unitCgroup) kill() bool {
 // remove kills what is left in the unit's cgroup and removes it. It
 // reports whether the directories are gone.
 func (cg *unitCgroup) remove() bool {
+	if cg.hostInside() {
+		return false // retried once the spawner's thread has left
+	}
 	ok := true
 	for _, d := range []string{cg.pids, cg.mem} {
 		if d == "" {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -168,8 +169,10 @@ func TestCgroupUnit(t *testing.T) {
 	})
 }
 
-// TestCgroupHostThreads: no thread of the host is left in a unit cgroup
-// after many concurrent starts.
+// TestCgroupHostThreads: after many concurrent starts no thread of the
+// host is in a unit's cgroup; on cgroup v1 the spawner's threads may wait
+// each in a prepared cgroup holding no process (spawner_linux.go), and
+// none is left after Close.
 func TestCgroupHostThreads(t *testing.T) {
 	m := cgroupManager(t, Config{})
 	if m == nil {
@@ -187,15 +190,145 @@ func TestCgroupHostThreads(t *testing.T) {
 	for range 8 {
 		<-done
 	}
-	tasks, err := os.ReadDir("/proc/self/task")
+	// hostThreads lists the host's threads in a cgroup under the parent,
+	// with that cgroup's directory
+	hostThreads := func() map[string]string {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := map[string]string{}
+		for _, e := range tasks {
+			b, _ := os.ReadFile("/proc/self/task/" + e.Name() + "/cgroup")
+			for _, line := range strings.Split(string(b), "\n") {
+				if _, rel, ok := strings.Cut(line, "/"+filepath.Base(m.cg.pids)+"/"); ok && strings.Contains(line, "pids") || ok && m.cg.v2 {
+					in[e.Name()] = filepath.Join(m.cg.pids, rel)
+				}
+			}
+		}
+		return in
+	}
+	var in map[string]string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		in = hostThreads()
+		prepared := len(in) <= spawnThreads && !m.cg.v2
+		for _, dir := range in {
+			// the spawner's cgroup: itself and no process of a unit
+			b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+			prepared = prepared && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid())
+		}
+		if len(in) == 0 || prepared || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(in) > spawnThreads || len(in) > 0 && m.cg.v2 {
+		t.Errorf("host threads in unit cgroups: %v", in)
+	}
+	_ = m.Close()
+	if in := hostThreads(); len(in) > 0 {
+		t.Errorf("host threads in unit cgroups after Close: %v", in)
+	}
+	if _, err := os.Stat(m.cg.pids); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("parent cgroup left after Close: %v", err)
+	}
+}
+
+// TestCgroupSpawner: on cgroup v1 a start takes the spawner's prepared
+// cgroup (its thread is there when the unit's first process forks, and
+// leaves after); the unit's cgroup is removed once both are gone. A kill of
+// a cgroup the host's thread is in kills the unit's processes, never the
+// host.
+func TestCgroupSpawner(t *testing.T) {
+	m := cgroupManager(t, Config{MaxProcs: 9})
+	if m == nil {
+		return
+	}
+	spawnSh(t, m, "true", nil) // the first start may be synchronous: it starts the spawner
+	var cg *unitCgroup
+	for deadline := time.Now().Add(10 * time.Second); cg == nil || cg.hostLeft == nil && !m.cg.v2; {
+		if time.Now().After(deadline) {
+			t.Fatal("no start took a prepared cgroup")
+		}
+		sh, _ := lookIn("sh", DefaultPath)
+		r, err := m.Start(ctxT(t), SpawnRequest{Path: sh, Args: []string{"sh", "-c", "cat /proc/self/cgroup; sleep 30"}, Env: m.Config().BaseEnv, Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cg = r.u.cg
+		if cg.hostLeft == nil && !m.cg.v2 {
+			r.Wait(true)
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		out, _ := r.Read(ctxT(t), 0, 5*time.Second)
+		if !strings.Contains(string(out), "/"+filepath.Base(m.cg.pids)+"/"+filepath.Base(cg.pids)) {
+			t.Errorf("the unit's first process is not in its cgroup %s: %s", cg.pids, out)
+		}
+		if b, err := os.ReadFile(filepath.Join(cg.pids, "pids.max")); err != nil || strings.TrimSpace(string(b)) != "9" {
+			t.Errorf("pids.max %q %v", b, err)
+		}
+		if res := r.Wait(true); res.Killed != ReasonStopped {
+			t.Errorf("result %+v", res)
+		}
+	}
+	if m.cg.v2 {
+		return // v2 clones straight into the cgroup: no spawner
+	}
+	select {
+	case <-cg.hostLeft:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the spawner's thread did not leave the unit's cgroup")
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(cg.pids); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("unit cgroup %s left after the unit and the spawner's thread", cg.pids)
+		}
+	}
+
+	// a host thread in a unit's cgroup beside a process of the unit: the
+	// kill takes the process and leaves the host alone
+	unit, err := m.cg.create(9)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range tasks {
-		b, _ := os.ReadFile("/proc/self/task/" + e.Name() + "/cgroup")
-		if strings.Contains(string(b), filepath.Base(m.cg.pids)) {
-			t.Errorf("thread %s in a unit cgroup: %s", e.Name(), b)
+	errc := make(chan error, 1)
+	release := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		tid := strconv.Itoa(syscall.Gettid())
+		if err := m.cg.moveThread(tid, unit); err != nil {
+			errc <- err
+			return
 		}
+		cmd := exec.Command("sleep", "30")
+		err := cmd.Start()
+		errc <- err
+		<-release
+		if m.cg.moveHome(tid) {
+			runtime.UnlockOSThread()
+		}
+		if err == nil {
+			_ = cmd.Wait()
+		}
+		errc <- nil
+	}()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	ps := unit.procs()
+	if len(ps) != 1 || slices.Contains(ps, os.Getpid()) {
+		t.Errorf("procs %v: want the sleep alone, never the host %d", ps, os.Getpid())
+	}
+	if !unit.kill() {
+		t.Error("the kill left a process of the unit")
+	}
+	close(release)
+	<-errc
+	if !unit.remove() {
+		t.Error("unit cgroup not removed")
 	}
 }
 

@@ -322,6 +322,9 @@ func (m *Manager) Close() error {
 			s.close(m)
 		}
 		m.wg.Wait()
+		if m.cg != nil {
+			m.cg.stopSpawner()
+		}
 		m.releaseCgroups()
 		m.sb.close()
 	})
@@ -502,10 +505,9 @@ func (m *Manager) start(cmd *exec.Cmd) (*unit, error) {
 	var cg *unitCgroup
 	var err error
 	if m.cg != nil {
-		if cg, err = m.cg.create(m.cfg.MaxProcs); err != nil {
+		if cg, err = m.cg.startUnit(cmd, m.cfg.MaxProcs); cg == nil {
 			return nil, err
 		}
-		err = m.cg.start(cg, cmd, m.cfg.MaxProcs)
 	} else {
 		err = cmd.Start()
 	}

@@ -61,3 +61,19 @@ func BenchmarkCollectLines10000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCollectRuns10000 is the collector on the host's runs (read
+// with runs), the adapter's path for a command whose schema names its
+// types: the hits come as one piece per read.
+func BenchmarkCollectRuns10000(b *testing.B) {
+	resp := runsResponse(stream(10000), runTypes([]string{"meta", "hit", "summary"}))
+	b.SetBytes(int64(len(resp)))
+	for i := 0; i < b.N; i++ {
+		c := &collector{command: "many", types: []string{"meta", "hit", "summary"}}
+		c.writeRuns(resp)
+		c.end()
+		if c.n != 10000 || c.violation != "" {
+			b.Fatal(c.n, c.violation)
+		}
+	}
+}

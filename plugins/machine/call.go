@@ -304,11 +304,19 @@ func run(c *sdk.Ctx, cli CLI, b *Binding, argv []string) *sdk.Result {
 		return result(nil, newError("internal", codeStartFailed, "%s could not be started: %v", argv[0], err), true)
 	}
 	col := &collector{command: b.Command, types: b.Types, progress: c.Progress}
+	runs := runTypes(b.Types)
 	var readErr error
 	for {
 		// the host splits the lines and checks them: the guest reads
-		// no byte of a domain event
-		lines, err := p.ReadLines(1<<20, readWait)
+		// no byte of a domain event, and files the domain events that
+		// follow one another as one piece (a run)
+		var lines []byte
+		var err error
+		if runs != nil {
+			lines, err = p.ReadRuns(1<<20, readWait, runs)
+		} else {
+			lines, err = p.ReadLines(1<<20, readWait)
+		}
 		if errors.Is(err, process.ErrTimeout) {
 			continue
 		}
@@ -320,7 +328,7 @@ func run(c *sdk.Ctx, cli CLI, b *Binding, argv []string) *sdk.Result {
 			col.end()
 			break
 		}
-		if !col.writeLines(lines) {
+		if runs != nil && !col.writeRuns(lines) || runs == nil && !col.writeLines(lines) {
 			break
 		}
 	}

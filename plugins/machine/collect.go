@@ -94,12 +94,48 @@ func (c *collector) writeLines(resp []byte) bool {
 	return c.violation == ""
 }
 
+// writeRuns takes the entries of a read with runs (sdk/process
+// ReadRuns): a run of domain events the host checked is filed whole, as
+// the host joined it. It returns false once the stream broke the
+// standard.
+func (c *collector) writeRuns(resp []byte) bool {
+	c.events = slices.Grow(c.events, len(resp))
+	err := process.EachRun(resp, func(b, typ []byte, checked bool, n int) bool {
+		c.takeN(b, typ, checked, n)
+		return c.violation == ""
+	})
+	if err != nil && c.violation == "" {
+		c.violation = err.Error()
+	}
+	return c.violation == ""
+}
+
+// runTypes are the types of a read with runs for a command whose schema
+// allows types: its domain types, bare and with "aoi:" (nil when it
+// allows any type, or too many to name).
+func runTypes(types []string) []string {
+	var out []string
+	for _, t := range types {
+		if isDomain([]byte(t)) {
+			out = append(out, t, "aoi:"+t)
+		}
+	}
+	if len(out) > 256 {
+		return nil
+	}
+	return out
+}
+
 // takeLine checks one line and files its event.
 func (c *collector) takeLine(line []byte) { c.take(line, nil, false) }
 
 // take files one line; checked means the host found it to be one JSON
 // object whose top-level type is the string typ.
-func (c *collector) take(line, typ []byte, checked bool) {
+func (c *collector) take(line, typ []byte, checked bool) { c.takeN(line, typ, checked, 1) }
+
+// takeN files one line, or a run of n lines of domain events (n > 1)
+// joined with commas, whose first line's type is typ.
+func (c *collector) takeN(line, typ []byte, checked bool, n int) {
 	c.line++
 	line = bytes.TrimSuffix(line, []byte{'\r'})
 	if len(bytes.TrimSpace(line)) == 0 {
@@ -142,6 +178,14 @@ func (c *collector) take(line, typ []byte, checked bool) {
 	// a domain event (most lines) is filed without a string made of it
 	if c.meta && c.summary == nil && isDomain(raw) && c.allows(raw) {
 		c.add(line)
+		c.n += n - 1
+		c.line += n - 1
+		return
+	}
+	if n > 1 && c.meta {
+		// a run is of domain events the command's schema allows, and
+		// the summary has not come (checked above): not reached
+		c.violation = fmt.Sprintf("line %d starts a run of events that cannot be filed", c.line)
 		return
 	}
 	t := bare(string(raw))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/aiodhq/aiod/sdk/abi"
@@ -93,15 +94,67 @@ func linesResponse(stream []byte) []byte {
 	return out
 }
 
-// FuzzLinesAgree: a stream read by whole lines with the host's readings
-// (the adapter's path) is collected exactly as the same stream read in
-// raw pieces and checked by the guest: the same events, summary, errors
-// and violation.
+// runsResponse is what the host answers a read with runs for the whole of
+// stream, made here as the host makes it: consecutive lines that are each
+// one object of a type in runs, read plainly and ending with their brace,
+// are one entry, joined with commas.
+func runsResponse(stream []byte, runs []string) []byte {
+	var lines [][]byte
+	for len(stream) > 0 {
+		i := bytes.IndexByte(stream, '\n')
+		if i < 0 {
+			lines = append(lines, stream)
+			break
+		}
+		lines = append(lines, stream[:i])
+		stream = stream[i+1:]
+	}
+	type entry struct {
+		b      []byte
+		ts, tl uint32
+		n      int
+		run    bool
+	}
+	var es []entry
+	for _, l := range lines {
+		e := entry{b: l, ts: abi.LineUnchecked, tl: abi.LineUnchecked, n: 1}
+		if typ, slow, ok := jsonx.ScanObject(l); ok && !slow && typ != nil {
+			e.ts, e.tl = uint32(cap(l)-cap(typ)), uint32(len(typ))
+			e.run = l[len(l)-1] == '}' && slices.Contains(runs, string(typ))
+		}
+		if last := len(es) - 1; e.run && last >= 0 && es[last].run {
+			es[last].b = append(append(es[last].b, ','), l...)
+			es[last].n++
+			continue
+		}
+		e.b = slices.Clone(e.b)
+		es = append(es, e)
+	}
+	out := binary.LittleEndian.AppendUint32(nil, uint32(len(es)))
+	for _, e := range es {
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(e.b)))
+		out = binary.LittleEndian.AppendUint32(out, e.ts)
+		out = binary.LittleEndian.AppendUint32(out, e.tl)
+		out = binary.LittleEndian.AppendUint32(out, uint32(e.n))
+	}
+	for _, e := range es {
+		out = append(out, e.b...)
+	}
+	return out
+}
+
+// FuzzLinesAgree: a stream read by whole lines with the host's readings,
+// and read with runs (the adapter's path), is collected exactly as the
+// same stream read in raw pieces and checked by the guest: the same
+// events, summary, errors and violation.
 func FuzzLinesAgree(f *testing.F) {
 	f.Add([]byte("{\"type\":\"aoi:meta\",\"command\":\"c\"}\n{\"type\":\"hit\"}\r\n\n{\"type\":\"h\\u0069t\"}\n{\"type\":\"aoi:summary\",\"ok\":true}\n"))
 	f.Add([]byte("{\"type\":\"meta\"}\n{\"type\":\"error\",\"scope\":\"process\",\"retryable\":true}\n{\"type\":7}\n"))
 	f.Add([]byte("{\"type\":\"meta\"}\nprose\n"))
 	f.Add([]byte("{\"type\":\"meta\"}\n{\"type\":\"other\"}\n{\"type\":\"summary\",\"ok\":false}"))
+	f.Add([]byte("{\"type\":\"hit\"}\n{\"type\":\"hit\"}\n{\"type\":\"aoi:meta\",\"command\":\"c\"}\n"))
+	f.Add([]byte("{\"type\":\"aoi:meta\",\"command\":\"c\"}\n{\"type\":\"hit\",\"a\":[1]}\n{\"type\":\"aoi:hit\"} \n{\"type\":\"hit\"}\n\n{\"type\":\"hit\"}\n" +
+		"{\"type\":\"error\",\"scope\":\"item\"}\n{\"type\":\"hit\"}\n{\"type\":\"summary\",\"ok\":true}\n{\"type\":\"hit\"}\n{\"type\":\"hit\"}\n"))
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		types := []string{"meta", "hit", "summary", "error"}
 		a := &collector{command: "c", types: types}
@@ -115,6 +168,15 @@ func FuzzLinesAgree(f *testing.F) {
 		if a.violation != b.violation || !bytes.Equal(a.events, b.events) || !bytes.Equal(a.summary, b.summary) ||
 			!bytes.Equal(a.fatal, b.fatal) || a.ok != b.ok || a.n != b.n || a.meta != b.meta {
 			t.Fatalf("pieces: %q %q %q\nlines:  %q %q %q", a.violation, a.events, a.summary, b.violation, b.events, b.summary)
+		}
+		r := &collector{command: "c", types: types}
+		if len(stream) > 0 {
+			r.writeRuns(runsResponse(stream, runTypes(types)))
+		}
+		r.end()
+		if a.violation != r.violation || !bytes.Equal(a.events, r.events) || !bytes.Equal(a.summary, r.summary) ||
+			!bytes.Equal(a.fatal, r.fatal) || a.ok != r.ok || a.n != r.n || a.meta != r.meta || a.line != r.line {
+			t.Fatalf("pieces: %q %q %q %d\nruns:   %q %q %q %d", a.violation, a.events, a.summary, a.line, r.violation, r.events, r.summary, r.line)
 		}
 	})
 }

@@ -154,6 +154,10 @@ type ProcessReadRequest struct {
 	// each (spec/abi/v1/process.md §3.6): the response is then a line
 	// index (LineIndex) followed by the lines.
 	Lines bool `json:"lines,omitempty"`
+	// Runs (v1.1) is a read with lines whose consecutive lines of these
+	// types come as one entry (spec/abi/v1/process.md §3.6): the
+	// response is then in RunEntry's format. At most 256 types.
+	Runs []string `json:"runs,omitempty"`
 }
 
 // The response of a read with Lines: a little-endian uint32 count N, N
@@ -166,6 +170,14 @@ const (
 	LineEntry     = 12
 	LineUnchecked = 0xFFFFFFFF
 )
+
+// The response of a read with Runs: a read with lines whose entries have
+// a fourth uint32, the number of lines the entry holds (RunEntry bytes
+// each). An entry of more than one line is a run: consecutive lines that
+// are each one JSON object whose type is one of Runs and whose last byte
+// is its closing brace, joined with commas (the inside of a JSON array),
+// its type_start and type_length those of its first line.
+const RunEntry = 16
 
 // ProcessWaitRequest is the request of aiod:process.wait.
 type ProcessWaitRequest struct {

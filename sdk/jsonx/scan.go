@@ -29,6 +29,20 @@ func ScanObject(b []byte) (typ []byte, slow, ok bool) {
 	return s.typ, s.slow, true
 }
 
+// Valid reports whether b is exactly one JSON value (RFC 8259; whitespace
+// around it allowed), as encoding/json.Valid does, byte for byte: bytes
+// that are not valid UTF-8 are allowed inside strings, as encoding/json
+// allows them (FuzzValid holds the two to the same answer). One pass
+// that allocates nothing: the host's check of every plugin's result.
+func Valid(b []byte) bool {
+	s := scanner{b: b, lax: true}
+	if !s.value(0) {
+		return false
+	}
+	s.ws()
+	return s.i == len(b)
+}
+
 // maxDepth bounds nesting, as encoding/json does.
 const maxDepth = 10000
 
@@ -37,6 +51,7 @@ type scanner struct {
 	i    int
 	typ  []byte
 	slow bool
+	lax  bool // strings may hold bytes that are not UTF-8 (Valid)
 }
 
 func (s *scanner) ws() {
@@ -87,7 +102,7 @@ func (s *scanner) str() (start, end int, esc, ok bool) {
 			}
 		case c < 0x20:
 			return 0, 0, false, false
-		case c < utf8.RuneSelf:
+		case c < utf8.RuneSelf || s.lax:
 			s.i++
 		default:
 			r, size := utf8.DecodeRune(b[s.i:])

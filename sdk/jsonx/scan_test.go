@@ -84,3 +84,47 @@ func FuzzScanObject(f *testing.F) {
 		}
 	})
 }
+
+// FuzzValid: Valid answers as encoding/json.Valid does, for any bytes
+// (bytes that are not UTF-8 inside strings, nesting at the bound, numbers,
+// literals, whitespace).
+func FuzzValid(f *testing.F) {
+	for _, s := range []string{
+		`{}`, ` [1, -0.5e+3, "a\u00e9\n", true, false, null, {"k": []}] `, `{"a":1,}`, `[01]`, `"\xff\xfe"`,
+		`{"a":"b"}x`, `1.`, `-`, `"\ud800"`, "\"\x1f\"", `{"a" 1}`, "", " ", `nul`, `[1e]`,
+		strings.Repeat("[", 10000) + strings.Repeat("]", 10000), strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := Valid(b), json.Valid(b); got != want {
+			t.Fatalf("Valid(%q) = %v, encoding/json says %v", b, got, want)
+		}
+	})
+}
+
+func BenchmarkValid(b *testing.B) {
+	d := []byte(`{"events":[`)
+	for i := 0; i < 10000; i++ {
+		if i > 0 {
+			d = append(d, ',')
+		}
+		d = append(d, `{"type":"hit","rank":12,"id":"doc_12","title":"A document about agent-operable tools"}`...)
+	}
+	d = append(d, `],"summary":{"ok":true}}`...)
+	b.SetBytes(int64(len(d)))
+	b.Run("jsonx", func(b *testing.B) {
+		for b.Loop() {
+			if !Valid(d) {
+				b.Fatal("not valid")
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			if !json.Valid(d) {
+				b.Fatal("not valid")
+			}
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aiodhq/aiod/sdk/abi"
 	"github.com/aiodhq/aiod/sdk/internal/guest"
+	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
 // StartRequest is a program whose stdout the plugin reads while it runs
@@ -126,6 +127,69 @@ func (s *Started) ReadLines(max int, wait time.Duration) ([]byte, error) {
 	return out, nil
 }
 
+// ReadRuns is ReadLines whose consecutive lines of the given types come
+// as one entry (ABI v1.1): a run, the lines joined with commas, the inside
+// of a JSON array, which a plugin passing a JSONL stream on files whole
+// (spec/abi/v1/process.md §3.6). A line joins a run when the host found it
+// to be one JSON object, read plainly, whose type is one of types and
+// whose last byte is its closing brace. EachRun walks the response. At
+// most 256 types.
+func (s *Started) ReadRuns(max int, wait time.Duration, types []string) ([]byte, error) {
+	b, err := marshalRead(abi.ProcessReadRequest{ID: s.ID, MaxBytes: max, TimeoutMs: ms(wait), Lines: true, Runs: types})
+	if err != nil {
+		return nil, err
+	}
+	out, code := callStream("read", b)
+	if code != 0 {
+		var e Error
+		e.Code, e.Message = guest.Decode(out, code)
+		return nil, &e
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// EachRun calls f for each entry of a ReadRuns response, in order: its
+// bytes (one line, or a run of n lines joined with commas), and, when
+// checked, its first line's type as EachLine has it. It stops when f
+// returns false. A response that is not in the index format is an error.
+func EachRun(resp []byte, f func(b, typ []byte, checked bool, n int) bool) error {
+	if len(resp) < 4 {
+		return errors.New("aiod:process.read: a runs response without its count")
+	}
+	n := int(binary.LittleEndian.Uint32(resp))
+	if n > (len(resp)-4)/abi.RunEntry {
+		return errors.New("aiod:process.read: a runs response shorter than its index")
+	}
+	pos := 4 + abi.RunEntry*n
+	for k := 0; k < n; k++ {
+		e := resp[4+abi.RunEntry*k:]
+		l, ts, tl := int(binary.LittleEndian.Uint32(e)), binary.LittleEndian.Uint32(e[4:]), binary.LittleEndian.Uint32(e[8:])
+		lines := int(binary.LittleEndian.Uint32(e[12:]))
+		if l < 0 || l > len(resp)-pos {
+			return errors.New("aiod:process.read: an entry past the end of the response")
+		}
+		if lines < 1 || lines > l/2+1 {
+			return errors.New("aiod:process.read: an entry with an impossible number of lines")
+		}
+		b := resp[pos : pos+l : pos+l]
+		pos += l
+		var typ []byte
+		checked := ts != abi.LineUnchecked && uint64(ts)+uint64(tl) <= uint64(l)
+		if checked {
+			typ = b[ts : ts+tl]
+		} else if lines > 1 {
+			return errors.New("aiod:process.read: a run without its type")
+		}
+		if !f(b, typ, checked, lines) {
+			return nil
+		}
+	}
+	return nil
+}
+
 // EachLine calls f for each line of a ReadLines response, in order: the
 // line (without its newline), and, when checked, the host found it to be
 // one JSON object whose top-level "type" is the string typ (its raw text,
@@ -174,6 +238,16 @@ func marshalRead(r abi.ProcessReadRequest) ([]byte, error) {
 	}
 	if r.Lines {
 		b = append(b, `,"lines":true`...)
+	}
+	if len(r.Runs) > 0 {
+		b = append(b, `,"runs":[`...)
+		for i, t := range r.Runs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonx.AppendString(b, t)
+		}
+		b = append(b, ']')
 	}
 	return append(b, '}'), nil
 }

@@ -3,13 +3,14 @@ package core
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
+	"math/bits"
 	"slices"
 	"unicode/utf8"
 
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/abi"
+	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
 // Kept responses (spec/abi/v1.md §3, "kept responses"): a guest may keep
@@ -177,7 +178,10 @@ func appendEscaped(dst, b []byte, escape int, valid bool) []byte {
 			// a byte below 0x20, a '"' or a '\\' (bytes >= 0x80 are
 			// plain in valid UTF-8, and masked out of the tests)
 			q, bs := w^(ones*'"'), w^(ones*'\\')
-			if ((w-ones*0x20)&^w|(q-ones)&^q|(bs-ones)&^bs)&highs != 0 {
+			if m := ((w-ones*0x20)&^w | (q-ones)&^q | (bs-ones)&^bs) & highs; m != 0 {
+				// the lowest mark is exact (a borrow only runs up from
+				// a byte that is marked itself): go straight to it
+				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
 			i += 8
@@ -212,13 +216,14 @@ func appendEscaped(dst, b []byte, escape int, valid bool) []byte {
 // are spans, is one valid JSON object. The spans (host-escaped string
 // contents, any size) are not scanned again: each stands as one plain
 // character, which is valid only inside a string, where any escaped
-// contents are valid too.
+// contents are valid too. The check is encoding/json's, in one pass
+// that allocates nothing (jsonx.Valid: twice as fast on a large result).
 func ValidObject(out []byte, spans []hostfn.Span) bool {
 	if len(out) < 2 || out[0] != '{' {
 		return false
 	}
 	if len(spans) == 0 {
-		return json.Valid(out)
+		return jsonx.Valid(out)
 	}
 	n, prev := len(out), 0
 	for _, s := range spans {
@@ -235,5 +240,5 @@ func ValidObject(out []byte, spans []hostfn.Span) bool {
 		prev = s.End
 	}
 	sk = append(sk, out[prev:]...)
-	return json.Valid(sk)
+	return jsonx.Valid(sk)
 }

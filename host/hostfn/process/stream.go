@@ -99,6 +99,9 @@ func (f *Family) start(ctx context.Context, c *hostfn.Call, req *abi.ProcessStar
 // maxReadBytes bounds one read.
 const maxReadBytes = 4 << 20
 
+// maxRunTypes bounds the types of a read with runs.
+const maxRunTypes = 256
+
 // read answers the next piece of a started program's stdout, raw (not
 // JSON): empty at its end, the code timeout when nothing came in time.
 func (f *Family) read(ctx context.Context, c *hostfn.Call, raw []byte) ([]byte, error) {
@@ -121,13 +124,16 @@ func (f *Family) read(ctx context.Context, c *hostfn.Call, raw []byte) ([]byte, 
 	if req.TimeoutMs <= 0 {
 		wait = 30 * time.Second
 	}
-	if req.Lines {
+	if len(req.Runs) > maxRunTypes {
+		return nil, hostfn.Errorf(abi.Invalid, "runs names %d types, at most %d", len(req.Runs), maxRunTypes)
+	}
+	if req.Lines || len(req.Runs) > 0 {
 		ls := callStarted(c).lines[req.ID]
 		if ls == nil {
 			ls = &lineState{}
 			callStarted(c).lines[req.ID] = ls
 		}
-		return readLines(ctx, r, ls, n, wait)
+		return readLines(ctx, r, ls, n, wait, req.Runs)
 	}
 	b, eof := r.Read(ctx, n, wait)
 	if len(b) == 0 && !eof {
@@ -166,8 +172,11 @@ func (f *Family) wait(_ context.Context, c *hostfn.Call, req *abi.ProcessWaitReq
 // index entries, in n bytes),
 // each with the host's reading of it, in the index format of
 // abi.LineEntry. At the end of stdout an unfinished last line is a line;
-// after it the response is empty.
-func readLines(ctx context.Context, r *proc.Running, ls *lineState, n int, wait time.Duration) ([]byte, error) {
+// after it the response is empty. With runs (abi.RunEntry's format), the
+// consecutive lines that are JSON objects of one of those types (read
+// plainly, ending with their closing brace) come as one entry, joined
+// with commas.
+func readLines(ctx context.Context, r *proc.Running, ls *lineState, n int, wait time.Duration, runs []string) ([]byte, error) {
 	deadline := time.Now().Add(wait)
 	for !ls.eof && bytes.IndexByte(ls.rest[ls.scanned:], '\n') < 0 {
 		ls.scanned = len(ls.rest)
@@ -192,47 +201,88 @@ func readLines(ctx context.Context, r *proc.Running, ls *lineState, n int, wait 
 			ls.eof = eof
 		}
 	}
-	// the whole lines, as many as fit in n (at least one)
-	var ends []int
-	size := 0
-	for off := 0; off < len(ls.rest); {
-		i := bytes.IndexByte(ls.rest[off:], '\n')
-		end := off + i
-		if i < 0 {
-			if !ls.eof {
-				break
-			}
-			end = len(ls.rest) // the unfinished last line, at the end
-		}
-		// a line's index entry counts too: a flood of empty lines makes
-		// no larger a response
-		if len(ends) > 0 && size+end-off+abi.LineEntry > n {
-			break
-		}
-		size += end - off + abi.LineEntry
-		ends = append(ends, end)
-		off = end + 1
-	}
-	if len(ends) == 0 {
-		return []byte{}, nil // the end of stdout
-	}
-	out := make([]byte, 4+abi.LineEntry*len(ends), 4+size)
-	binary.LittleEndian.PutUint32(out, uint32(len(ends)))
-	start := 0
-	for k, end := range ends {
-		line := ls.rest[start:end]
-		e := out[4+abi.LineEntry*k:]
-		binary.LittleEndian.PutUint32(e, uint32(len(line)))
-		ts, tl := uint32(abi.LineUnchecked), uint32(abi.LineUnchecked)
-		if typ, slow, ok := jsonx.ScanObject(line); ok && !slow && typ != nil {
-			ts, tl = uint32(cap(line)-cap(typ)), uint32(len(typ))
-		}
-		binary.LittleEndian.PutUint32(e[4:], ts)
-		binary.LittleEndian.PutUint32(e[8:], tl)
-		out = append(out, line...)
-		start = end + 1
-	}
-	ls.rest = append(ls.rest[:0], ls.rest[min(start, len(ls.rest)):]...)
+	out, used := lineIndex(ls.rest, ls.eof, n, runs)
+	ls.rest = append(ls.rest[:0], ls.rest[used:]...)
 	ls.scanned = 0
 	return out, nil
+}
+
+// lineIndex is the response of a read with lines (with runs when runs is
+// not empty) for the whole lines at the start of rest (all of it, the
+// last line unfinished, when eof), as many as fit in n bytes and at least
+// one, and how much of rest it used. Empty when rest holds no line.
+func lineIndex(rest []byte, eof bool, n int, runs []string) ([]byte, int) {
+	entry := abi.LineEntry
+	if len(runs) > 0 {
+		entry = abi.RunEntry
+	}
+	// the whole lines, as many as fit in n (at least one), each read
+	type span struct {
+		start, end int // the line in rest
+		ts, tl     uint32
+		run        bool // it may join a run
+	}
+	var spans []span
+	size, entries := 0, 0
+	for off := 0; off < len(rest); {
+		i := bytes.IndexByte(rest[off:], '\n')
+		end := off + i
+		if i < 0 {
+			if !eof {
+				break
+			}
+			end = len(rest) // the unfinished last line, at the end
+		}
+		line := rest[off:end]
+		sp := span{start: off, end: end, ts: abi.LineUnchecked, tl: abi.LineUnchecked}
+		if typ, slow, ok := jsonx.ScanObject(line); ok && !slow && typ != nil {
+			sp.ts, sp.tl = uint32(cap(line)-cap(typ)), uint32(len(typ))
+			sp.run = len(runs) > 0 && line[len(line)-1] == '}' && slices.Contains(runs, string(typ))
+		}
+		joins := sp.run && len(spans) > 0 && spans[len(spans)-1].run
+		// a line's index entry counts too: a flood of empty lines makes
+		// no larger a response
+		add := end - off
+		if joins {
+			add++ // its comma
+		} else {
+			add += entry
+		}
+		if len(spans) > 0 && size+add > n {
+			break
+		}
+		size += add
+		if !joins {
+			entries++
+		}
+		spans = append(spans, sp)
+		off = end + 1
+	}
+	if len(spans) == 0 {
+		return []byte{}, 0 // the end of stdout
+	}
+	out := make([]byte, 4+entry*entries, 4+size)
+	binary.LittleEndian.PutUint32(out, uint32(entries))
+	k := -1
+	for j, sp := range spans {
+		line := rest[sp.start:sp.end]
+		if j > 0 && sp.run && spans[j-1].run {
+			// the next line of a run: its entry grows
+			e := out[4+entry*k:]
+			binary.LittleEndian.PutUint32(e, binary.LittleEndian.Uint32(e)+uint32(len(line))+1)
+			binary.LittleEndian.PutUint32(e[12:], binary.LittleEndian.Uint32(e[12:])+1)
+			out = append(append(out, ','), line...)
+			continue
+		}
+		k++
+		e := out[4+entry*k:]
+		binary.LittleEndian.PutUint32(e, uint32(len(line)))
+		binary.LittleEndian.PutUint32(e[4:], sp.ts)
+		binary.LittleEndian.PutUint32(e[8:], sp.tl)
+		if entry == abi.RunEntry {
+			binary.LittleEndian.PutUint32(e[12:], 1)
+		}
+		out = append(out, line...)
+	}
+	return out, min(spans[len(spans)-1].end+1, len(rest))
 }
