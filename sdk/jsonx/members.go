@@ -134,17 +134,18 @@ func String(raw []byte) (string, error) {
 	if next != len(raw) {
 		return "", errSyntax
 	}
-	if !utf8.Valid(raw[s:e]) {
-		return string([]rune(string(raw[s:e]))), nil // invalid bytes become U+FFFD, as encoding/json does
-	}
+	v := string(raw[s:e])
 	if esc {
-		v, ok := unquote(raw[s:e])
+		u, ok := unquote(raw[s:e])
 		if !ok {
 			return "", errSyntax
 		}
-		return v, nil
+		v = u
 	}
-	return string(raw[s:e]), nil
+	if !utf8.ValidString(v) {
+		v = string([]rune(v)) // each invalid byte becomes U+FFFD, as encoding/json does
+	}
+	return v, nil
 }
 
 // StringMap decodes a JSON object of strings (null: nil).

@@ -32,7 +32,7 @@ func TestMembers(t *testing.T) {
 }
 
 func TestString(t *testing.T) {
-	for _, in := range []string{`"plain"`, `"esc\n\"\u00e9"`, "\"bad \xff byte\"", `""`} {
+	for _, in := range []string{`"plain"`, `"esc\n\"\u00e9"`, "\"bad \xff byte\"", "\"bad \xff\\n escaped\"", `""`} {
 		got, err := String([]byte(in))
 		var want string
 		werr := json.Unmarshal([]byte(in), &want)
