@@ -104,6 +104,14 @@ func Errorf(code abi.Code, format string, a ...any) *Error {
 // ErrDenied is wrapped by every scope denial.
 var ErrDenied = errors.New("denied by capability grant")
 
+// Carrier is a call's context that carries its Call itself: an engine
+// gives such a context to the guest's host functions as it is, instead of
+// wrapping it in a context value (an allocation per call).
+type Carrier interface {
+	context.Context
+	HostCall() *Call
+}
+
 // Call is the state of one guest invocation, visible to host functions.
 // It is not safe for concurrent use: an instance runs one call at a time.
 type Call struct {

@@ -18,7 +18,7 @@ func TestDeadlineCtx(t *testing.T) {
 	parent, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	c := withDeadline(parent, time.Now().Add(30*time.Millisecond))
+	c := withTimeout(parent, 30*time.Millisecond)
 	defer c.stop()
 	if c.Err() != nil || c.real.Load() != nil {
 		t.Fatalf("fresh: %v, real %v", c.Err(), c.real.Load())
@@ -34,7 +34,7 @@ func TestDeadlineCtx(t *testing.T) {
 	// a parent's earlier deadline is the call's
 	pd, pcancel := context.WithTimeout(parent, 10*time.Millisecond)
 	defer pcancel()
-	c2 := withDeadline(pd, time.Now().Add(time.Hour))
+	c2 := withTimeout(pd, time.Hour)
 	defer c2.stop()
 	if d, _ := c2.Deadline(); time.Until(d) > 10*time.Millisecond {
 		t.Fatalf("deadline %v, want the parent's", d)
@@ -46,7 +46,7 @@ func TestDeadlineCtx(t *testing.T) {
 	}
 
 	// Done closes at its own deadline; Cause says why
-	c3 := withDeadline(parent, time.Now().Add(20*time.Millisecond))
+	c3 := withTimeout(parent, 20*time.Millisecond)
 	defer c3.stop()
 	select {
 	case <-c3.Done():
@@ -58,7 +58,7 @@ func TestDeadlineCtx(t *testing.T) {
 	}
 
 	// derived contexts register with the real one: no goroutine each
-	c4 := withDeadline(parent, time.Now().Add(time.Hour))
+	c4 := withTimeout(parent, time.Hour)
 	defer c4.stop()
 	before := runtime.NumGoroutine()
 	var stops []context.CancelFunc
@@ -74,7 +74,7 @@ func TestDeadlineCtx(t *testing.T) {
 	}
 
 	// the parent's cancellation, before and after Done was asked for
-	c5 := withDeadline(parent, time.Now().Add(time.Hour))
+	c5 := withTimeout(parent, time.Hour)
 	defer c5.stop()
 	if ended(c5) {
 		t.Fatal("ended before anything happened")

@@ -169,6 +169,11 @@ func (e *engine) rewrite(wasm []byte) prepared {
 type callKey struct{}
 
 func callFrom(ctx context.Context) *hostfn.Call {
+	if cr, ok := ctx.(hostfn.Carrier); ok {
+		if c := cr.HostCall(); c != nil {
+			return c
+		}
+	}
 	switch c := ctx.Value(callKey{}).(type) {
 	case *hostfn.Call:
 		if c != nil {
@@ -485,7 +490,11 @@ func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params
 	}
 	stack := i.stack[:max(len(params), e.results)]
 	copy(stack, params)
-	err := i.run(context.WithValue(ctx, callKey{}, c), e.fn, stack)
+	cctx := ctx
+	if cr, ok := ctx.(hostfn.Carrier); !ok || cr.HostCall() != c {
+		cctx = context.WithValue(ctx, callKey{}, c)
+	}
+	err := i.run(cctx, e.fn, stack)
 	if err != nil {
 		if c != nil && c.Overflow {
 			return 0, hostfn.ErrResultTooLarge{Limit: c.MaxOutput}
