@@ -104,13 +104,11 @@ func Errorf(code abi.Code, format string, a ...any) *Error {
 // ErrDenied is wrapped by every scope denial.
 var ErrDenied = errors.New("denied by capability grant")
 
-// Carrier is a call's context that carries its Call itself: an engine
-// gives such a context to the guest's host functions as it is, instead of
-// wrapping it in a context value (an allocation per call).
-type Carrier interface {
-	context.Context
-	HostCall() *Call
-}
+// CallKey is the context key of the Call a guest's host functions see.
+// An engine adds the call's Call under it unless the call's context already
+// answers it (the registry's call context does: no context value
+// allocated per call).
+type CallKey struct{}
 
 // Call is the state of one guest invocation, visible to host functions.
 // It is not safe for concurrent use: an instance runs one call at a time.

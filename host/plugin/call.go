@@ -175,7 +175,8 @@ func (r *Registry) callOp(ctx context.Context, p *Plugin, op uint64, req CallReq
 	if tracing.On() {
 		runCtx, rsp = tracing.Start(ctx, tracing.SpanPluginRun, tracing.AttrPlugin.String(p.Manifest.Name), tracing.AttrTool.String(req.Name))
 	}
-	ret, err := inst.Call(runCtx, c, abi.ExportCall, op, uint64(len(req.Name)), uint64(len(args)))
+	pc.params = [3]uint64{op, uint64(len(req.Name)), uint64(len(args))} // not a new variadic slice
+	ret, err := inst.Call(runCtx, c, abi.ExportCall, pc.params[:]...)
 	if rsp != nil {
 		tracing.End(rsp, okOr(err, "trap"))
 	}
@@ -234,7 +235,8 @@ func (r *Registry) callOp(ctx context.Context, p *Plugin, op uint64, req CallReq
 // spare output buffer (a hook's fixed answer gives its output back).
 type pooledCall struct {
 	hostfn.Call
-	spare []byte
+	spare  []byte
+	params [3]uint64 // aiod_call's (an interface's variadic arguments escape)
 }
 
 // The hook answers the SDKs write for allow and keep, as CallGuard answers

@@ -26,13 +26,11 @@ type deadlineCtx struct {
 	// (pool.done), so that a call reads the clock once for both.
 	start int64
 	real  atomic.Pointer[realCtx] // made once (materialise)
-	// call is the host functions' state of the call (hostfn.Carrier: the
-	// engine passes this context to them as it is); nil until set.
+	// call is the host functions' state of the call, the context's value
+	// of hostfn.CallKey (the engine then wraps the context in no value of
+	// its own); nil until set.
 	call *hostfn.Call
 }
-
-// HostCall is the call's hostfn.Call (hostfn.Carrier).
-func (c *deadlineCtx) HostCall() *hostfn.Call { return c.call }
 
 type realCtx struct {
 	ctx    context.Context
@@ -100,11 +98,16 @@ func (c *deadlineCtx) Err() error {
 	return nil
 }
 
-// Value is the parent's values; once the real context is made, its
+// Value answers hostfn.CallKey with the call's Call once it is set;
+// other keys are the parent's values, and once the real context is made,
+// its
 // (which answers the context package's own key with itself, so that a
 // context derived from c registers with it instead of starting a
 // goroutine to follow it, and context.Cause sees its deadline).
 func (c *deadlineCtx) Value(key any) any {
+	if _, ok := key.(hostfn.CallKey); ok && c.call != nil {
+		return c.call
+	}
 	if r := c.real.Load(); r != nil {
 		return r.ctx.Value(key)
 	}

@@ -166,14 +166,10 @@ func (e *engine) rewrite(wasm []byte) prepared {
 	return p
 }
 
-type callKey struct{}
+// callKey is the key of a call's hostfn.Call in its context.
+type callKey = hostfn.CallKey
 
 func callFrom(ctx context.Context) *hostfn.Call {
-	if cr, ok := ctx.(hostfn.Carrier); ok {
-		if c := cr.HostCall(); c != nil {
-			return c
-		}
-	}
 	switch c := ctx.Value(callKey{}).(type) {
 	case *hostfn.Call:
 		if c != nil {
@@ -491,7 +487,7 @@ func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params
 	stack := i.stack[:max(len(params), e.results)]
 	copy(stack, params)
 	cctx := ctx
-	if cr, ok := ctx.(hostfn.Carrier); !ok || cr.HostCall() != c {
+	if v, _ := ctx.Value(callKey{}).(*hostfn.Call); v != c {
 		cctx = context.WithValue(ctx, callKey{}, c)
 	}
 	err := i.run(cctx, e.fn, stack)
