@@ -233,14 +233,16 @@ pub fn json_member<'a>(j: &'a str, key: &str) -> Option<&'a str> {
             return None;
         }
         let ke = skip(b, i)?;
-        let k = decode_string(&j[i..ke])?;
+        // a key without escapes is compared as it is (no allocation)
+        let raw = &j[i + 1..ke - 1];
+        let found = if raw.contains('\\') { decode_string(&j[i..ke])? == key } else { raw == key };
         i = ws(b, ke);
         if b.get(i) != Some(&b':') {
             return None;
         }
         let vs = ws(b, i + 1);
         let ve = skip(b, vs)?;
-        if k == key {
+        if found {
             return Some(&j[vs..ve]);
         }
         i = ws(b, ve);
