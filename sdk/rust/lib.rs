@@ -362,7 +362,7 @@ pub enum HookAnswer {
 }
 
 /// A hook handler: the tool's name and the hook event JSON
-/// (`{"tenant","era","session","tool","arguments","config"}` and, after a
+/// (`{"config","tenant","era","session","tool","arguments"}` and, after a
 /// call, `"result"`; read it with `json_member` and friends).
 pub type HookFn = fn(tool: &str, event: &str) -> HookAnswer;
 
