@@ -340,8 +340,7 @@ func TestGuardChainEcho(t *testing.T) {
 	writeHookPolicy(t, policy, `{"tenants":{`+
 		`"plain":{"keys":[`+fmt.Sprintf("%q", keyLine("plain-secret-key-0123456789"))+`],"tools":["echo"]},`+
 		`"guarded":{"keys":[`+fmt.Sprintf("%q", keyLine("guarded-secret-key-0123456789"))+`],"tools":["echo"],"hooks":[`+noop+`,`+noop+`,`+noop+`]}}}`, 0o600)
-	// on the engine AIO_ENGINE names (the default when unset)
-	_, url := serveHost(t, host.Config{PluginsDir: plugins, PolicyFile: policy, Engine: os.Getenv("AIO_ENGINE")})
+	_, url := serveHost(t, host.Config{PluginsDir: plugins, PolicyFile: policy})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
