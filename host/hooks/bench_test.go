@@ -206,3 +206,44 @@ func BenchmarkGuardOp(b *testing.B) {
 		})
 	}
 }
+
+// TestGuardOpAllocs: a no-op C guard's op allocates once on the host (the
+// call's deadline context), and the chain of three around echo adds one
+// allocation per hook op and one for the call's event: the cuts of the
+// call path (no context value, no variadic slice, no answer buffer, no
+// second clock) stay made.
+func TestGuardOpAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Log("under the race detector allocations are not counted")
+		return
+	}
+	reg := guardRegistry(t)
+	ctx := context.Background()
+	ev, err := hooks.GuardEvent(nil, &hooks.Event{Tenant: "default", Tool: "echo", Input: []byte(`{"text":"hi"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := testing.AllocsPerRun(200, func() {
+		if out, err := reg.CallGuard(ctx, "guard-c", abi.OpHookBefore, "", "echo", ev); err != nil || string(out) != `{"action":"allow"}` {
+			t.Fatalf("%s %v", out, err)
+		}
+	})
+	if op > 1 {
+		t.Errorf("a no-op guard op allocates %.1f times, want 1", op)
+	}
+	req := plugin.CallRequest{Name: "echo", Args: []byte(`{"text":"hi"}`)}
+	chain := func(hs []caps.Hook) float64 {
+		c := hooks.New(reg, hooks.Options{Guards: reg})
+		c.SetHooks(hs)
+		return testing.AllocsPerRun(200, func() {
+			if _, err := c.CallTool(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	none, three := chain(nil), chain(noopGuards("guard-c", 3))
+	if three-none > 6+1 {
+		t.Errorf("three no-op guards add %.1f allocations to a call (%.1f -> %.1f), want at most 7 (one per hook op, one for the event)", three-none, none, three)
+	}
+	t.Logf("allocations: a guard op %.1f; echo %.1f, behind three guards %.1f", op, none, three)
+}

@@ -140,9 +140,13 @@ func (r *Registry) callOp(ctx context.Context, p *Plugin, op uint64, req CallReq
 	in := append(c.Output[:0], req.Name...) // borrow Output's buffer for the input
 	in = append(in, args...)
 	c.Input = in
-	dctx.call = c           // the engine's host functions find it there
-	c.Output = pc.spare[:0] // nil unless a hook's fixed answer left it
-	pc.spare = nil
+	dctx.call = c // the engine's host functions find it there
+	c.Output = nil
+	if op == abi.OpHookBefore || op == abi.OpHookAfter {
+		// the buffer a fixed answer left (a tool's result is returned,
+		// and would take it with it)
+		c.Output, pc.spare = pc.spare[:0], nil
+	}
 
 	if p.extism != 0 {
 		return r.invokeExtism(ctx, p, op, req, c, owner, args)

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/aiodhq/aiod/host/hostfn"
 )
 
 type derivedKey struct{}
@@ -87,5 +89,41 @@ func TestDeadlineCtx(t *testing.T) {
 	case <-c4.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("a materialised context did not follow its parent's cancellation")
+	}
+}
+
+// TestDeadlineCtxCall: the call's context answers hostfn.CallKey with its
+// Call once set (the engine then adds no value of its own), other keys
+// with its parent's, and gives its instance's pool the call's start as the
+// moment the instance went idle.
+func TestDeadlineCtxCall(t *testing.T) {
+	parent := context.WithValue(context.Background(), derivedKey{}, "parent's")
+	before := time.Now()
+	c := withTimeout(parent, time.Hour)
+	defer c.stop()
+	if v := c.Value(hostfn.CallKey{}); v != nil {
+		t.Fatalf("no call yet, but %v", v)
+	}
+	call := &hostfn.Call{Plugin: "p"}
+	c.call = call
+	if v, _ := c.Value(hostfn.CallKey{}).(*hostfn.Call); v != call {
+		t.Fatalf("CallKey: %v", v)
+	}
+	if v := c.Value(derivedKey{}); v != "parent's" {
+		t.Fatalf("the parent's value: %v", v)
+	}
+	c.Done() // the real context made: still the call's
+	if v, _ := c.Value(hostfn.CallKey{}).(*hostfn.Call); v != call {
+		t.Fatalf("CallKey after Done: %v", v)
+	}
+	at, ok := callStart(c)
+	if !ok || at.Before(before) || at.After(time.Now()) {
+		t.Fatalf("start %v (%v), want between %v and now", at, ok, before)
+	}
+	if d, _ := c.Deadline(); d.Sub(at) != time.Hour {
+		t.Fatalf("deadline %v is not an hour after the start %v", d, at)
+	}
+	if _, ok := callStart(context.Background()); ok {
+		t.Fatal("a start for another context")
 	}
 }
