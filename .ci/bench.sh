@@ -104,7 +104,8 @@ bench_table() {
   r=$(ratio mm10k_aiod_us mm10k_native_us mm10k_ratio)
   row "Machine Mode call, 10,000 events, against running the CLI" "$(if have mm10k_aiod_us; then echo "$(thousands "${fig[mm10k_aiod_us]}") µs"; else echo –; fi)" "direct $(if have mm10k_native_us; then echo "$(thousands "${fig[mm10k_native_us]}") µs"; else echo –; fi)" "$(x "$r")" "≤ 1.2x" "$(meets "$r" le 1.2)"
   row "in-process \`BenchmarkCallEcho\`" "$(if have callecho_us; then echo "${fig[callecho_us]} µs, ${fig[callecho_allocs]:-?} allocs"; else echo –; fi)" – – – –
-  row "three no-op guard plugins around echo, added per call (\`BenchmarkChain\`, mean)" "$(if have chain_added_us; then echo "${fig[chain_added_us]} µs"; else echo –; fi)" "$(if have chain_none_us; then echo "echo through the chain, no hooks ${fig[chain_none_us]} µs"; else echo –; fi)" – "≤ 5 µs" "$(meets "${fig[chain_added_us]:-}" le 5)"
+  row "three no-op C guard plugins around echo (each asked before and after), added per call, median (\`TestChainOverhead\`, wazero)" "$(if have chain_added_us; then echo "${fig[chain_added_us]} µs"; else echo –; fi)" "$(if have chain_none_us; then echo "echo through the chain, no hooks ${fig[chain_none_us]} µs"; else echo –; fi)" – "≤ 5 µs" "$(meets "${fig[chain_added_us]:-}" le 5)"
+  row "same, echo's p99 over HTTP (go-sdk client, \`TestGuardChainEcho\`), with the chain against without" "$(x "${fig[chain_p99_x]:-}")" "$(if have chain_http_median_added_us; then echo "median +${fig[chain_http_median_added_us]} µs"; else echo –; fi)" "$(x "${fig[chain_p99_x]:-}")" "≤ 1.2x" "$(meets "${fig[chain_p99_x]:-}" le 1.2)"
   r=$(ratio snap_wz_scratch snap_wz)
   row "warm-pool instance of the Go echo from its owner's snapshot, wazero" "$(ms snap_wz)" "$(peer "from scratch" "$(ms snap_wz_scratch)")" "$(x "$r" faster)" "≤ 0.2 ms" "$(meets "${fig[snap_wz]:-}" le 0.2)"
   r=$(ratio snap_wt_scratch snap_wt)
@@ -256,10 +257,19 @@ ns=$(bench_val "$WORK/go-bench.txt" BenchmarkCallEcho ns/op)
 [[ -n $ns ]] && fig[callecho_us]=$(calc '"%.1f", '"$ns / 1000") fig[callecho_allocs]=$(bench_val "$WORK/go-bench.txt" BenchmarkCallEcho allocs/op)
 
 section "Hook chain (in-process: echo alone, and behind three no-op guard plugins; spec/hooks.md)"
-go test -run '^$' -bench 'BenchmarkChain' -benchtime 5000x ./host/hooks 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/hooks-bench.txt" || true
-n0=$(bench_val "$WORK/hooks-bench.txt" BenchmarkChain/none ns/op)
-n3=$(bench_val "$WORK/hooks-bench.txt" BenchmarkChain/guards=3 ns/op)
-[[ -n $n0 && -n $n3 ]] && fig[chain_none_us]=$(calc '"%.1f", '"$n0 / 1000") fig[chain_added_us]=$(calc '"%.1f", '"($n3 - $n0) / 1000")
+go test -count=1 -run '^TestChainOverhead$' -v ./host/hooks 2>/dev/null | grep -E 'median' | tee "$WORK/hooks-chain.txt" || true
+# "none   median  3.1µs p99 ..." and "c=3    median  8.0µs (+4.9µs) p99 ..."
+n0=$(awk '$2 == "none" {print $4}' "$WORK/hooks-chain.txt" | tail -1)
+a3=$(awk '$2 == "c=3" {gsub(/[(+)]/, "", $5); print $5}' "$WORK/hooks-chain.txt" | tail -1)
+[[ -n $n0 ]] && fig[chain_none_us]=$(calc '"%.1f", '"$(to_ms "$n0") * 1000")
+[[ -n $a3 ]] && fig[chain_added_us]=$(calc '"%.1f", '"$(to_ms "$a3") * 1000")
+go test -count=1 -run '^TestGuardChainEcho$' -v ./host 2>/dev/null | grep -E 'median' | tee "$WORK/hooks-http.txt" || true
+# "chain-echo: median +17.8µs (1.11x), p99 1.02x"
+line=$(grep 'chain-echo:' "$WORK/hooks-http.txt" | tail -1)
+if [[ -n $line ]]; then
+  fig[chain_p99_x]=$(awk '{print $NF}' <<<"$line" | tr -d x)
+  fig[chain_http_median_added_us]=$(calc '"%.1f", '"$(to_ms "$(awk '{gsub(/\+/, "", $4); print $4}' <<<"$line")") * 1000")
+fi
 
 section "Instances from snapshots (in-process, the Go echo; RATIONALE, \"Instances from snapshots\")"
 go test -run '^$' -bench 'Instantiate$|SnapshotTenants|SnapshotNewTenant' -benchtime 200x ./host/runtime/wazero 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/snap-wazero.txt" || true

@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/aiodhq/aiod/host"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
@@ -304,4 +308,86 @@ func TestGuardFamilies(t *testing.T) {
 			t.Fatalf("call %d: %q (isError %v), want %q", i, texts, isErr, want)
 		}
 	}
+}
+
+// keyTransport adds a tenant's key to every request of the go-sdk client.
+type keyTransport struct{ key string }
+
+func (b keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestGuardChainEcho measures what three no-op C guards (each asked before
+// and after) add to the echo call a real MCP client sees over HTTP: the
+// go-sdk client, one session per tenant, a tenant without hooks and one
+// with the three guards, calls one at a time in rounds that alternate the
+// two (so the load of a shared machine hits them alike). It logs each
+// one's median and p99 and their ratios (go test -v -run GuardChainEcho;
+// make bench reads the line); it checks that every answer is echo's.
+func TestGuardChainEcho(t *testing.T) {
+	rounds, per := 20, 250
+	if testing.Short() {
+		rounds, per = 2, 20 // the check, not the figures
+	}
+	work := t.TempDir()
+	plugins := filepath.Join(work, "plugins")
+	testplugins.Package(t, plugins, "plugins/examples/echo", nil, nil)
+	testplugins.Package(t, plugins, "plugins/examples/guard-c", nil, nil)
+	noop := `{"plugin":"guard-c","tools":["echo"]}`
+	policy := filepath.Join(work, "policy.json")
+	writeHookPolicy(t, policy, `{"tenants":{`+
+		`"plain":{"keys":[`+fmt.Sprintf("%q", keyLine("plain-secret-key-0123456789"))+`],"tools":["echo"]},`+
+		`"guarded":{"keys":[`+fmt.Sprintf("%q", keyLine("guarded-secret-key-0123456789"))+`],"tools":["echo"],"hooks":[`+noop+`,`+noop+`,`+noop+`]}}}`, 0o600)
+	_, url := serveHost(t, host.Config{PluginsDir: plugins, PolicyFile: policy})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	connect := func(key string) *sdkmcp.ClientSession {
+		cl := sdkmcp.NewClient(&sdkmcp.Implementation{Name: "chain-bench", Version: "1"}, nil)
+		cs, err := cl.Connect(ctx, &sdkmcp.StreamableClientTransport{Endpoint: url + "/mcp", DisableStandaloneSSE: true,
+			HTTPClient: &http.Client{Transport: keyTransport{key}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	sessions := []*sdkmcp.ClientSession{connect("plain-secret-key-0123456789"), connect("guarded-secret-key-0123456789")}
+	names := []string{"no hooks", "three C guards"}
+	call := func(cs *sdkmcp.ClientSession) {
+		res, err := cs.CallTool(ctx, &sdkmcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.IsError || len(res.Content) != 1 {
+			t.Fatalf("echo: %+v", res)
+		}
+		if tc, ok := res.Content[0].(*sdkmcp.TextContent); !ok || tc.Text != "hi" {
+			t.Fatalf("echo answered %+v", res.Content[0])
+		}
+	}
+	for _, cs := range sessions { // warm the instances and the connections
+		for range 100 {
+			call(cs)
+		}
+	}
+	lat := make([][]time.Duration, len(sessions))
+	for range rounds {
+		for i, cs := range sessions {
+			for range per {
+				t0 := time.Now()
+				call(cs)
+				lat[i] = append(lat[i], time.Since(t0))
+			}
+		}
+	}
+	q := func(ds []time.Duration, f float64) time.Duration { return ds[int(float64(len(ds)-1)*f)] }
+	for i := range lat {
+		slices.Sort(lat[i])
+		t.Logf("%-15s median %8s p99 %8s (%d calls)", names[i], q(lat[i], 0.5), q(lat[i], 0.99), len(lat[i]))
+	}
+	t.Logf("chain-echo: median +%s (%.2fx), p99 %.2fx", q(lat[1], 0.5)-q(lat[0], 0.5),
+		float64(q(lat[1], 0.5))/float64(q(lat[0], 0.5)), float64(q(lat[1], 0.99))/float64(q(lat[0], 0.99)))
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"sort"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,6 +14,8 @@ import (
 	"github.com/aiodhq/aiod/host/hooks"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/plugin"
+	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/host/runtime/runtimetest"
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -26,14 +30,42 @@ func guardRegistry(tb testing.TB) *plugin.Registry {
 	testplugins.Package(tb, dir, "plugins/examples/guard-c", nil, nil)
 	testplugins.Package(tb, dir, "plugins/examples/guard-rust", nil, nil)
 	ctx := context.Background()
-	eng := testplugins.Engine(tb)
-	tb.Cleanup(func() { eng.Close(ctx) })
+	eng := benchEngine(tb)
 	reg, err := plugin.New(ctx, plugin.Options{Engine: eng, Policy: &caps.Policy{}, Dir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { reg.Close(ctx) })
 	return reg
+}
+
+// benchEngine is the engine AIO_ENGINE names (make conformance's
+// variable; the default engine when unset), shared by the test binary.
+func benchEngine(tb testing.TB) runtime.Engine {
+	tb.Helper()
+	name := os.Getenv("AIO_ENGINE")
+	if name == "" {
+		name = runtimetest.Default
+	}
+	for _, e := range runtimetest.Engines() {
+		if e.Name == name {
+			return e.Shared(tb)
+		}
+	}
+	tb.Fatalf("AIO_ENGINE=%s: not an engine of this test binary (wasmtime needs cgo)", name)
+	return nil
+}
+
+// cpuTime is the CPU time the process has used (user and system, every
+// thread: the garbage collector's share of a call included). On a shared
+// machine a call's CPU time moves far less with the others' load than its
+// wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // noopGuards is a chain of n no-op guard entries of guard plugin name,
@@ -77,11 +109,13 @@ func BenchmarkChain(b *testing.B) {
 			req := plugin.CallRequest{Name: "echo", Args: []byte(`{"text":"hi"}`)}
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := cpuTime()
 			for i := 0; i < b.N; i++ {
 				if _, err := c.CallTool(ctx, req); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -117,8 +151,10 @@ func TestChainOverhead(t *testing.T) {
 			}
 		}
 	}
+	cpu := make([]time.Duration, len(chainCases)) // the process's CPU time in each chain's rounds
 	for r := 0; r < rounds; r++ {
 		for i, c := range chains {
+			c0 := cpuTime()
 			for j := 0; j < per; j++ {
 				st := time.Now()
 				_, err := c.CallTool(ctx, req)
@@ -127,18 +163,21 @@ func TestChainOverhead(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			cpu[i] += cpuTime() - c0
 		}
 	}
-	var n50, n99 time.Duration
+	var n50, n99, ncpu time.Duration
 	for i, ds := range samples {
 		sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
 		p50, p99 := ds[len(ds)/2], ds[len(ds)*99/100]
+		perCall := cpu[i] / time.Duration(len(ds))
 		if i == 0 {
-			n50, n99 = p50, p99
-			t.Logf("%-5s median %8s p99 %8s", chainCases[i].name, p50, p99)
+			n50, n99, ncpu = p50, p99, perCall
+			t.Logf("%-6s median %8s p99 %8s cpu/call %8s", chainCases[i].name, p50, p99, perCall)
 			continue
 		}
-		t.Logf("%-5s median %8s (+%s) p99 %8s (%.2fx)", chainCases[i].name, p50, p50-n50, p99, float64(p99)/float64(n99))
+		t.Logf("%-6s median %8s (+%s) p99 %8s (%.2fx) cpu/call %8s (+%s)", chainCases[i].name, p50, p50-n50, p99,
+			float64(p99)/float64(n99), perCall, perCall-ncpu)
 	}
 }
 
@@ -156,12 +195,55 @@ func BenchmarkGuardOp(b *testing.B) {
 		b.Run(g, func(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
+			cpu := cpuTime()
 			for i := 0; i < b.N; i++ {
 				out, err := reg.CallGuard(ctx, g, abi.OpHookBefore, "", "echo", ev)
 				if err != nil || string(out) != `{"action":"allow"}` {
 					b.Fatalf("%s %v", out, err)
 				}
 			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
+}
+
+// TestGuardOpAllocs: a no-op C guard's op allocates once on the host (the
+// call's deadline context), and the chain of three around echo adds one
+// allocation per hook op and one for the call's event: the cuts of the
+// call path (no context value, no variadic slice, no answer buffer, no
+// second clock) stay made.
+func TestGuardOpAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Log("under the race detector allocations are not counted")
+		return
+	}
+	reg := guardRegistry(t)
+	ctx := context.Background()
+	ev, err := hooks.GuardEvent(nil, &hooks.Event{Tenant: "default", Tool: "echo", Input: []byte(`{"text":"hi"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := testing.AllocsPerRun(200, func() {
+		if out, err := reg.CallGuard(ctx, "guard-c", abi.OpHookBefore, "", "echo", ev); err != nil || string(out) != `{"action":"allow"}` {
+			t.Fatalf("%s %v", out, err)
+		}
+	})
+	if op > 1 {
+		t.Errorf("a no-op guard op allocates %.1f times, want 1", op)
+	}
+	req := plugin.CallRequest{Name: "echo", Args: []byte(`{"text":"hi"}`)}
+	chain := func(hs []caps.Hook) float64 {
+		c := hooks.New(reg, hooks.Options{Guards: reg})
+		c.SetHooks(hs)
+		return testing.AllocsPerRun(200, func() {
+			if _, err := c.CallTool(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	none, three := chain(nil), chain(noopGuards("guard-c", 3))
+	if three-none > 6+1 {
+		t.Errorf("three no-op guards add %.1f allocations to a call (%.1f -> %.1f), want at most 7 (one per hook op, one for the event)", three-none, none, three)
+	}
+	t.Logf("allocations: a guard op %.1f; echo %.1f, behind three guards %.1f", op, none, three)
 }

@@ -14,21 +14,26 @@ import (
 	"github.com/aiodhq/aiod/sdk/jsonx"
 )
 
-// guardEvent is the abi.HookEvent of ev for guard h, as JSON: eventBase
-// then eventEnd.
+// guardEvent is the abi.HookEvent of ev for guard h, as JSON: the guard's
+// config, then eventBody.
 func guardEvent(h *caps.Hook, ev *Event) ([]byte, error) {
-	return eventEnd(eventBase(nil, ev), h), nil
+	return eventFor(nil, h, eventBody(nil, ev)), nil
 }
 
-// eventBase appends the abi.HookEvent of ev to b, as JSON, without the
-// guard's config and the closing brace (eventEnd adds them): what
-// json.Marshal of an abi.HookEvent gives, keys aside, without its
-// reflection. A phase encodes it once for all its guards (again only when
-// a guard changed the arguments or the result). The arguments and the
-// result are spliced in as they are: the protocol layer decoded the
-// arguments, and the result is a checked JSON object.
-func eventBase(b []byte, ev *Event) []byte {
-	b = append(b, `{"tenant":`...)
+// eventBody appends the members of the abi.HookEvent of ev but the
+// guard's config to b, as JSON, without the braces (eventFor adds them and
+// the config): what json.Marshal of an abi.HookEvent gives, keys aside,
+// without its reflection. A phase encodes it once for all its guards
+// (again only when a guard changed the arguments or the result). The
+// arguments and the result are spliced in as they are: the protocol layer
+// decoded the arguments, and the result is a checked JSON object. They
+// come last, and the config first (spec/hooks.md §1): a guard's reader
+// that looks for a small member finds it before the large ones, and a
+// no-op guard's look for its config stops at the first member (scanning
+// the arguments and the result for a config that is not there was half
+// of the C example guard's op).
+func eventBody(b []byte, ev *Event) []byte {
+	b = append(b, `"tenant":`...)
 	b = jsonx.AppendString(b, ev.Tenant)
 	if ev.Era != "" {
 		b = append(b, `,"era":`...)
@@ -49,20 +54,26 @@ func eventBase(b []byte, ev *Event) []byte {
 	return b
 }
 
-// eventEnd appends guard h's config and the closing brace to base.
-func eventEnd(base []byte, h *caps.Hook) []byte {
+// eventFor appends guard h's event to b: its config ({} without one),
+// then body, in braces.
+func eventFor(b []byte, h *caps.Hook, body []byte) []byte {
+	b = append(b, `{"config":`...)
 	if len(h.Config) > 0 {
-		base = append(base, `,"config":`...)
-		base = jsonx.Append(base, h.Config)
+		b = jsonx.Append(b, h.Config)
+	} else {
+		b = append(b, `{}`...)
 	}
-	return append(base, '}')
+	b = append(b, ',')
+	b = append(b, body...)
+	return append(b, '}')
 }
 
-// phaseEvent is the event of one phase of a call, encoded once for its
-// guards in a buffer of the chain's pool.
+// phaseEvent is the event of one phase of a call, its body encoded once
+// for its guards, in a buffer of the chain's pool: the body, then the
+// event of the guard being asked.
 type phaseEvent struct {
 	buf  *[]byte
-	base int // the length of eventBase; 0: not encoded (or stale)
+	body int // the body's length; 0: not encoded (or stale)
 }
 
 // of is the event for guard h.
@@ -71,17 +82,17 @@ func (pe *phaseEvent) of(h *caps.Hook, ev *Event) []byte {
 		pe.buf = eventBufs.Get().(*[]byte)
 	}
 	b := *pe.buf
-	if pe.base == 0 {
-		b = eventBase(b[:0], ev)
-		pe.base = len(b)
+	if pe.body == 0 {
+		b = eventBody(b[:0], ev)
+		pe.body = len(b)
 	}
-	b = eventEnd(b[:pe.base], h)
+	b = eventFor(b[:pe.body], h, b[:pe.body])
 	*pe.buf = b
-	return b
+	return b[pe.body:]
 }
 
 // stale marks the event changed (rewritten arguments, a new result).
-func (pe *phaseEvent) stale() { pe.base = 0 }
+func (pe *phaseEvent) stale() { pe.body = 0 }
 
 // release gives the buffer back (big ones are dropped).
 func (pe *phaseEvent) release() {

@@ -208,7 +208,8 @@ func (c *Chain) CallTool(ctx context.Context, req mcp.CallRequest) ([]byte, erro
 	if err != nil || len(after) == 0 {
 		return res, err
 	}
-	ev.Outcome = &Outcome{Result: res}
+	ev.outcome = Outcome{Result: res}
+	ev.Outcome = &ev.outcome // no allocation of its own
 	pe.stale()
 	for i := range after {
 		st := &after[i]
@@ -351,6 +352,7 @@ type Event struct {
 	Input json.RawMessage `json:"input"`
 	// Outcome is the call's result (after-tool only).
 	Outcome *Outcome `json:"outcome,omitempty"`
+	outcome Outcome  // where Outcome points in the chain
 }
 
 // Outcome is how a call ended, as an after-tool hook is told.

@@ -104,6 +104,12 @@ func Errorf(code abi.Code, format string, a ...any) *Error {
 // ErrDenied is wrapped by every scope denial.
 var ErrDenied = errors.New("denied by capability grant")
 
+// CallKey is the context key of the Call a guest's host functions see.
+// An engine adds the call's Call under it unless the call's context already
+// answers it (the registry's call context does: no context value
+// allocated per call).
+type CallKey struct{}
+
 // Call is the state of one guest invocation, visible to host functions.
 // It is not safe for concurrent use: an instance runs one call at a time.
 type Call struct {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -110,7 +109,7 @@ func (r *Registry) callOp(ctx context.Context, p *Plugin, op uint64, req CallReq
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
-	dctx := withDeadline(ctx, time.Now().Add(p.Grant.Timeout))
+	dctx := withTimeout(ctx, p.Grant.Timeout)
 	defer dctx.stop()
 	ctx = dctx
 	var loadErr error
@@ -128,8 +127,9 @@ func (r *Registry) callOp(ctx context.Context, p *Plugin, op uint64, req CallReq
 		return toolError("tool %s: plugin %s is not available: %v", req.Name, p.Manifest.Name, err), nil
 	}
 
-	c := r.calls.Get().(*hostfn.Call)
-	defer func() { c.Reset(); r.calls.Put(c) }()
+	pc := r.calls.Get().(*pooledCall)
+	c := &pc.Call
+	defer func() { c.Reset(); r.calls.Put(pc) }()
 	c.Plugin, c.Owner, c.Grant, c.Log = p.Manifest.Name, owner, p.Grant, p.log
 	c.MaxOutput = p.Grant.MaxResultBytes
 	c.Notify = req.Notify
@@ -140,7 +140,13 @@ func (r *Registry) callOp(ctx context.Context, p *Plugin, op uint64, req CallReq
 	in := append(c.Output[:0], req.Name...) // borrow Output's buffer for the input
 	in = append(in, args...)
 	c.Input = in
+	dctx.call = c // the engine's host functions find it there
 	c.Output = nil
+	if op == abi.OpHookBefore || op == abi.OpHookAfter {
+		// the buffer a fixed answer left (a tool's result is returned,
+		// and would take it with it)
+		c.Output, pc.spare = pc.spare[:0], nil
+	}
 
 	if p.extism != 0 {
 		return r.invokeExtism(ctx, p, op, req, c, owner, args)
@@ -173,7 +179,8 @@ func (r *Registry) callOp(ctx context.Context, p *Plugin, op uint64, req CallReq
 	if tracing.On() {
 		runCtx, rsp = tracing.Start(ctx, tracing.SpanPluginRun, tracing.AttrPlugin.String(p.Manifest.Name), tracing.AttrTool.String(req.Name))
 	}
-	ret, err := inst.Call(runCtx, c, abi.ExportCall, op, uint64(len(req.Name)), uint64(len(args)))
+	pc.params = [3]uint64{op, uint64(len(req.Name)), uint64(len(args))} // not a new variadic slice
+	ret, err := inst.Call(runCtx, c, abi.ExportCall, pc.params[:]...)
 	if rsp != nil {
 		tracing.End(rsp, okOr(err, "trap"))
 	}
@@ -210,7 +217,13 @@ func (r *Registry) callOp(ctx context.Context, p *Plugin, op uint64, req CallReq
 	}
 	if op == abi.OpHookBefore || op == abi.OpHookAfter {
 		// unchecked: the hook chain decodes the answer strictly
-		// (CallGuard), and recognises the common ones as they are
+		// (CallGuard), and recognises the common ones as they are; those
+		// two are answered as constants, and their buffer kept for the
+		// next call's output
+		if a := fixedAnswer(out); a != nil {
+			pc.spare = out[:0]
+			return a, nil
+		}
 		return out, nil
 	}
 	if !core.ValidObject(out, c.Spliced) {
@@ -220,6 +233,33 @@ func (r *Registry) callOp(ctx context.Context, p *Plugin, op uint64, req CallReq
 		return toolError("plugin %s returned an invalid result for tool %s (not a JSON object)", p.Manifest.Name, req.Name), nil
 	}
 	return out, nil
+}
+
+// pooledCall is a call's state, pooled: the host functions' Call and a
+// spare output buffer (a hook's fixed answer gives its output back).
+type pooledCall struct {
+	hostfn.Call
+	spare  []byte
+	params [3]uint64 // aiod_call's (an interface's variadic arguments escape)
+}
+
+// The hook answers the SDKs write for allow and keep, as CallGuard answers
+// them (its callers must not change them).
+var (
+	answerAllow = []byte(`{"action":"allow"}`)
+	answerKeep  = []byte(`{"action":"keep"}`)
+)
+
+// fixedAnswer is the constant of hook answer out when it is allow or keep
+// as the SDKs write them (nil otherwise).
+func fixedAnswer(out []byte) []byte {
+	switch string(out) {
+	case `{"action":"allow"}`:
+		return answerAllow
+	case `{"action":"keep"}`:
+		return answerKeep
+	}
+	return nil
 }
 
 // opName names an aiod_call operation in a span.

@@ -2,9 +2,10 @@ package plugin
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/aiodhq/aiod/host/hostfn"
 )
 
 // deadlineCtx is a call's deadline (its grant's timeout) under its parent
@@ -20,8 +21,15 @@ import (
 type deadlineCtx struct {
 	parent   context.Context
 	deadline time.Time
-	once     sync.Once
-	real     atomic.Pointer[realCtx]
+	// start is when the call began, in nanoseconds since clockBase: its
+	// instance's pool takes it as the moment the instance went idle
+	// (pool.done), so that a call reads the clock once for both.
+	start int64
+	real  atomic.Pointer[realCtx] // made once (materialise)
+	// call is the host functions' state of the call, the context's value
+	// of hostfn.CallKey (the engine then wraps the context in no value of
+	// its own); nil until set.
+	call *hostfn.Call
 }
 
 type realCtx struct {
@@ -29,21 +37,41 @@ type realCtx struct {
 	cancel context.CancelFunc
 }
 
-// withDeadline is context.WithDeadline(parent, d) made lazily; the stop
-// function must be called when the call ends.
-func withDeadline(parent context.Context, d time.Time) *deadlineCtx {
+// withTimeout is context.WithTimeout(parent, timeout) made lazily, from a
+// call starting now (one read of the monotonic clock); the stop function
+// must be called when the call ends.
+func withTimeout(parent context.Context, timeout time.Duration) *deadlineCtx {
+	since := time.Since(clockBase)
+	d := clockBase.Add(since + timeout)
 	if pd, ok := parent.Deadline(); ok && pd.Before(d) {
 		d = pd
 	}
-	return &deadlineCtx{parent: parent, deadline: d}
+	return &deadlineCtx{parent: parent, deadline: d, start: int64(since)}
 }
 
+// clockBase anchors monoNow.
+var clockBase = time.Now()
+
+// monoNow is the time now read from the monotonic clock alone: time.Now
+// reads the wall clock as well, and each read of a clock costs a no-op
+// guard op a tenth of its host share on a VM. Its wall reading is
+// clockBase's advanced by the monotonic clock (what deadlines and idle
+// times compare is the monotonic reading).
+func monoNow() time.Time { return clockBase.Add(time.Since(clockBase)) }
+
+// materialise makes the real context once; of two made at once, the one
+// stored first is kept and the other cancelled.
 func (c *deadlineCtx) materialise() *realCtx {
-	c.once.Do(func() {
-		ctx, cancel := context.WithDeadline(c.parent, c.deadline)
-		c.real.Store(&realCtx{ctx: ctx, cancel: cancel})
-	})
-	return c.real.Load()
+	if r := c.real.Load(); r != nil {
+		return r
+	}
+	ctx, cancel := context.WithDeadline(c.parent, c.deadline)
+	r := &realCtx{ctx: ctx, cancel: cancel}
+	if !c.real.CompareAndSwap(nil, r) {
+		cancel()
+		return c.real.Load()
+	}
+	return r
 }
 
 // stop releases the real context's timer, if one was made.
@@ -70,11 +98,16 @@ func (c *deadlineCtx) Err() error {
 	return nil
 }
 
-// Value is the parent's values; once the real context is made, its
+// Value answers hostfn.CallKey with the call's Call once it is set;
+// other keys are the parent's values, and once the real context is made,
+// its
 // (which answers the context package's own key with itself, so that a
 // context derived from c registers with it instead of starting a
 // goroutine to follow it, and context.Cause sees its deadline).
 func (c *deadlineCtx) Value(key any) any {
+	if _, ok := key.(hostfn.CallKey); ok && c.call != nil {
+		return c.call
+	}
 	if r := c.real.Load(); r != nil {
 		return r.ctx.Value(key)
 	}
@@ -100,4 +133,13 @@ func ended(ctx context.Context) bool {
 		return d.parent.Err() != nil
 	}
 	return ctx.Err() != nil
+}
+
+// callStart is when the call of deadline ctx began (false for another
+// context).
+func callStart(ctx context.Context) (time.Time, bool) {
+	if d, ok := ctx.(*deadlineCtx); ok {
+		return clockBase.Add(time.Duration(d.start)), true
+	}
+	return time.Time{}, false
 }

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/aiodhq/aiod/host/hostfn"
 )
 
 type derivedKey struct{}
@@ -18,7 +20,7 @@ func TestDeadlineCtx(t *testing.T) {
 	parent, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	c := withDeadline(parent, time.Now().Add(30*time.Millisecond))
+	c := withTimeout(parent, 30*time.Millisecond)
 	defer c.stop()
 	if c.Err() != nil || c.real.Load() != nil {
 		t.Fatalf("fresh: %v, real %v", c.Err(), c.real.Load())
@@ -34,7 +36,7 @@ func TestDeadlineCtx(t *testing.T) {
 	// a parent's earlier deadline is the call's
 	pd, pcancel := context.WithTimeout(parent, 10*time.Millisecond)
 	defer pcancel()
-	c2 := withDeadline(pd, time.Now().Add(time.Hour))
+	c2 := withTimeout(pd, time.Hour)
 	defer c2.stop()
 	if d, _ := c2.Deadline(); time.Until(d) > 10*time.Millisecond {
 		t.Fatalf("deadline %v, want the parent's", d)
@@ -46,7 +48,7 @@ func TestDeadlineCtx(t *testing.T) {
 	}
 
 	// Done closes at its own deadline; Cause says why
-	c3 := withDeadline(parent, time.Now().Add(20*time.Millisecond))
+	c3 := withTimeout(parent, 20*time.Millisecond)
 	defer c3.stop()
 	select {
 	case <-c3.Done():
@@ -58,7 +60,7 @@ func TestDeadlineCtx(t *testing.T) {
 	}
 
 	// derived contexts register with the real one: no goroutine each
-	c4 := withDeadline(parent, time.Now().Add(time.Hour))
+	c4 := withTimeout(parent, time.Hour)
 	defer c4.stop()
 	before := runtime.NumGoroutine()
 	var stops []context.CancelFunc
@@ -74,7 +76,7 @@ func TestDeadlineCtx(t *testing.T) {
 	}
 
 	// the parent's cancellation, before and after Done was asked for
-	c5 := withDeadline(parent, time.Now().Add(time.Hour))
+	c5 := withTimeout(parent, time.Hour)
 	defer c5.stop()
 	if ended(c5) {
 		t.Fatal("ended before anything happened")
@@ -87,5 +89,41 @@ func TestDeadlineCtx(t *testing.T) {
 	case <-c4.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("a materialised context did not follow its parent's cancellation")
+	}
+}
+
+// TestDeadlineCtxCall: the call's context answers hostfn.CallKey with its
+// Call once set (the engine then adds no value of its own), other keys
+// with its parent's, and gives its instance's pool the call's start as the
+// moment the instance went idle.
+func TestDeadlineCtxCall(t *testing.T) {
+	parent := context.WithValue(context.Background(), derivedKey{}, "parent's")
+	before := time.Now()
+	c := withTimeout(parent, time.Hour)
+	defer c.stop()
+	if v := c.Value(hostfn.CallKey{}); v != nil {
+		t.Fatalf("no call yet, but %v", v)
+	}
+	call := &hostfn.Call{Plugin: "p"}
+	c.call = call
+	if v, _ := c.Value(hostfn.CallKey{}).(*hostfn.Call); v != call {
+		t.Fatalf("CallKey: %v", v)
+	}
+	if v := c.Value(derivedKey{}); v != "parent's" {
+		t.Fatalf("the parent's value: %v", v)
+	}
+	c.Done() // the real context made: still the call's
+	if v, _ := c.Value(hostfn.CallKey{}).(*hostfn.Call); v != call {
+		t.Fatalf("CallKey after Done: %v", v)
+	}
+	at, ok := callStart(c)
+	if !ok || at.Before(before) || at.After(time.Now()) {
+		t.Fatalf("start %v (%v), want between %v and now", at, ok, before)
+	}
+	if d, _ := c.Deadline(); d.Sub(at) != time.Hour {
+		t.Fatalf("deadline %v is not an hour after the start %v", d, at)
+	}
+	if _, ok := callStart(context.Background()); ok {
+		t.Fatal("a start for another context")
 	}
 }

@@ -25,8 +25,9 @@ func (r *Registry) Guard(name string) (*abi.Hooks, bool) {
 // CallGuard runs hook op (abi.OpHookBefore or abi.OpHookAfter) of guard
 // plugin name about a call of tool by owner: event is the abi.HookEvent,
 // JSON; the answer is the guard's abi.HookAnswer, unchecked (not even as
-// JSON: the hook chain decodes it strictly). The
-// guard runs like any call of the plugin: on the owner's instances, with
+// JSON: the hook chain decodes it strictly; allow and keep as the SDKs
+// write them come back as shared constants, which the caller must not
+// change). The guard runs like any call of the plugin: on the owner's instances, with
 // its grant's families, deadline, memory and fuel. Its traps, timeouts and
 // limit violations are errors (the instance is discarded); the host is not
 // affected.

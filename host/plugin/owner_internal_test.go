@@ -98,7 +98,7 @@ func TestOwnerInstancesAcrossPlugins(t *testing.T) {
 	go func() {
 		pl, inst, err := b.get(ctx, "alice")
 		if err == nil {
-			pl.put(inst)
+			pl.put(inst, time.Now())
 		}
 		got <- err
 	}()
@@ -108,14 +108,14 @@ func TestOwnerInstancesAcrossPlugins(t *testing.T) {
 		}
 		goruntime.Gosched()
 	}
-	pa.put(ia) // a goes idle: the waiter wakes and closes it
+	pa.put(ia, time.Now()) // a goes idle: the waiter wakes and closes it
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
 	if alive(a) != 0 || a.IdleInstances("alice") != 0 {
 		t.Errorf("a: %d alive, %d idle; want its idle instance closed to make room", alive(a), a.IdleInstances("alice"))
 	}
-	pb.put(ib)
+	pb.put(ib, time.Now())
 	if n := alive(a) + alive(b); n != 2 || r.slots.holding("alice") != 2 {
 		t.Errorf("alice has %d instances, %d slots; want 2 and 2", n, r.slots.holding("alice"))
 	}
@@ -174,7 +174,7 @@ func TestRetiredPool(t *testing.T) {
 	if pl.retire() {
 		t.Fatal("a pool with an instance in a call retired")
 	}
-	pl.put(inst)
+	pl.put(inst, time.Now())
 	if pl.retire() {
 		t.Fatal("a pool with an idle instance retired")
 	}
@@ -186,7 +186,7 @@ func TestRetiredPool(t *testing.T) {
 	if err != nil || np == pl {
 		t.Fatalf("get after retire: %v (same pool: %v)", err, np == pl)
 	}
-	np.put(inst)
+	np.put(inst, time.Now())
 	if v, _ := a.pools.Load("carol"); v != np || a.IdleInstances("carol") != 1 {
 		t.Errorf("carol's pool is not the new one with its instance")
 	}

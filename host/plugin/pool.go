@@ -160,8 +160,8 @@ func (p *pool) signal() {
 	}
 }
 
-// put returns a healthy instance to the pool.
-func (p *pool) put(inst runtime.Instance) {
+// put returns a healthy instance to the pool, idle since at.
+func (p *pool) put(inst runtime.Instance, at time.Time) {
 	p.mu.Lock()
 	p.inUse--
 	if p.closed {
@@ -170,7 +170,7 @@ func (p *pool) put(inst runtime.Instance) {
 		<-p.sem
 		return
 	}
-	p.idle = append(p.idle, idleInst{inst: inst, at: time.Now()})
+	p.idle = append(p.idle, idleInst{inst: inst, at: at})
 	wake := p.waiting > 0
 	p.mu.Unlock()
 	<-p.sem
@@ -190,7 +190,7 @@ func (p *pool) add(inst runtime.Instance) {
 		inst.Close(context.Background())
 		return
 	}
-	p.idle = append(p.idle, idleInst{inst: inst, at: time.Now()})
+	p.idle = append(p.idle, idleInst{inst: inst, at: monoNow()})
 	wake := p.waiting > 0
 	p.mu.Unlock()
 	if wake {
@@ -210,12 +210,22 @@ func (p *pool) add(inst runtime.Instance) {
 // its host call answered): such an instance fails every later call with
 // "module closed with context canceled", so it is never kept. A context
 // that ends after the call returned closes nothing.
+//
+// The instance is idle since its call began when ctx is the call's
+// deadline (withTimeout read the clock then; no second read): eviction
+// (IdleTimeout, minutes) then counts a call's own run as idle time, which
+// at worst evicts an instance that ran a call as long as the timeout
+// sooner after it.
 func (p *pool) done(ctx context.Context, inst runtime.Instance) {
 	if ended(ctx) {
 		p.discard(inst)
 		return
 	}
-	p.put(inst)
+	at, ok := callStart(ctx)
+	if !ok {
+		at = monoNow()
+	}
+	p.put(inst, at)
 }
 
 func (p *pool) discard(inst runtime.Instance) {
@@ -317,8 +327,17 @@ func (p *pool) close() {
 }
 
 func (p *Plugin) pool(owner string) *pool {
+	if owner == DefaultOwner {
+		if pl := p.defaultPool.Load(); pl != nil {
+			return pl
+		}
+	}
 	if v, ok := p.pools.Load(owner); ok {
-		return v.(*pool)
+		pl := v.(*pool)
+		if owner == DefaultOwner {
+			p.defaultPool.Store(pl)
+		}
+		return pl
 	}
 	max := p.Grant.MaxInstances
 	if p.ownerMax != nil {
@@ -336,6 +355,9 @@ func (p *Plugin) pool(owner string) *pool {
 	if !loaded && p.closed.Load() {
 		np.close()
 	}
+	if owner == DefaultOwner {
+		p.defaultPool.Store(v.(*pool))
+	}
 	return v.(*pool)
 }
 
@@ -347,6 +369,7 @@ func (p *Plugin) get(ctx context.Context, owner string) (*pool, runtime.Instance
 		inst, err := pl.get(ctx)
 		if err == errRetired {
 			p.pools.CompareAndDelete(owner, pl)
+			p.defaultPool.CompareAndSwap(pl, nil)
 			continue
 		}
 		return pl, inst, err

@@ -147,13 +147,18 @@ type Plugin struct {
 	compiled runtime.Compiled // mod's
 	families []hostfn.Family  // linked; those with a Lifecycle are provisioned
 	command  bool
-	extism   extismIface            // form extism: its interface (extism.go), once checked
-	pools    sync.Map               // owner -> *pool
-	ownerMax func(owner string) int // Options.OwnerInstances
-	slots    *ownerSlots            // the registry's, with OwnerInstances (quota.go)
-	refs     atomic.Int64           // catalogues holding it + calls in flight
-	log      *slog.Logger
-	closed   atomic.Bool
+	extism   extismIface // form extism: its interface (extism.go), once checked
+	pools    sync.Map    // owner -> *pool
+	// defaultPool is DefaultOwner's pool of pools, kept beside the map:
+	// every call of a single-tenant host is the default owner's, and the
+	// map's lookup (an interface key's hash) was a tenth of a no-op
+	// guard op's host share. The janitor never retires it.
+	defaultPool atomic.Pointer[pool]
+	ownerMax    func(owner string) int // Options.OwnerInstances
+	slots       *ownerSlots            // the registry's, with OwnerInstances (quota.go)
+	refs        atomic.Int64           // catalogues holding it + calls in flight
+	log         *slog.Logger
+	closed      atomic.Bool
 	// ready is closed once a plugin listed at start-up is compiled and
 	// checked (nil: loaded before it was listed); loadErr then says why
 	// it could not be.
@@ -189,7 +194,7 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	if cap(r.loadSem) > 1 {
 		r.loadSem <- struct{}{} // one core left to calls (loader)
 	}
-	r.calls.New = func() any { return &hostfn.Call{} }
+	r.calls.New = func() any { return &pooledCall{} }
 	r.cat.Store(&Catalog{byName: map[string]*Tool{}, snap: catalog.NewSnapshot(0, []byte("[]"), nil, nil, nil, nil)})
 	// Plugins that fail to load are skipped: the registry serves the rest
 	// and the joined load errors are returned beside it.

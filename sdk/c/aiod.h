@@ -352,8 +352,8 @@ static inline uint32_t aiod_state_set(const char *key, const char *value, size_t
  *
  * A hook handler sees a call of another tool before it runs (op 5) or its
  * result after (op 6): int hook(aiod_str tool, aiod_str event, aiod_buf *out),
- * where event is the hook event JSON ({"tenant","era","session","tool",
- * "arguments","config"} and, after, "result"; read it with aiod_json_member
+ * where event is the hook event JSON ({"config","tenant","era","session",
+ * "tool","arguments"} and, after, "result"; read it with aiod_json_member
  * and friends). It returns AIOD_ALLOW (before) or AIOD_KEEP (after) to let the
  * call or result go on, which the SDK answers with one constant write and no
  * allocation; or AIOD_RET_OK with an answer written by aiod_hook_deny,

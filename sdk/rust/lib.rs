@@ -233,14 +233,16 @@ pub fn json_member<'a>(j: &'a str, key: &str) -> Option<&'a str> {
             return None;
         }
         let ke = skip(b, i)?;
-        let k = decode_string(&j[i..ke])?;
+        // a key without escapes is compared as it is (no allocation)
+        let raw = &j[i + 1..ke - 1];
+        let found = if raw.contains('\\') { decode_string(&j[i..ke])? == key } else { raw == key };
         i = ws(b, ke);
         if b.get(i) != Some(&b':') {
             return None;
         }
         let vs = ws(b, i + 1);
         let ve = skip(b, vs)?;
-        if k == key {
+        if found {
             return Some(&j[vs..ve]);
         }
         i = ws(b, ve);
@@ -360,7 +362,7 @@ pub enum HookAnswer {
 }
 
 /// A hook handler: the tool's name and the hook event JSON
-/// (`{"tenant","era","session","tool","arguments","config"}` and, after a
+/// (`{"config","tenant","era","session","tool","arguments"}` and, after a
 /// call, `"result"`; read it with `json_member` and friends).
 pub type HookFn = fn(tool: &str, event: &str) -> HookAnswer;
 

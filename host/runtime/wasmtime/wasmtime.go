@@ -626,6 +626,7 @@ type instance struct {
 	pages  uint32
 	fuel   uint64 // per call; 0: unmetered
 	fns    map[string]*wasmtime.Func
+	watch  *callWatch // its calls' (made by the first)
 	closed atomic.Bool
 }
 
@@ -656,9 +657,14 @@ func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params
 		args = append(args, int32(uint32(p)))
 	}
 	i.st.ctx, i.st.call, i.st.panicked = ctx, c, nil
-	disarm := watch(ctx, i.s, i.flag)
+	gen := i.flag.arm()
+	i.s.SetEpochDeadline(1)
+	if i.watch == nil {
+		i.watch = newCallWatch(i.flag)
+	}
+	i.watch.start(ctx, gen)
 	res, err := i.invoke(fn, args)
-	disarm()
+	i.watch.end()
 	i.st.ctx, i.st.call = nil, nil
 	if err != nil {
 		if c != nil && c.Overflow {
@@ -691,6 +697,9 @@ func (i *instance) invoke(fn *wasmtime.Func, args []any) (res any, err error) {
 func (i *instance) Close(ctx context.Context) error {
 	if !i.closed.CompareAndSwap(false, true) {
 		return nil
+	}
+	if i.watch != nil {
+		i.watch.stop()
 	}
 	i.flag.release()
 	i.s.Close()

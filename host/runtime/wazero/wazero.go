@@ -166,7 +166,8 @@ func (e *engine) rewrite(wasm []byte) prepared {
 	return p
 }
 
-type callKey struct{}
+// callKey is the key of a call's hostfn.Call in its context.
+type callKey = hostfn.CallKey
 
 func callFrom(ctx context.Context) *hostfn.Call {
 	switch c := ctx.Value(callKey{}).(type) {
@@ -485,7 +486,11 @@ func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params
 	}
 	stack := i.stack[:max(len(params), e.results)]
 	copy(stack, params)
-	err := i.run(context.WithValue(ctx, callKey{}, c), e.fn, stack)
+	cctx := ctx
+	if v, _ := ctx.Value(callKey{}).(*hostfn.Call); v != c {
+		cctx = context.WithValue(ctx, callKey{}, c)
+	}
+	err := i.run(cctx, e.fn, stack)
 	if err != nil {
 		if c != nil && c.Overflow {
 			return 0, hostfn.ErrResultTooLarge{Limit: c.MaxOutput}
