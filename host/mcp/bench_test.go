@@ -95,3 +95,18 @@ func BenchmarkEchoLegacySessionInputCapable(b *testing.B) {
 	sess, _ := s.sessions.create("default", "2025-11-25", parseClientCaps([]byte(`{"elicitation":{},"sampling":{}}`)), nil)
 	benchServe(b, s, mapHeaders{"accept": "application/json, text/event-stream", "mcp-session-id": sess.id, "mcp-protocol-version": "2025-11-25"}, legacyEcho)
 }
+
+// BenchmarkDecodeMessage: one tools/call request as a client sends it,
+// decoded (validated, the envelope and the params the methods read).
+func BenchmarkDecodeMessage(b *testing.B) {
+	body := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, world","n":3,"tags":["a","b"],"opts":{"deep":true}},"_meta":{"progressToken":"p-17","io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var req message
+		var p params
+		if err := decodeMessage(body, &req, &p); err != nil || p.Name == nil {
+			b.Fatal(err)
+		}
+	}
+}
