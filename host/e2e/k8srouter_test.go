@@ -8,7 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/net/dns/dnsmessage"
@@ -152,12 +155,16 @@ func TestKubernetesRouter(t *testing.T) {
 		t.Fatalf("nginx -t of the router's config: %v\n%s", err, out)
 	}
 	pods := map[string]*aiod{}
-	for i := range 3 {
+	// as the StatefulSet's pods run (the drain shorter than its 5 s)
+	startPod := func(i int) {
 		name := fmt.Sprintf("aiod-%d", i)
 		ip := net.IPv4(127, 0, 0, byte(21+i))
 		pods[name] = start(t, nil, "--host", ip.String(), "--port", podPort, "--replica-id", name,
-			"--state-key-file", filepath.Join(dir, "state.key"), "--browser", "off")
+			"--state-key-file", filepath.Join(dir, "state.key"), "--browser", "off", "--drain-delay", "1s")
 		dns.set(name+"."+svc, ip)
+	}
+	for i := range 3 {
+		startPod(i)
 	}
 	startNginx(t, ngx, dir, lb)
 	url := "http://127.0.0.1:" + lb + "/mcp"
@@ -205,6 +212,59 @@ func TestKubernetesRouter(t *testing.T) {
 		}
 	}
 
+	// a rolling restart of aiod-0 under its tenants' calls: SIGTERM (it
+	// drains, refusing new connections: the router sends them to the
+	// next pod), its name leaves the DNS, the pod of the same name comes
+	// back; no call fails, every answer is its own
+	var calls, failed atomic.Int64
+	var fails []string
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for key, p := range home {
+		if p != "aiod-0" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; ; j++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				want := fmt.Sprintf("%s call %d", key, j)
+				st, text, isErr, rpcErr, err := rawCall(url, key, "echo", `{"text":"`+want+`"}`)
+				calls.Add(1)
+				if err != nil || st != 200 || isErr || rpcErr != "" || text != want {
+					failed.Add(1)
+					mu.Lock()
+					fails = append(fails, fmt.Sprintf("%s: %d %q %v %q %v", want, st, text, isErr, rpcErr, err))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	old := pods["aiod-0"]
+	if err := old.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = old.cmd.Process.Wait()
+	dns.set("aiod-0."+svc, nil)
+	startPod(0)
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	t.Logf("rolling restart of aiod-0: %d calls of its tenants, %d failed %v", calls.Load(), failed.Load(), fails)
+	if failed.Load() != 0 || calls.Load() < 20 {
+		t.Errorf("rolling restart of aiod-0 through the router: %d of %d calls failed: %v\n%s", failed.Load(), calls.Load(), fails, readFile(filepath.Join(dir, "logs", "error.log")))
+	}
+	if p, _ := podOf(tenantOn(home, "aiod-0")); p != "aiod-0" {
+		t.Errorf("a tenant of aiod-0 reached %s after it came back", p)
+	}
+
 	// aiod-1 goes away (its name leaves the DNS, as a pod that is not
 	// ready): its tenants go to aiod-2, the others stay
 	gone := pods["aiod-1"]
@@ -246,6 +306,16 @@ func TestKubernetesRouter(t *testing.T) {
 			t.Fatalf("echo as %s with aiod-1 refusing connections: %d %q %v %q %v", key, st, text, isErr, rpcErr, err)
 		}
 	}
+}
+
+// tenantOn is a tenant key whose pod is pod.
+func tenantOn(home map[string]string, pod string) string {
+	for k, p := range home {
+		if p == pod {
+			return k
+		}
+	}
+	return ""
 }
 
 // routerConf is the nginx.conf of the router's ConfigMap in router.yaml.
