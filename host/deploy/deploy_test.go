@@ -296,6 +296,35 @@ func fmtList(l []any) string {
 	return strings.Join(s, " ")
 }
 
+// TestRingShares: the router's shares are each pod's equal part, in
+// hundredths of a percent, leaving the last pod the rest (never a share
+// of 0, which nginx refuses, nor a sum over 100%).
+func TestRingShares(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 7, 100, MaxReplicas} {
+		pods := ring("aiod", n)
+		sum := 0.0
+		for i, p := range pods {
+			if p.Next != fmt.Sprintf("aiod-%d", (i+1)%n) {
+				t.Fatalf("n=%d: pod %d's next is %s", n, i, p.Next)
+			}
+			if i == n-1 {
+				if p.Share != "" {
+					t.Fatalf("n=%d: the last pod has a share %q, want the rest", n, p.Share)
+				}
+				continue
+			}
+			var v float64
+			if _, err := fmt.Sscanf(p.Share, "%g%%", &v); err != nil || v <= 0 {
+				t.Fatalf("n=%d: share %q", n, p.Share)
+			}
+			sum += v
+		}
+		if sum >= 100 {
+			t.Fatalf("n=%d: shares sum to %g%%, leaving the last pod nothing", n, sum)
+		}
+	}
+}
+
 func TestKubernetesErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -303,6 +332,7 @@ func TestKubernetesErrors(t *testing.T) {
 		err  string
 	}{
 		{"no replicas", Kubernetes{Image: "aiod:1"}, "--replicas 0"},
+		{"too many replicas", Kubernetes{Replicas: MaxReplicas + 1, Image: "aiod:1"}, "--replicas 1001: 1 to 1000"},
 		{"no image", Kubernetes{Replicas: 1}, "--image"},
 		{"bad namespace", Kubernetes{Replicas: 1, Image: "aiod:1", Namespace: "Prod"}, "--namespace"},
 		{"bad name", Kubernetes{Replicas: 1, Image: "aiod:1", Name: "a_b"}, "--name"},

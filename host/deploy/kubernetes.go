@@ -31,6 +31,10 @@ type Kubernetes struct {
 // DefaultRouterImage is the router's nginx image.
 const DefaultRouterImage = "nginx:1.27"
 
+// MaxReplicas bounds --replicas: each pod of the router's ring takes at
+// least 0.1% of the tenants (split_clients counts in hundredths).
+const MaxReplicas = 1000
+
 // aiodPort is where aiod listens in its pod, and the router in its.
 const aiodPort = 8080
 
@@ -46,8 +50,8 @@ func (k Kubernetes) withDefaults() (Kubernetes, error) {
 	if k.RouterImage == "" {
 		k.RouterImage = DefaultRouterImage
 	}
-	if k.Replicas < 1 {
-		return k, fmt.Errorf("--replicas %d: at least 1", k.Replicas)
+	if k.Replicas < 1 || k.Replicas > MaxReplicas {
+		return k, fmt.Errorf("--replicas %d: 1 to %d (the router's ring shares the tenants in hundredths of a percent)", k.Replicas, MaxReplicas)
 	}
 	if k.Image == "" || strings.ContainsAny(k.Image, " \t\n\"'") {
 		return k, fmt.Errorf("--image %q: the aiod image, e.g. registry.example/aiod:0.2.0", k.Image)
