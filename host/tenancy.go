@@ -238,7 +238,7 @@ func (h *Host) keepStoredKeys() error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		keyring.Keep(ctx, h.store, h.mcp.SetStateKeys, func(err error) {
+		keyring.Keep(ctx, h.store, keyring.Refresh, h.mcp.SetStateKeys, func(err error) {
 			h.log.Warn("requestState key ring not read; the keys read last keep applying", "err", err)
 		})
 	}()

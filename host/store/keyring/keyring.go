@@ -84,11 +84,11 @@ func key(ctx context.Context, st store.Store, ep int64, add bool) ([]byte, error
 	return b, nil
 }
 
-// Keep reads the ring every Refresh until ctx ends, giving each read to
-// set; a read that fails is given to fail, and the keys set last keep
-// applying. The first read is Keys's, by the caller.
-func Keep(ctx context.Context, st store.Store, set func([][]byte) error, fail func(error)) {
-	tick := time.NewTicker(Refresh)
+// Keep reads the ring every period (Refresh in aiod) until ctx ends,
+// giving each read to set; a read that fails is given to fail, and the
+// keys set last keep applying. The first read is Keys's, by the caller.
+func Keep(ctx context.Context, st store.Store, every time.Duration, set func([][]byte) error, fail func(error)) {
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {

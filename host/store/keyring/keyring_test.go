@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,5 +120,55 @@ func TestStoreDown(t *testing.T) {
 	_, err = keyring.Keys(ctx, s, time.Now())
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte(r.Addr())) {
 		t.Fatalf("with the server stopped: %v, want an error naming it", err)
+	}
+}
+
+// Keep reads the ring again and again: the keys it sets are the ring's;
+// a ring that stops reading (a damaged key) is reported, and the keys set
+// before are not replaced.
+func TestKeep(t *testing.T) {
+	m := store.NewMemory(0)
+	want, err := keyring.Keys(ctx, m, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sets, fails := make(chan [][]byte, 100), make(chan error, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		keyring.Keep(kctx, m, 10*time.Millisecond, func(k [][]byte) error { sets <- k; return nil }, func(err error) { fails <- err })
+	}()
+	select {
+	case got := <-sets:
+		if len(got) != len(want) || !bytes.Equal(got[0], want[0]) {
+			t.Fatal("Keep set other keys than the ring's")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Keep did not read the ring")
+	}
+	id := "mrtr-key/" + strconv.FormatInt(time.Now().UnixMilli()/keyring.Epoch.Milliseconds(), 10)
+	if err := m.PutRecord(ctx, id, []byte("damaged"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-fails:
+		if !strings.Contains(err.Error(), "7 bytes") {
+			t.Fatalf("fail: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a damaged ring was not reported")
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Keep did not end with its context")
+	}
+	for len(sets) > 0 {
+		if k := <-sets; !bytes.Equal(k[0], want[0]) {
+			t.Fatal("a damaged ring's keys were set")
+		}
 	}
 }
