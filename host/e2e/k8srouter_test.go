@@ -306,6 +306,30 @@ func TestKubernetesRouter(t *testing.T) {
 			t.Fatalf("echo as %s with aiod-1 refusing connections: %d %q %v %q %v", key, st, text, isErr, rpcErr, err)
 		}
 	}
+	// a pod that dies with a call in flight: the router had sent it, so it
+	// is not sent again to the next pod (the tool would run twice); the
+	// client gets 502
+	key = tenantOn(home, "aiod-2")
+	type answer struct {
+		st   int
+		text string
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		st, text, _, _, err := rawCall(url, key, "slow_compute", `{"seconds":4,"label":"once"}`)
+		got <- answer{st, text, err}
+	}()
+	time.Sleep(time.Second)
+	_ = pods["aiod-2"].cmd.Process.Kill()
+	select {
+	case a := <-got:
+		if a.st != 502 || strings.Contains(a.text, "computed") {
+			t.Fatalf("a call in flight on a pod that died: %d %q %v, want 502 (not run again on the next pod)", a.st, a.text, a.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer for a call whose pod died")
+	}
 }
 
 // tenantOn is a tenant key whose pod is pod.
