@@ -130,17 +130,18 @@ func TestKubernetesRouter(t *testing.T) {
 	const svc = "aiod-replicas.default.svc.cluster.local"
 	dns := startClusterDNS(t, svc)
 	lb, podPort := freePort(t), freePort(t)
-	for old, new := range map[string]string{
-		"resolver kube-dns.kube-system.svc.cluster.local valid=5s;": "resolver " + dns.addr + " valid=1s;",
-		"listen 8080;":             "listen 127.0.0.1:" + lb + ";",
-		"pid /tmp/nginx.pid;":      "pid nginx.pid;",
-		"/tmp/":                    dir + "/temp/",
-		".svc.cluster.local:8080;": ".svc.cluster.local:" + podPort + ";",
+	for _, r := range [][2]string{ // in this order: the pid's path before the other /tmp/ ones
+		{"resolver kube-dns.kube-system.svc.cluster.local valid=5s;", "resolver " + dns.addr + " valid=1s;"},
+		{"listen 8080;", "listen 127.0.0.1:" + lb + ";"},
+		{"pid /tmp/nginx.pid;", "pid nginx.pid;"},
+		{"error_log /dev/stderr notice;", "error_log logs/error.log notice;"},
+		{"/tmp/", dir + "/temp/"},
+		{".svc.cluster.local:8080;", ".svc.cluster.local:" + podPort + ";"},
 	} {
-		if !strings.Contains(conf, old) {
-			t.Fatalf("the router's nginx.conf has no %q:\n%s", old, conf)
+		if !strings.Contains(conf, r[0]) {
+			t.Fatalf("the router's nginx.conf has no %q:\n%s", r[0], conf)
 		}
-		conf = strings.ReplaceAll(conf, old, new)
+		conf = strings.ReplaceAll(conf, r[0], r[1])
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		t.Fatal(err)
