@@ -21,19 +21,18 @@ type queueListener struct {
 }
 
 func (l *queueListener) Accept() (net.Conn, error) {
-	for {
-		if c := l.next(); c != nil {
-			return c, nil
-		}
-		c, err := l.Listener.Accept()
-		if err == nil || !l.closing.Load() {
-			return c, err
-		}
-		if c := l.next(); c != nil {
-			return c, nil
-		}
-		return nil, net.ErrClosed
+	if c := l.next(); c != nil {
+		return c, nil
 	}
+	c, err := l.Listener.Accept()
+	if err == nil || !l.closing.Load() {
+		return c, err
+	}
+	// stopped while waiting: what stop took from the queue, then closed
+	if c := l.next(); c != nil {
+		return c, nil
+	}
+	return nil, net.ErrClosed
 }
 
 func (l *queueListener) next() net.Conn {
