@@ -131,6 +131,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		// the tenants exist before the registry, whose loaders read
 		// their quotas (OwnerInstances) from the start
 		func() error { h.tenancy.set = tenant.New(p.policy.Tenants, cfg.APIKey); return nil },
+		func() error { return h.provisionStore(ctx, cfg) },
 		func() error {
 			servers, err := withPolicyUpstreams(cfg.Upstreams, p.policy, nil, cfg.Lockdown)
 			if err != nil {
@@ -140,9 +141,8 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 				return err
 			}
 			h.upsStdio, h.policyUps = stdioOptions(cfg), policyUpstreamNames(p.policy)
-			return h.provisionUpstreams(servers, p.pinFile, cfg.UpstreamListTimeout)
+			return h.provisionUpstreams(servers, p.pinFile, cfg.Store != "", cfg.UpstreamListTimeout)
 		},
-		func() error { return h.provisionStore(ctx, cfg) },
 		func() error { return h.provisionFamilies(ctx, p.lock) },
 		func() error {
 			if cfg.Builtins == nil {
@@ -318,14 +318,15 @@ func makeCacheDir(dir string) (string, error) {
 }
 
 // provisionUpstreams makes the upstream set (none without servers), with
-// the pins of pinFile when set. It is made before the registry (the
-// upstream family needs it); the names it excludes are the registry's,
-// looked up at each use.
-func (h *Host) provisionUpstreams(servers []upstream.Server, pinFile string, listTimeout time.Duration) error {
+// the pins of pinFile when set (in the shared store when shared, the file
+// seeding it: openPins). It is made before the registry (the upstream
+// family needs it); the names it excludes are the registry's, looked up
+// at each use.
+func (h *Host) provisionUpstreams(servers []upstream.Server, pinFile string, shared bool, listTimeout time.Duration) error {
 	var pins *upstream.Pins
 	if pinFile != "" {
 		var err error
-		if pins, err = upstream.LoadPins(pinFile); err != nil {
+		if pins, err = openPins(pinFile, h.store, shared); err != nil {
 			return err
 		}
 	}
@@ -586,6 +587,36 @@ func openStore(ctx context.Context, url, dataDir string) (store.Store, error) {
 		return bolt.Open(dataDir, 0)
 	}
 	return store.NewMemory(0), nil
+}
+
+// openPins reads the upstream pins: from the store every replica shares
+// when shared (the pin file, when the store has none yet, is copied in),
+// else from the pin file.
+func openPins(pinFile string, st store.Store, shared bool) (*upstream.Pins, error) {
+	if shared {
+		return upstream.NewStoredPins(store.Pins{St: st}, pinFile)
+	}
+	return upstream.LoadPins(pinFile)
+}
+
+// ReviewPins opens the pins `aiod upstream review` reads and accepts
+// into: the shared store's with storeURL (closed by the returned func),
+// else the pin file's.
+func ReviewPins(ctx context.Context, storeURL, pinFile string) (*upstream.Pins, func(), error) {
+	if storeURL == "" {
+		p, err := upstream.LoadPins(pinFile)
+		return p, func() {}, err
+	}
+	st, err := openStore(ctx, storeURL, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := openPins(pinFile, st, true)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return p, func() { st.Close() }, nil
 }
 
 // provisionStore opens the store (openStore) and closes it last.

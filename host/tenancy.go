@@ -15,6 +15,7 @@ import (
 	"github.com/aiodhq/aiod/host/mcp"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/server"
+	"github.com/aiodhq/aiod/host/store/keyring"
 	"github.com/aiodhq/aiod/host/tenant"
 )
 
@@ -186,8 +187,13 @@ func taskOptions(l caps.OperatorLimits) mcp.TaskOptions {
 }
 
 // setStateKeys gives the protocol layer the replicas' shared requestState
-// keys (none: it keeps its own random key).
+// keys: the state key file's, else, with a store that outlives the process
+// (--data-dir, --store), the key ring in it, read again every minute
+// (host/store/keyring), else none (it keeps its own random key).
 func (h *Host) setStateKeys(keys [][]byte) error {
+	if keys == nil && h.stateKeyFile == "" && h.store != nil && h.store.String() != "memory" {
+		return h.keepStoredKeys()
+	}
 	if keys == nil {
 		return nil
 	}
@@ -212,4 +218,30 @@ func (h *Host) reloadStateKeys() {
 		return
 	}
 	h.log.Info("state keys reloaded", "keys", len(keys))
+}
+
+// keepStoredKeys seals and opens requestStates with the store's key ring,
+// read now (a store that cannot give it refuses the start) and every
+// minute until aiod stops.
+func (h *Host) keepStoredKeys() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	keys, err := keyring.Keys(ctx, h.store, time.Now())
+	cancel()
+	if err == nil {
+		err = h.mcp.SetStateKeys(keys)
+	}
+	if err != nil {
+		return fmt.Errorf("requestState keys: %w (or give --state-key-file)", err)
+	}
+	h.log.Info("requestState keys from the store's key ring", "store", h.store.String(), "keys", len(keys))
+	ctx, cancel = context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		keyring.Keep(ctx, h.store, keyring.Refresh, h.mcp.SetStateKeys, func(err error) {
+			h.log.Warn("requestState key ring not read; the keys read last keep applying", "err", err)
+		})
+	}()
+	h.built(func(context.Context) error { cancel(); <-done; return nil })
+	return nil
 }

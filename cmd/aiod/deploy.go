@@ -24,7 +24,8 @@ const deployUsage = `usage:
   aiod deploy nginx --replica HOST:PORT [--replica [ID=]HOST:PORT ...] --listen HOST:PORT --out DIR
       a self-contained nginx.conf in DIR (run: nginx -p DIR -c DIR/nginx.conf) and DIR/state.key
   aiod deploy kubernetes --replicas N --image IMAGE --out DIR [--namespace NS] [--name NAME] [--router-image IMAGE]
-      the aiod Deployment, its headless Service, the nginx router and the state key Secret, in DIR
+      the aiod StatefulSet, its headless Service, the nginx router (a tenant to its pod by a hash of its
+      credential) and the Secrets, in DIR
 `
 
 // deployCmd is `aiod deploy nginx|kubernetes`: the artifacts of several

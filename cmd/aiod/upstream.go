@@ -45,10 +45,10 @@ func upstreamCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) == 0 || args[0] != "review" {
 		if ms == nil {
-			fmt.Fprintln(stderr, "usage: aiod upstream review [--accept] [--mcp-servers JSON] [--policy FILE] [--data-dir DIR] [--pin-upstreams FILE] [--output jsonl]")
+			fmt.Fprintln(stderr, "usage: aiod upstream review [--accept] [--mcp-servers JSON] [--policy FILE] [--data-dir DIR] [--pin-upstreams FILE] [--store URL] [--output jsonl]")
 			return 2
 		}
-		return fail(2, errors.New("usage: aiod upstream review [--accept] [--mcp-servers JSON] [--policy FILE] [--data-dir DIR] [--pin-upstreams FILE] [--output jsonl]"))
+		return fail(2, errors.New("usage: aiod upstream review [--accept] [--mcp-servers JSON] [--policy FILE] [--data-dir DIR] [--pin-upstreams FILE] [--store URL] [--output jsonl]"))
 	}
 	s := &startFlags{fs: flag.NewFlagSet("aiod upstream review", flag.ContinueOnError), env: map[string]string{}}
 	s.fs.SetOutput(stderr)
@@ -56,7 +56,8 @@ func upstreamCmd(args []string, stdout, stderr io.Writer) int {
 	s.env["mcp-servers"] = "EXTRA_MCP_SERVERS"
 	s.str(&s.cfg.PolicyFile, "policy", "AIO_POLICY", "", "the policy file, whose \"upstreams\" are reviewed too")
 	s.str(&s.cfg.DataDir, "data-dir", "AIO_DATA_DIR", "", "where command servers of the policy keep their directories, as for aiod start")
-	s.str(&s.cfg.PinUpstreams, "pin-upstreams", "AIO_PIN_UPSTREAMS", "", "the pin file (required)")
+	s.str(&s.cfg.PinUpstreams, "pin-upstreams", "AIO_PIN_UPSTREAMS", "", "the pin file (required without --store)")
+	s.str(&s.cfg.Store, "store", "AIO_STORE", "", "the shared store (redis://HOST:PORT[/DB]) whose pins the replicas read, as for aiod start: the pins are reviewed and accepted there")
 	s.str(&s.cfg.UpstreamKeyFile, "upstream-key-file", "AIO_UPSTREAM_KEY_FILE", "", "the key file of the OAuth logins' tokens, as for aiod start (without it, servers that log in are reviewed as unreachable)")
 	s.duration(&s.cfg.UpstreamListTimeout, "upstream-list-timeout", "AIO_UPSTREAM_LIST_TIMEOUT", upstream.DefaultListTimeout, "longest to wait for one server's tools/list")
 	accept := s.fs.Bool("accept", false, "pin every tool as the servers list it now")
@@ -73,8 +74,8 @@ func upstreamCmd(args []string, stdout, stderr io.Writer) int {
 	if err := checkOutput(*output); err != nil {
 		return fail(2, err)
 	}
-	if s.cfg.PinUpstreams == "" {
-		return fail(2, errors.New("--pin-upstreams (AIO_PIN_UPSTREAMS) is required"))
+	if s.cfg.PinUpstreams == "" && s.cfg.Store == "" {
+		return fail(2, errors.New("--pin-upstreams (AIO_PIN_UPSTREAMS) or --store (AIO_STORE) is required"))
 	}
 	for _, w := range s.servers.warns {
 		if ms != nil {
@@ -83,13 +84,14 @@ func upstreamCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "warning: %s\n", w)
 		}
 	}
-	pins, err := upstream.LoadPins(s.cfg.PinUpstreams)
+	pins, closePins, err := host.ReviewPins(context.Background(), s.cfg.Store, s.cfg.PinUpstreams)
 	if err != nil {
 		if ms != nil {
 			return abort(ms, err, aoi.CategoryValidation, "PINS_UNREADABLE")
 		}
 		return fail(1, err)
 	}
+	defer closePins()
 	servers, stdio, err := host.ReviewUpstreams(s.cfg.Upstreams, s.cfg.PolicyFile, s.cfg.DataDir, s.cfg.UpstreamKeyFile)
 	if err != nil {
 		return fail(1, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -196,7 +197,7 @@ func checkKubernetes(t *testing.T, k Kubernetes, objs map[string]map[string]any)
 		}
 		return o
 	}
-	want := []string{"Secret/" + k.Name + "-state-key", "Secret/" + k.Name + "-api-key", "Deployment/" + k.Name, "Service/" + k.Name + "-replicas",
+	want := []string{"Secret/" + k.Name + "-state-key", "Secret/" + k.Name + "-api-key", "StatefulSet/" + k.Name, "Service/" + k.Name + "-replicas",
 		"ConfigMap/" + k.Name + "-router", "Deployment/" + k.Name + "-router", "Service/" + k.Name, "PodDisruptionBudget/" + k.Name}
 	for _, w := range want {
 		if objs[w] == nil {
@@ -206,7 +207,7 @@ func checkKubernetes(t *testing.T, k Kubernetes, objs map[string]map[string]any)
 	if len(objs) != len(want) {
 		t.Errorf("%d objects, want %d", len(objs), len(want))
 	}
-	dep, router := objs["Deployment/"+k.Name], objs["Deployment/"+k.Name+"-router"]
+	dep, router := objs["StatefulSet/"+k.Name], objs["Deployment/"+k.Name+"-router"]
 	if get(dep, "spec", "replicas") != k.Replicas {
 		t.Errorf("replicas %v, want %d", get(dep, "spec", "replicas"), k.Replicas)
 	}
@@ -214,7 +215,7 @@ func checkKubernetes(t *testing.T, k Kubernetes, objs map[string]map[string]any)
 		t.Errorf("image %v", get(dep, "spec", "template", "spec", "containers", 0, "image"))
 	}
 	args := get(dep, "spec", "template", "spec", "containers", 0, "args").([]any)
-	if !strings.Contains(fmtList(args), "--state-key-file /etc/aiod/state/state.key --replica-id $(POD_IP)") {
+	if !strings.Contains(fmtList(args), "--state-key-file /etc/aiod/state/state.key --replica-id $(POD_NAME)") {
 		t.Errorf("aiod args %v", args)
 	}
 	// a rolling restart loses no call: aiod drains on SIGTERM within the
@@ -226,8 +227,18 @@ func checkKubernetes(t *testing.T, k Kubernetes, objs map[string]map[string]any)
 	if g, _ := get(dep, "spec", "template", "spec", "terminationGracePeriodSeconds").(int); g < 5+15 {
 		t.Errorf("terminationGracePeriodSeconds %v, less than the drain delay and timeout", g)
 	}
-	if get(dep, "spec", "strategy", "rollingUpdate", "maxUnavailable") != 0 {
-		t.Errorf("rolling update %v", get(dep, "spec", "strategy"))
+	// the pods keep their names (the router's ring), named in DNS by the
+	// headless Service, and start together
+	if get(dep, "spec", "serviceName") != k.Name+"-replicas" || get(dep, "spec", "podManagementPolicy") != "Parallel" ||
+		get(dep, "spec", "updateStrategy", "type") != "RollingUpdate" {
+		t.Errorf("StatefulSet spec %v", get(dep, "spec"))
+	}
+	podName := false
+	for _, e := range get(dep, "spec", "template", "spec", "containers", 0, "env").([]any) {
+		podName = podName || (get(e, "name") == "POD_NAME" && get(e, "valueFrom", "fieldRef", "fieldPath") == "metadata.name")
+	}
+	if !podName {
+		t.Error("no POD_NAME from metadata.name for --replica-id")
 	}
 	pdb := objs["PodDisruptionBudget/"+k.Name]
 	if get(pdb, "spec", "maxUnavailable") != 1 || get(pdb, "spec", "selector", "matchLabels", "app.kubernetes.io/component") != "server" {
@@ -252,8 +263,11 @@ func checkKubernetes(t *testing.T, k Kubernetes, objs map[string]map[string]any)
 		t.Error("the router does not mount its ConfigMap")
 	}
 	conf, _ := get(objs["ConfigMap/"+k.Name+"-router"], "data", "nginx.conf").(string)
+	last := fmt.Sprintf("%s-%d", k.Name, k.Replicas-1)
 	for _, w := range []string{"default " + k.Name + "-replicas." + k.Namespace + ".svc.cluster.local:8080;",
-		"$aiod_pod." + k.Name + "-replicas." + k.Namespace + ".svc.cluster.local:8080;", "proxy_set_header Host $http_host;"} {
+		k.Name + "-0 " + k.Name + "-0." + k.Name + "-replicas." + k.Namespace + ".svc.cluster.local:8080;",
+		last + " " + k.Name + "-0." + k.Name + "-replicas." + k.Namespace + ".svc.cluster.local:8080;", // the ring closes
+		`split_clients "$http_authorization" $aiod_tenant_pod {`, "* " + last + ";", "proxy_set_header Host $http_host;"} {
 		if !strings.Contains(conf, w) {
 			t.Errorf("router nginx.conf lacks %q:\n%s", w, conf)
 		}
@@ -282,6 +296,35 @@ func fmtList(l []any) string {
 	return strings.Join(s, " ")
 }
 
+// TestRingShares: the router's shares are each pod's equal part, in
+// hundredths of a percent, leaving the last pod the rest (never a share
+// of 0, which nginx refuses, nor a sum over 100%).
+func TestRingShares(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 7, 100, MaxReplicas} {
+		pods := ring("aiod", n)
+		sum := 0.0
+		for i, p := range pods {
+			if p.Next != fmt.Sprintf("aiod-%d", (i+1)%n) {
+				t.Fatalf("n=%d: pod %d's next is %s", n, i, p.Next)
+			}
+			if i == n-1 {
+				if p.Share != "" {
+					t.Fatalf("n=%d: the last pod has a share %q, want the rest", n, p.Share)
+				}
+				continue
+			}
+			var v float64
+			if _, err := fmt.Sscanf(p.Share, "%g%%", &v); err != nil || v <= 0 {
+				t.Fatalf("n=%d: share %q", n, p.Share)
+			}
+			sum += v
+		}
+		if sum >= 100 {
+			t.Fatalf("n=%d: shares sum to %g%%, leaving the last pod nothing", n, sum)
+		}
+	}
+}
+
 func TestKubernetesErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -289,6 +332,7 @@ func TestKubernetesErrors(t *testing.T) {
 		err  string
 	}{
 		{"no replicas", Kubernetes{Image: "aiod:1"}, "--replicas 0"},
+		{"too many replicas", Kubernetes{Replicas: MaxReplicas + 1, Image: "aiod:1"}, "--replicas 1001: 1 to 1000"},
 		{"no image", Kubernetes{Replicas: 1}, "--image"},
 		{"bad namespace", Kubernetes{Replicas: 1, Image: "aiod:1", Namespace: "Prod"}, "--namespace"},
 		{"bad name", Kubernetes{Replicas: 1, Image: "aiod:1", Name: "a_b"}, "--name"},

@@ -14,11 +14,12 @@ import (
 	"github.com/aiodhq/aiod/host/mcp"
 )
 
-// Kubernetes is what `aiod deploy kubernetes` writes: the aiod Deployment
-// and the headless Service over its pods, the router (nginx: a ConfigMap,
-// a Deployment and the Service clients reach) and the Secret with the
-// state key file. See RATIONALE.md, "Replicas behind a load balancer",
-// for why the affinity is a router of its own.
+// Kubernetes is what `aiod deploy kubernetes` writes: the aiod StatefulSet
+// (pods named <name>-0, <name>-1, ...) and the headless Service naming
+// each in DNS, the router (nginx: a ConfigMap, a Deployment and the
+// Service clients reach) and the Secret with the state key file. See
+// RATIONALE.md, "Replicas behind a load balancer", for why the affinity
+// is a router of its own and the pods a StatefulSet.
 type Kubernetes struct {
 	Replicas    int
 	Image       string // the aiod image
@@ -29,6 +30,10 @@ type Kubernetes struct {
 
 // DefaultRouterImage is the router's nginx image.
 const DefaultRouterImage = "nginx:1.27"
+
+// MaxReplicas bounds --replicas: each pod of the router's ring takes at
+// least 0.1% of the tenants (split_clients counts in hundredths).
+const MaxReplicas = 1000
 
 // aiodPort is where aiod listens in its pod, and the router in its.
 const aiodPort = 8080
@@ -45,8 +50,8 @@ func (k Kubernetes) withDefaults() (Kubernetes, error) {
 	if k.RouterImage == "" {
 		k.RouterImage = DefaultRouterImage
 	}
-	if k.Replicas < 1 {
-		return k, fmt.Errorf("--replicas %d: at least 1", k.Replicas)
+	if k.Replicas < 1 || k.Replicas > MaxReplicas {
+		return k, fmt.Errorf("--replicas %d: 1 to %d (the router's ring shares the tenants in hundredths of a percent)", k.Replicas, MaxReplicas)
 	}
 	if k.Image == "" || strings.ContainsAny(k.Image, " \t\n\"'") {
 		return k, fmt.Errorf("--image %q: the aiod image, e.g. registry.example/aiod:0.2.0", k.Image)
@@ -76,8 +81,9 @@ func (k Kubernetes) Files(stateKey []byte, apiKey string) (map[string][]byte, er
 		StateKey  string
 		APIKey    string
 		RouterCfg string
+		Pods      []ringPod
 	}{Kubernetes: k, Port: aiodPort, MaxBody: mcp.MaxBodyBytes, StateKey: base64.StdEncoding.EncodeToString(stateKey),
-		APIKey: base64.StdEncoding.EncodeToString([]byte(apiKey))}
+		APIKey: base64.StdEncoding.EncodeToString([]byte(apiKey)), Pods: ring(k.Name, k.Replicas)}
 	var cfg bytes.Buffer
 	if err := routerTmpl.Execute(&cfg, data); err != nil {
 		return nil, err
@@ -92,6 +98,25 @@ func (k Kubernetes) Files(stateKey []byte, apiKey string) (map[string][]byte, er
 		out[name] = b.Bytes()
 	}
 	return out, nil
+}
+
+// ringPod is one aiod pod of the router's ring: its name, the share of
+// the tenants' hash it takes ("" for the last: the rest) and the pod after
+// it, which takes its tenants while it is down.
+type ringPod struct{ Name, Share, Next string }
+
+// ring is the StatefulSet's pods in order, sharing the hash equally.
+func ring(name string, n int) []ringPod {
+	out := make([]ringPod, n)
+	for i := range out {
+		out[i] = ringPod{Name: fmt.Sprintf("%s-%d", name, i), Next: fmt.Sprintf("%s-%d", name, (i+1)%n)}
+		if i < n-1 {
+			// split_clients takes at most two decimals; the last pod takes
+			// what the others leave
+			out[i].Share = fmt.Sprintf("%.2f%%", 100/float64(n)-0.005)
+		}
+	}
+	return out
 }
 
 func indent(s, pre string) string {
@@ -139,15 +164,18 @@ func WriteKubernetes(dir string, k Kubernetes, r io.Reader) (string, error) {
   kubectl apply -f %[1]s
 
 Clients reach the Service %[2]s in namespace %[3]s (port 80; put your ingress or load balancer in
-front of it) with the key of %[1]s/api.key (Authorization: Bearer KEY). It is nginx (the router): the
-2026-07-28 protocol goes round robin over the aiod pods, a legacy session to the pod that created it
-(its id starts with the pod's IP, dashed, which is the pod's DNS name in the headless Service
-%[2]s-replicas). Tenant keys or OAuth instead: edit the Deployment's arguments. Rotate the state key
+front of it) with the key of %[1]s/api.key (Authorization: Bearer KEY). It is nginx (the router): a
+request goes to its tenant's pod by a hash of its credential (%[2]s-0 to %[2]s-%[4]d, named in the
+headless Service %[2]s-replicas; while that pod is down, to the next one), a legacy session and a
+task to the pod whose name starts their id. Every client sending the one API key is one tenant, on
+one pod: give tenants their own keys (the policy's tenants) or OAuth, editing the StatefulSet's
+arguments, to spread them. Changing --replicas: run aiod deploy kubernetes again (the router's ring
+lists the pods). Rotate the state key
 as spec/protocol.md (section 9) says, editing the Secret (the mounted file follows within a minute);
-after each step send every pod SIGHUP, or kubectl rollout restart deployment/%[2]s.
+after each step send every pod SIGHUP, or kubectl rollout restart statefulset/%[2]s.
 Per pod, not shared: legacy sessions, shell sessions, workspaces, warm instances; plugin state and
 tasks too, unless every pod has --store redis://HOST:PORT/DB (one Redis every replica reaches).
-`, dir, k.Name, k.Namespace), nil
+`, dir, k.Name, k.Namespace, k.Replicas-1), nil
 }
 
 var k8sTmpl = template.Must(template.New("k8s").Parse(`
@@ -178,11 +206,12 @@ data:
 {{end}}
 
 {{- define "aiod.yaml" -}}
-# {{.Replicas}} aiod replicas and the headless Service that names each pod in DNS
-# (<pod IP, dashed>.{{.Name}}-replicas.{{.Namespace}}.svc.cluster.local), which the router
-# sends a legacy session's requests to.
+# {{.Replicas}} aiod replicas ({{.Name}}-0, {{.Name}}-1, ...) and the headless Service that names
+# each ready pod in DNS ({{.Name}}-0.{{.Name}}-replicas.{{.Namespace}}.svc.cluster.local), which the router
+# sends a tenant's requests, a legacy session's and a task's to. A StatefulSet: a pod keeps its
+# name across restarts, so a tenant's place on the router's ring stays the same.
 apiVersion: apps/v1
-kind: Deployment
+kind: StatefulSet
 metadata:
   name: {{.Name}}
   namespace: {{.Namespace}}
@@ -191,12 +220,13 @@ metadata:
     app.kubernetes.io/component: server
 spec:
   replicas: {{.Replicas}}
-  # a rolling restart brings the new pod up before it stops an old one
-  strategy:
+  serviceName: {{.Name}}-replicas
+  # the pods are alike: started and stopped together, not in order
+  podManagementPolicy: Parallel
+  # a rolling restart stops one pod at a time and waits for its successor
+  # to be ready; meanwhile the router sends its tenants to the next pod
+  updateStrategy:
     type: RollingUpdate
-    rollingUpdate:
-      maxUnavailable: 0
-      maxSurge: 1
   selector:
     matchLabels:
       app.kubernetes.io/name: {{.Name}}
@@ -208,19 +238,19 @@ spec:
         app.kubernetes.io/component: server
     spec:
       # SIGTERM: aiod refuses new connections and serves the open ones for
-      # --drain-delay (its readiness fails: the router stops resolving it),
+      # --drain-delay (its readiness fails: its name leaves the DNS),
       # then waits up to --drain-timeout for the calls in flight; the grace
       # covers both
       terminationGracePeriodSeconds: 25
       containers:
         - name: aiod
           image: "{{.Image}}"
-          args: ["start", "--host", "0.0.0.0", "--port", "{{.Port}}", "--state-key-file", "/etc/aiod/state/state.key", "--replica-id", "$(POD_IP)", "--drain-delay", "5s", "--drain-timeout", "15s"]
+          args: ["start", "--host", "0.0.0.0", "--port", "{{.Port}}", "--state-key-file", "/etc/aiod/state/state.key", "--replica-id", "$(POD_NAME)", "--drain-delay", "5s", "--drain-timeout", "15s"]
           env:
-            - name: POD_IP
+            - name: POD_NAME
               valueFrom:
                 fieldRef:
-                  fieldPath: status.podIP
+                  fieldPath: metadata.name
             - name: AIO_API_KEY
               valueFrom:
                 secretKeyRef:
@@ -354,9 +384,12 @@ spec:
 `))
 
 // routerTmpl is the router's nginx.conf: names resolved when used, through
-// the cluster's DNS, so that pods come and go without a reload. A session
-// id's tag is a dashed pod IP: only a pod of the headless Service has that
-// name, so a forged id reaches no other address.
+// the cluster's DNS, so that pods come and go without a reload. A tenant
+// (its credential) is hashed to one pod of the ring, a session or a task to
+// the pod whose name starts its id; only the StatefulSet's pods are
+// listed, so a forged id reaches no other address. A pod that cannot be
+// reached (nothing sent to it) hands the request to the next pod of the
+// ring, then to any ready pod.
 var routerTmpl = template.Must(template.New("router").Parse(`# written by aiod deploy kubernetes
 worker_processes auto;
 pid /tmp/nginx.pid;
@@ -376,16 +409,68 @@ http {
 
     resolver kube-dns.kube-system.svc.cluster.local valid=5s;
 
-    # no session (initialize, the 2026-07-28 protocol): any aiod pod, round
-    # robin over the headless Service's addresses; a session: its pod
-    map $http_mcp_session_id $aiod_backend {
+    # a tenant's pod: a hash of its credential over the ring of pods,
+    # which keep their names across restarts (the StatefulSet)
+    split_clients "$http_authorization" $aiod_tenant_pod {
+{{- range .Pods}}
+        {{if .Share}}{{.Share}}{{else}}*{{end}} {{.Name}};
+{{- end}}
+    }
+    # no credential: any pod (the headless Service's addresses)
+    map $http_authorization $aiod_hashed_pod {
+        "" "";
+        default $aiod_tenant_pod;
+    }
+    # a task's requests carry its id in Mcp-Name, and the id starts with
+    # the name of the pod running the task
+    map "$http_mcp_method $http_mcp_name" $aiod_task_pod {
+        default $aiod_hashed_pod;
+{{- range .Pods}}
+        "~^tasks/(get|update|cancel) {{.Name}}\." {{.Name}};
+{{- end}}
+    }
+    # a legacy session's id starts with the name of the pod that made it
+    map $http_mcp_session_id $aiod_pod {
+        default $aiod_task_pod;
+{{- range .Pods}}
+        "~^{{.Name}}\." {{.Name}};
+{{- end}}
+    }
+    map $aiod_pod $aiod_backend {
+        "" {{.Name}}-replicas.{{.Namespace}}.svc.cluster.local:{{.Port}};
+{{- range .Pods}}
+        {{.Name}} {{.Name}}.{{$.Name}}-replicas.{{$.Namespace}}.svc.cluster.local:{{$.Port}};
+{{- end}}
+    }
+    # the next pod on the ring, while a tenant's pod is down
+    map $aiod_pod $aiod_next_backend {
         default {{.Name}}-replicas.{{.Namespace}}.svc.cluster.local:{{.Port}};
-        "~^(?<aiod_pod>[0-9a-f-]{1,39})\." $aiod_pod.{{.Name}}-replicas.{{.Namespace}}.svc.cluster.local:{{.Port}};
+{{- range .Pods}}
+        {{.Name}} {{.Next}}.{{$.Name}}-replicas.{{$.Namespace}}.svc.cluster.local:{{$.Port}};
+{{- end}}
+    }
+    map $aiod_pod $aiod_any_backend {
+        default {{.Name}}-replicas.{{.Namespace}}.svc.cluster.local:{{.Port}};
     }
 
     server {
         listen {{.Port}};
         client_max_body_size {{.MaxBody}};
+        # the whole body is read before a pod is tried, so that a request
+        # handed to the next pod carries it again
+        proxy_request_buffering on;
+        client_body_buffer_size 1m;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_set_header Host $http_host;
+        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+        proxy_set_header X-Forwarded-Proto $scheme;
+        # SSE: every event as it comes, streams open for long
+        proxy_buffering off;
+        proxy_cache off;
+        proxy_read_timeout 1h;
+        proxy_send_timeout 1h;
+        recursive_error_pages on;
 
         location = /router-health {
             access_log off;
@@ -394,25 +479,31 @@ http {
 
         location / {
             proxy_pass http://$aiod_backend;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host $http_host;
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-            proxy_set_header X-Forwarded-Proto $scheme;
-            proxy_buffering off;
-            proxy_request_buffering off;
-            proxy_cache off;
-            proxy_read_timeout 1h;
-            proxy_send_timeout 1h;
-            error_page 502 504 = @aiod_session_gone;
+            error_page 502 504 = @aiod_next;
         }
 
-        location @aiod_session_gone {
-            if ($http_mcp_session_id = "") {
+        # nginx could not reach the pod, or lost it (aiod's own answers
+        # pass through: no proxy_intercept_errors): a session is gone with
+        # it; a request the pod received (bytes sent) is never sent to
+        # another (a tool call would run twice); any other goes to the
+        # next pod on the ring, then to any ready one
+        location @aiod_next {
+            default_type application/json;
+            if ($http_mcp_session_id != "") {
+                return 404 '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"session not found: its pod is gone; initialize a new one"}}';
+            }
+            if ($upstream_bytes_sent ~ "[1-9]") {
                 return 502;
             }
-            default_type application/json;
-            return 404 '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"session not found: its pod is gone; initialize a new one"}}';
+            proxy_pass http://$aiod_next_backend;
+            error_page 502 504 = @aiod_any;
+        }
+
+        location @aiod_any {
+            if ($upstream_bytes_sent ~ "[1-9]") {
+                return 502;
+            }
+            proxy_pass http://$aiod_any_backend;
         }
     }
 }

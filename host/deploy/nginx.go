@@ -136,7 +136,8 @@ var nginxTmpl = template.Must(template.New("nginx.conf").Parse(`# nginx in front
 # The 2026-07-28 protocol is stateless: its requests go to the caller's
 # replica by a consistent hash of its credential, round robin without one
 # (an MRTR requestState opens on every replica that has the same
-# --state-key-file).
+# --state-key-file), except a task's requests, which go to the replica
+# that runs it (the task id's tag, below).
 # A legacy session lives on the replica that created it, whose --replica-id
 # starts the Mcp-Session-Id up to the first ".": the map below sends every
 # later request of the session there. An initialize has no id yet and goes
@@ -180,9 +181,30 @@ http {
         keepalive 8;
         keepalive_timeout 1s;
     }
+{{end}}{{$all := .Replicas}}{{range .Replicas}}{{$id := .ID}}
+    # the tasks of {{.ID}}; the others as backups, answering from the shared
+    # store's records (--store) while {{.ID}} is down
+    upstream aiod_tasks_{{.ID}} {
+        server {{.Addr}};
+{{- range $all}}{{if ne .ID $id}}
+        server {{.Addr}} backup;
+{{- end}}{{end}}
+        keepalive 8;
+        keepalive_timeout 1s;
+    }
 {{end}}
-    map $http_mcp_session_id $aiod_upstream {
+    # tasks/get, tasks/update and tasks/cancel carry the task id in their
+    # Mcp-Name header, and a task id starts with the tag of the replica
+    # running the task and "." (as a session id does): they go there
+    map "$http_mcp_method $http_mcp_name" $aiod_tasks_upstream {
         default aiod_all;
+{{- range .Replicas}}
+        "~^tasks/(get|update|cancel) {{.ID}}\." aiod_tasks_{{.ID}};
+{{- end}}
+    }
+
+    map $http_mcp_session_id $aiod_upstream {
+        default $aiod_tasks_upstream;
 {{- range .Replicas}}
         "~^{{.ID}}\." aiod_{{.ID}};
 {{- end}}

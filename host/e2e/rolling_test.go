@@ -14,25 +14,24 @@ import (
 	"github.com/aiodhq/aiod/host/store/storetest"
 )
 
-// TestRollingRestart: two replicas behind Debian's nginx, configured by
+// TestRollingRestart: three replicas behind Debian's nginx, configured by
 // `aiod deploy nginx` and run with the flags it prints (--drain-delay 2s
-// among them),
-// restarted one at a time (SIGTERM, then started again on the same port)
-// while 16 clients call echo through nginx without pause: no call fails,
-// and every answer is the one its request asked for. While a replica
-// drains it refuses new connections (nginx tries the other) and is still
-// running.
+// among them), restarted one at a time (SIGTERM, then started again on
+// the same port) while 32 clients call echo through nginx without pause:
+// no call fails, and every answer is the one its request asked for. While
+// a replica drains it refuses new connections (nginx tries another) and
+// is still running.
 func TestRollingRestart(t *testing.T) {
 	defaultEngine(t, "draining is host-side")
 	t.Parallel()
 	ngx := nginxBinary(t)
-	dir, lb, printed := deployNginx(t)
+	dir, lb, printed := deployNginx(t, 3)
 	const drain = 2 * time.Second // what deploy prints
 	if !strings.Contains(printed[0][1], "--drain-delay "+drain.String()) {
 		t.Fatalf("deploy does not print --drain-delay %s: %s", drain, printed[0][1])
 	}
 	args := func(i int) []string { return append(strings.Fields(printed[i][1]), "--browser", "off") }
-	reps := []*aiod{start(t, nil, args(0)...), start(t, nil, args(1)...)}
+	reps := []*aiod{start(t, nil, args(0)...), start(t, nil, args(1)...), start(t, nil, args(2)...)}
 	startNginx(t, ngx, dir, lb)
 	url := "http://127.0.0.1:" + lb + "/mcp"
 
@@ -41,7 +40,7 @@ func TestRollingRestart(t *testing.T) {
 	var fails []string
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for i := range 16 {
+	for i := range 32 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -98,7 +97,7 @@ func TestRollingRestart(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	t.Logf("%d calls through two rolling restarts, %d failed %v", calls.Load(), failed.Load(), fails)
+	t.Logf("%d calls through three rolling restarts, %d failed %v", calls.Load(), failed.Load(), fails)
 	if failed.Load() != 0 {
 		log := readFile(filepath.Join(dir, "logs", "error.log"))
 		if len(log) > 4000 {
@@ -123,7 +122,7 @@ func TestKillReplica(t *testing.T) {
 	t.Parallel()
 	ngx := nginxBinary(t)
 	r := storetest.StartRedis(t)
-	dir, lb, printed := deployNginx(t)
+	dir, lb, printed := deployNginx(t, 2)
 	policy := statePolicy(t, nil)
 	var reps []*aiod
 	for _, p := range printed {
@@ -200,7 +199,7 @@ func TestTenantAffinity(t *testing.T) {
 	defaultEngine(t, "routing is nginx's")
 	t.Parallel()
 	ngx := nginxBinary(t)
-	dir, lb, printed := deployNginx(t)
+	dir, lb, printed := deployNginx(t, 2)
 	tenants := map[string]any{}
 	var keys []string
 	for i := range 16 {

@@ -151,7 +151,7 @@ func (s *Server) taskCall(ctx context.Context, ex *Exchange, rc *rpcCall) *Respo
 		deadline = min(want, o.MaxDeadline)
 	}
 	now := time.Now()
-	t := &task{id: newTaskID(), owner: owner, created: now, updated: now, ttl: deadline + o.Retention,
+	t := &task{id: s.sessions.prefix + newTaskID(), owner: owner, created: now, updated: now, ttl: deadline + o.Retention,
 		s: s, status: taskWorking, finished: make(chan struct{})}
 	// The run keeps the request's values (principal, tracing) but not its
 	// cancellation once it is a task; the server's shutdown and the

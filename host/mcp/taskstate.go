@@ -105,6 +105,10 @@ func requestedTTL(params json.RawMessage) time.Duration {
 	return 0
 }
 
+// newTaskID is a task id's random part; the server puts its replica tag
+// and "." before it (--replica-id), as before a session id, so that a
+// load balancer sends tasks/get, tasks/update and tasks/cancel (whose
+// Mcp-Name header carries the task id) to the replica running the task.
 func newTaskID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)

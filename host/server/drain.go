@@ -9,7 +9,8 @@ import (
 
 // Drain starts the server's stop, ahead of its Shutdown: it stops
 // accepting connections (a proxy's new connection is refused, which it
-// retries on another replica, the request not having been sent), while the
+// retries on another replica, the request not having been sent; those the
+// kernel had already completed are taken and served: queueListener), while the
 // connections already open are still served: every response closes its
 // connection, and /health on them answers 503 {"status":"draining"}.
 // Shutdown, a drain delay later, then finds no idle connection to close
@@ -50,11 +51,12 @@ func (s *Server) health(c *fiber.Ctx) error {
 // waits for the open connections).
 type onceListener struct {
 	net.Listener
+	stop func() error // the close: queueListener's stop
 	once sync.Once
 	err  error
 }
 
 func (l *onceListener) Close() error {
-	l.once.Do(func() { l.err = l.Listener.Close() })
+	l.once.Do(func() { l.err = l.stop() })
 	return l.err
 }

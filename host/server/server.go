@@ -191,7 +191,8 @@ func rpcErrorBody(code int, msg string) string {
 // Serve accepts connections on ln until Shutdown.
 // A listener closed by Drain ends it with nil.
 func (s *Server) Serve(ln net.Listener) error {
-	ol := &onceListener{Listener: lingerListener{ln}}
+	q := &queueListener{Listener: ln}
+	ol := &onceListener{Listener: lingerListener{q}, stop: q.stop}
 	s.lnMu.Lock()
 	s.ln = ol
 	s.lnMu.Unlock()

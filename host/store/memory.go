@@ -151,3 +151,14 @@ func (m *Memory) GetRecord(_ context.Context, id string) ([]byte, bool, error) {
 	}
 	return append([]byte(nil), r.val...), true, nil
 }
+
+func (m *Memory) AddRecord(_ context.Context, id string, val []byte, ttl time.Duration) (bool, error) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, ok := m.records[id]; ok && !now.After(r.expires) {
+		return false, nil
+	}
+	m.records[id] = memRecord{val: append([]byte(nil), val...), expires: now.Add(max(ttl, MinRecordTTL))}
+	return true, nil
+}

@@ -40,6 +40,10 @@ type Store interface {
 	PutRecord(ctx context.Context, id string, val []byte, ttl time.Duration) error
 	// GetRecord returns the record id, unless it expired.
 	GetRecord(ctx context.Context, id string) ([]byte, bool, error)
+	// AddRecord keeps val under id for ttl only if id has no live
+	// record, atomically (of several replicas adding at once, one wins),
+	// and reports whether it did.
+	AddRecord(ctx context.Context, id string, val []byte, ttl time.Duration) (bool, error)
 	// Close releases the store (the file lock, the connections).
 	Close() error
 	// String names the store in messages: "memory", "bolt <path>",

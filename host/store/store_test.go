@@ -222,6 +222,43 @@ func TestRecords(t *testing.T) {
 	})
 }
 
+// TestAddRecord: a record is added only where none is live, and of
+// concurrent adds exactly one wins, whose value every reader sees.
+func TestAddRecord(t *testing.T) {
+	onStores(t, 0, func(t *testing.T, s store.Store) {
+		if ok := must(s.AddRecord(ctx, "k", []byte("first"), 0))(t); !ok {
+			t.Fatal("the first add of an id did not add")
+		}
+		if ok := must(s.AddRecord(ctx, "k", []byte("second"), time.Minute))(t); ok {
+			t.Fatal("an add over a live record added")
+		}
+		if b, ok, _ := s.GetRecord(ctx, "k"); !ok || string(b) != "first" {
+			t.Fatalf("after a refused add: %q %v", b, ok)
+		}
+		time.Sleep(store.MinRecordTTL + 200*time.Millisecond)
+		if ok := must(s.AddRecord(ctx, "k", []byte("third"), time.Minute))(t); !ok {
+			t.Fatal("an add over an expired record did not add")
+		}
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if ok, err := s.AddRecord(ctx, "race", []byte(fmt.Sprint(i)), time.Minute); err != nil {
+					t.Error(err)
+				} else if ok {
+					wins.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if wins.Load() != 1 {
+			t.Fatalf("%d of 16 concurrent adds won, want 1", wins.Load())
+		}
+	})
+}
+
 // TestBoltReopen: what was acknowledged is there after the file is closed
 // and opened again, usage and the store's total included.
 func TestBoltReopen(t *testing.T) {

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -39,7 +40,9 @@ type pinFile struct {
 // until the operator accepts it (aiod upstream review --accept). The file
 // is re-read when it changes on disk. Safe for concurrent use.
 type Pins struct {
-	path string
+	path   string
+	stored PinStore // where the pins live instead of the file (NewStoredPins)
+	last   []byte   // the stored pins as last read
 
 	mu      sync.Mutex
 	servers map[string]map[string]Pin
@@ -59,10 +62,57 @@ func LoadPins(path string) (*Pins, error) {
 	return p, nil
 }
 
-// Path is the pin file's path.
-func (p *Pins) Path() string { return p.path }
+// PinStore keeps the pins outside the file: the store every replica
+// shares (--store), so that a tool accepted through one replica's admin
+// page, or by aiod upstream review, is accepted on all of them.
+type PinStore interface {
+	GetPins(ctx context.Context) ([]byte, bool, error)
+	PutPins(ctx context.Context, b []byte) error
+	String() string
+}
+
+// NewStoredPins keeps the pins in st. When st has none yet, the pin file
+// at seed (if any, and it exists) is copied in: the file an operator wrote
+// before the store pins every replica alike. Afterwards the file is not
+// read; the store is re-read at most once a second.
+func NewStoredPins(st PinStore, seed string) (*Pins, error) {
+	p := &Pins{stored: st, servers: map[string]map[string]Pin{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, ok, err := st.GetPins(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("upstream pins in %s: %w", st, err)
+	}
+	if !ok && seed != "" {
+		f, err := LoadPins(seed)
+		if err != nil {
+			return nil, err
+		}
+		if f.size != -1 {
+			p.servers = f.servers
+			if err := p.Save(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := p.load(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Path is where the pins are: the pin file's path, or the store's name.
+func (p *Pins) Path() string {
+	if p.stored != nil {
+		return "the store (" + p.stored.String() + ")"
+	}
+	return p.path
+}
 
 func (p *Pins) load() error {
+	if p.stored != nil {
+		return p.loadStored()
+	}
 	st, err := os.Stat(p.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		p.servers, p.mod, p.size = map[string]map[string]Pin{}, time.Time{}, -1
@@ -89,8 +139,47 @@ func (p *Pins) load() error {
 	return nil
 }
 
-// refresh re-reads the file when it changed (checked at most once a
-// second). A file that stops parsing keeps the last good pins.
+// parsePins reads the pin file format; where names the source.
+func parsePins(b []byte, where string) (map[string]map[string]Pin, error) {
+	var f pinFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("pin file %s: %w", where, err)
+	}
+	if f.Version != 1 {
+		return nil, fmt.Errorf("pin file %s: version %d, want 1", where, f.Version)
+	}
+	if f.Servers == nil {
+		f.Servers = map[string]map[string]Pin{}
+	}
+	return f.Servers, nil
+}
+
+// loadStored reads the pins from the store (none there: nothing pinned).
+func (p *Pins) loadStored() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b, ok, err := p.stored.GetPins(ctx)
+	if err != nil {
+		return fmt.Errorf("upstream pins in %s: %w", p.stored, err)
+	}
+	if !ok {
+		p.servers, p.last = map[string]map[string]Pin{}, nil
+		return nil
+	}
+	if bytes.Equal(b, p.last) {
+		return nil
+	}
+	servers, err := parsePins(b, "in "+p.stored.String())
+	if err != nil {
+		return err
+	}
+	p.servers, p.last = servers, b
+	return nil
+}
+
+// refresh re-reads the file when it changed, or the store (checked at
+// most once a second). Pins that stop parsing, or a store that cannot be
+// read, keep the last good pins.
 func (p *Pins) refresh(log func(string, ...any)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -98,6 +187,12 @@ func (p *Pins) refresh(log func(string, ...any)) {
 		return
 	}
 	p.checked = time.Now()
+	if p.stored != nil {
+		if err := p.loadStored(); err != nil && log != nil {
+			log("upstream pins not reloaded (keeping the previous ones): %v", err)
+		}
+		return
+	}
 	st, err := os.Stat(p.path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && p.size == -1:
@@ -400,6 +495,17 @@ func (p *Pins) Save() error {
 	p.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if p.stored != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := p.stored.PutPins(ctx, b); err != nil {
+			return fmt.Errorf("upstream pins in %s: %w", p.stored, err)
+		}
+		p.mu.Lock()
+		p.last = b
+		p.mu.Unlock()
+		return nil
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(p.path), ".pins-*")
 	if err != nil {

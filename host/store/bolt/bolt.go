@@ -397,3 +397,20 @@ func (s *Store) GetRecord(_ context.Context, id string) (val []byte, ok bool, er
 	})
 	return val, ok, s.wrap(err)
 }
+
+func (s *Store) AddRecord(_ context.Context, id string, val []byte, ttl time.Duration) (added bool, err error) {
+	ttl = max(ttl, store.MinRecordTTL)
+	buf := make([]byte, 8+len(val))
+	binary.BigEndian.PutUint64(buf, uint64(time.Now().Add(ttl).UnixMilli()))
+	copy(buf[8:], val)
+	err = s.write(func(tx *bbolt.Tx) error {
+		rb := tx.Bucket(bRecords)
+		if v := rb.Get([]byte(id)); len(v) >= 8 && int64(binary.BigEndian.Uint64(v)) >= time.Now().UnixMilli() {
+			added = false
+			return nil
+		}
+		added = true
+		return rb.Put([]byte(id), buf)
+	})
+	return added, s.wrap(err)
+}

@@ -215,6 +215,13 @@ func (s *Store) PutRecord(ctx context.Context, id string, val []byte, ttl time.D
 	return s.wrap(s.c.Set(ctx, recordKey(id), val, max(ttl, store.MinRecordTTL)).Err())
 }
 
+func (s *Store) AddRecord(ctx context.Context, id string, val []byte, ttl time.Duration) (bool, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	ok, err := s.c.SetNX(ctx, recordKey(id), val, max(ttl, store.MinRecordTTL)).Result()
+	return ok, s.wrap(err)
+}
+
 func (s *Store) GetRecord(ctx context.Context, id string) ([]byte, bool, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
