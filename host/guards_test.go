@@ -40,6 +40,7 @@ func guardEntry(before, after string, failOpen bool) string {
 // when the entry says fail_open), and the host keeps serving. Each case
 // is a tenant of one policy whose own hooks entry is the guard under test.
 func TestGuardPlugins(t *testing.T) {
+	t.Parallel()
 	stopped := "Stopped: the operator's guard testguard failed (the call fails closed): "
 	cases := []guardCase{
 		{name: "allow", entry: guardEntry("allow", "keep", false), want: []string{"hi"}},

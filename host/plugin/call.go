@@ -109,8 +109,9 @@ func (r *Registry) callOp(ctx context.Context, p *Plugin, op uint64, req CallReq
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
+	parent := ctx
 	dctx := withTimeout(ctx, p.Grant.Timeout)
-	defer dctx.stop()
+	defer func() { dctx.stop() }()
 	ctx = dctx
 	var loadErr error
 	if await {
@@ -125,6 +126,14 @@ func (r *Registry) callOp(ctx context.Context, p *Plugin, op uint64, req CallReq
 			return nil, fmt.Errorf("plugin %s is not available: %w", p.Manifest.Name, err)
 		}
 		return toolError("tool %s: plugin %s is not available: %v", req.Name, p.Manifest.Name, err), nil
+	}
+	if l, ok := p.compiled.(*lazyCompiled); ok && l.asleep.Load() {
+		// a dormant module is compiled again first (lazyCompiled.awaken),
+		// and the call's deadline starts once it is awake
+		l.awaken(parent)
+		dctx.stop()
+		dctx = withTimeout(parent, p.Grant.Timeout)
+		ctx = dctx
 	}
 
 	pc := r.calls.Get().(*pooledCall)
@@ -166,13 +175,22 @@ func (r *Registry) callOp(ctx context.Context, p *Plugin, op uint64, req CallReq
 		tracing.End(wsp, okOr(err, "error"))
 	}
 	if err != nil {
+		// an isError result for a tool call only: the other operations
+		// have no such result, and a hook op's output would be taken for
+		// the guard's own answer (as invokeExtism's fail does)
+		fail := func(format string, a ...any) ([]byte, error) {
+			if op != abi.OpToolCall {
+				return nil, fmt.Errorf(format, a...)
+			}
+			return toolError(format, a...), nil
+		}
 		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.Canceled) {
-			return toolError("tool %s: no instance became free before the deadline (timeout %s)", req.Name, p.Grant.Timeout), nil
+			return fail("tool %s: no instance became free before the deadline (timeout %s)", req.Name, p.Grant.Timeout)
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return toolError("tool %s: cannot start plugin %s: %v", req.Name, p.Manifest.Name, err), nil
+		return fail("tool %s: cannot start plugin %s: %v", req.Name, p.Manifest.Name, err)
 	}
 	runCtx := ctx
 	var rsp trace.Span

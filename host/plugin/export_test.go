@@ -20,3 +20,10 @@ func SetPrewarmBudget(d time.Duration) (restore func()) {
 	prewarmBudget = d
 	return func() { prewarmBudget = old }
 }
+
+// SetWakeDelay makes every wake of a dormant module take d longer, and
+// returns the function restoring it.
+func SetWakeDelay(d time.Duration) (restore func()) {
+	old := wakeDelay.Swap(int64(d))
+	return func() { wakeDelay.Store(old) }
+}

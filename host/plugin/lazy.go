@@ -41,7 +41,14 @@ type lazyCompiled struct {
 	wake func(ctx context.Context) (runtime.Compiled, error)
 
 	wakes atomic.Int64 // compiles on a wake, for tests and logs
+	// asleep is c == nil while not closed, for a call to see in one load
+	// that it must wake the module before its deadline starts (callOp).
+	asleep atomic.Bool
 }
+
+// wakeDelay lengthens every wake (tests: a wake slower than a call's
+// timeout, as on a loaded machine).
+var wakeDelay atomic.Int64 // a time.Duration
 
 func newLazy(c runtime.Compiled, wake func(context.Context) (runtime.Compiled, error)) *lazyCompiled {
 	return &lazyCompiled{exports: c.Exports(), c: c, wake: wake, idle: time.Now()}
@@ -88,6 +95,9 @@ func (l *lazyCompiled) acquire(ctx context.Context) (runtime.Compiled, error) {
 		// the compile serves every caller waiting for it: one caller's
 		// deadline does not abandon it half-way
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
+		if d := wakeDelay.Load(); d > 0 {
+			time.Sleep(time.Duration(d))
+		}
 		c, err := wake(wctx)
 		cancel()
 		l.mu.Lock()
@@ -103,10 +113,22 @@ func (l *lazyCompiled) acquire(ctx context.Context) (runtime.Compiled, error) {
 			return nil, errModuleClosed
 		}
 		l.c = c
+		l.asleep.Store(false)
 		l.live++
 		l.mu.Unlock()
 		l.wakes.Add(1)
 		return c, nil
+	}
+}
+
+// awaken compiles the module again if it is dormant (under ctx, as
+// acquire), before a call's deadline starts: the grant's timeout bounds
+// the plugin's work, not the host's compile (a second or more on a loaded
+// machine, which failed a guard's first call after the start-up load).
+// A failure is left to the instantiation, which reports it.
+func (l *lazyCompiled) awaken(ctx context.Context) {
+	if _, err := l.acquire(ctx); err == nil {
+		l.done()
 	}
 }
 
@@ -178,6 +200,7 @@ func (l *lazyCompiled) sleep(idleSince time.Time) bool {
 		return false
 	}
 	l.c = nil
+	l.asleep.Store(true)
 	l.mu.Unlock()
 	c.Close(context.Background())
 	return true
@@ -195,6 +218,7 @@ func (l *lazyCompiled) Close(ctx context.Context) error {
 	l.mu.Lock()
 	c := l.c
 	l.c, l.closed = nil, true
+	l.asleep.Store(false)
 	l.mu.Unlock()
 	if c != nil {
 		return c.Close(ctx)
