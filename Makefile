@@ -43,8 +43,13 @@ bin/aiodpack: $(GOFILES) go.mod
 # The page tools first, alone (their build compiles the standard library
 # for wasip1 once), then the built-ins two at a time: a module's link and
 # its precompile (aiodpack) each keep one core busy, and the cache and
-# the package directories are written atomically, one per module.
-PACK = set -e; n=$$(basename $$1); $(WASM) -o build/wasm/$$0$$n.wasm ./$$1; bin/aiodpack -cache-dir build/cache/wazero -into $$2 build/wasm/$$0$$n.wasm
+# the package directories are written atomically, one per module. Each
+# module is compiled into both engines' caches (build/cache/wazero, which
+# make run and the tests' aiod processes use): cold, every bin/aiod started
+# on wasmtime compiled every module itself (about 15 s of processor a
+# module), and the tests start several at once.
+PACK = set -e; n=$$(basename $$1); $(WASM) -o build/wasm/$$0$$n.wasm ./$$1; bin/aiodpack -cache-dir build/cache/wazero -into $$2 build/wasm/$$0$$n.wasm; \
+	bin/aiodpack -warm -engine wasmtime -cache-dir build/cache/wazero build/wasm/$$0$$n.wasm
 builtins: bin/aiodpack
 	@mkdir -p build/wasm
 	$(WASM) -o build/wasm/page-tools.wasm ./$(PAGETOOLS)

@@ -62,7 +62,9 @@ func Precompile(ctx context.Context, wasm []byte, o PackOptions) error {
 	if o.CacheDir == "" {
 		return fmt.Errorf("precompile: no cache directory")
 	}
-	eng, err := newEngine(o.Engine, EngineOptions{CacheDir: o.CacheDir})
+	// the form aiod start compiles: with snapshots on by default, wasmtime
+	// compiles (and caches) the module prepared for them
+	eng, err := newEngine(o.Engine, EngineOptions{CacheDir: o.CacheDir, Snapshots: DefaultSnapshots})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@
 //	aiodpack -o build/plugins/echo echo.wasm
 //	aiodpack -into build/plugins echo.wasm
 //	aiodpack -warm -cache-dir build/cache/wazero echo.wasm
+//	aiodpack -warm -engine wasmtime -cache-dir build/cache/wazero echo.wasm
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 
 	"github.com/aiodhq/aiod/host"
+	_ "github.com/aiodhq/aiod/host/runtime/wasmtime/register" // -engine wasmtime (cgo builds): make warms both engines' caches
 )
 
 func main() {

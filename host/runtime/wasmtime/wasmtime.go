@@ -161,6 +161,11 @@ func (e *engine) Close(ctx context.Context) error {
 	return nil
 }
 
+var _ runtime.Precompiler = (*engine)(nil)
+
+// Precompile is runtime.Precompiler: Precompile on e.
+func (e *engine) Precompile(ctx context.Context, wasm []byte) error { return Precompile(ctx, e, wasm) }
+
 // Precompile compiles wasm into e's disk cache (the unmetered flavor)
 // without linking or checking imports (to warm a cache directory).
 func Precompile(ctx context.Context, e runtime.Engine, wasm []byte) error {
