@@ -78,9 +78,10 @@ examples: build
 run: build plugins
 	bin/aiod start --host $(HOST) --port $(PORT) --plugins-dir build/plugins --cache-dir build/cache/wazero --engine $(ENGINE)
 
-# The race run, and beside it the conformance suites (which wait mostly on
-# their Node clients) and the tests without -race: the race run alone keeps
-# the two cores only partly busy. Their output follows the race run's.
+# The race run, and beside it the conformance suites and the tests without
+# -race (host/e2e among them). The whole run is bound by the processor
+# (BENCHMARKS.md, "Where CI's time goes"). Their output follows the race
+# run's.
 # Nothing is built twice: the sub-makes run only tests.
 test: build plugins examples
 	@mkdir -p build; \
