@@ -209,11 +209,17 @@ func (p *Pins) refresh(log func(string, ...any)) {
 // and why not.
 func (p *Pins) check(server, tool string, def json.RawMessage) (bool, string) {
 	digest, _, err := PinDigest(def)
+	return p.compare(server, tool, digest, err)
+}
+
+// compare reports whether digest (or the error computing it) matches the
+// pin of key under server, and why not.
+func (p *Pins) compare(server, key, digest string, err error) (bool, string) {
 	if err != nil {
 		return false, "its definition cannot be pinned: " + err.Error()
 	}
 	p.mu.Lock()
-	pin, ok := p.servers[server][tool]
+	pin, ok := p.servers[server][key]
 	p.mu.Unlock()
 	switch {
 	case !ok:
@@ -235,19 +241,7 @@ var pinnedItemFields = map[string][]string{
 // (pinKey) with the fields of its kind.
 func (p *Pins) checkItem(server, key string, def json.RawMessage, kind string) (bool, string) {
 	digest, _, err := digestOf(def, pinnedItemFields[kind])
-	if err != nil {
-		return false, "its definition cannot be pinned: " + err.Error()
-	}
-	p.mu.Lock()
-	pin, ok := p.servers[server][key]
-	p.mu.Unlock()
-	switch {
-	case !ok:
-		return false, "it is new (not in the pin file)"
-	case pin.Digest != digest:
-		return false, "its definition changed since it was pinned"
-	}
-	return true, ""
+	return p.compare(server, key, digest, err)
 }
 
 // ItemPin is the pin of a prompt or resource template definition of kind
