@@ -125,7 +125,13 @@ conformance-run:
 # compiled (a test binary has no module versions in its build info: unstamped
 # it keys the cache "dev", see cmd/aiodtestcache).
 WAZERO_VERSION := $(shell $(GO) list -m -f '{{.Version}}' github.com/tetratelabs/wazero)
-TESTFLAGS ?= -ldflags='-w -X github.com/tetratelabs/wazero/internal/version.version=$(WAZERO_VERSION)'
+#
+# And without go test's own vet pass (-vet=off): make check vets every
+# package, test files included, with all of vet's analyzers (go test runs a
+# subset of them, for each package again in each pass: about 45 s of
+# processor in the race build alone). The OTLP receiver's module keeps it:
+# make check does not vet that module.
+TESTFLAGS ?= -vet=off -ldflags='-w -X github.com/tetratelabs/wazero/internal/version.version=$(WAZERO_VERSION)'
 
 # The compile cache for a plain `go test` (unstamped test binaries key it
 # "dev"): compiles the built modules into it as such a binary would, without
@@ -137,24 +143,28 @@ test-cache:
 # -race: the race detector has nothing to find there and slows them several
 # times. host/internal/interrupt, host/internal/wasmbin and wasmsnap are pure
 # byte readers and rewriters; host/caps (and its generators),
-# cmd/aiod/internal/author, host/deploy, host/internal/pathx, netx and
-# layers parse and check; sdk/ and plugins/ are guest code (wasip1 runs one
-# thread), tested here on the host. NORACE_RUN names the tests of race
-# packages that are built only without -race (each one's norace_test.go
-# says why). host/e2e runs without -race too, in the
-# same pass and with its tests E2EPARALLEL at a time: it drives bin/aiod,
-# built without the race detector as it ships, from outside, so -race
-# would instrument only the tests' own clients (the host's concurrency is
-# raced in host, host/plugin, host/mcp and the rest, which run it
-# in-process), and its binary would wait behind the race build of every
-# package before its first test. Everything else runs with -race.
-NORACE := ./host/internal/interrupt ./host/internal/wasmbin ./host/internal/wasmsnap ./host/caps/... ./cmd/aiod/internal/author ./host/deploy ./host/internal/pathx ./host/internal/netx ./host/internal/layers ./sdk/... ./plugins/...
-NORACE_RUN := -run '^(TestInterpreter|TestMergeDataSameMemory|TestPreparedCache|TestSnapshotCycles|TestHugeOutput|TestSearchLatency)$$' ./host/runtime/wazero ./host/sandboxtest ./host/internal/toolsearch
+# cmd/aiod/internal/author, host/deploy, host/internal/pathx, netx, layers,
+# host/aoi, host/internal/footprint, unionfs, codetools, host/internal/tracing/otlp
+# and host/oci/... parse, check and convert; cmd/aiod is the command line
+# (flags and output over the packages below it); sdk/ and plugins/ are
+# guest code (wasip1 runs one thread), tested here on the host.
+# host/sandboxtest and host/machinetest hold tests and nothing else: they
+# drive the built-ins and the Machine Mode adapter through an in-process
+# host, whose concurrency is raced by the packages that own it (host,
+# host/plugin, host/mcp, host/proc, host/hostfn/..., host/runtime/...);
+# under -race they took 2-3 times the processor (sandboxtest 169 s against
+# 81 s). NORACE_RUN names the tests of race packages that are built only
+# without -race (each one's norace_test.go says why). host/e2e runs
+# without -race too, in the same pass and with its tests E2EPARALLEL at a
+# time: it drives bin/aiod, built without the race detector as it ships,
+# from outside, so -race would instrument only the tests' own clients,
+# and its binary would wait behind the race build of every package before
+# its first test. Everything else runs with -race.
+NORACE := ./host/internal/interrupt ./host/internal/wasmbin ./host/internal/wasmsnap ./host/caps/... ./cmd/aiod/internal/author ./host/deploy ./host/internal/pathx ./host/internal/netx ./host/internal/layers ./host/aoi ./host/internal/footprint ./host/internal/unionfs ./host/internal/codetools ./host/internal/tracing/otlp ./host/oci/... ./cmd/aiod ./host/sandboxtest ./host/machinetest ./sdk/... ./plugins/...
+NORACE_RUN := -run '^(TestInterpreter|TestMergeDataSameMemory|TestPreparedCache|TestSnapshotCycles|TestSearchLatency)$$' ./host/runtime/wazero ./host/internal/toolsearch
 # The longest packages first, longest first, so that none of them starts
-# last (go test starts them in this order; wall times under -race, four at
-# a time: host ~370 s, sandboxtest ~320, plugin ~280, wazero ~110,
-# mcp ~125, machinetest ~45).
-FIRST  := ./host ./host/sandboxtest ./host/plugin ./host/runtime/wazero ./host/mcp ./host/machinetest
+# last (go test starts them in this order).
+FIRST  := ./host ./host/plugin ./host/runtime/wazero ./host/mcp
 E2E    := ./host/e2e
 E2EPARALLEL ?= 4
 RACEPKGS = $(FIRST) $(filter-out $(shell $(GO) list $(FIRST) $(NORACE) $(E2E)),$(shell $(GO) list ./...))
@@ -185,7 +195,7 @@ test-norace-run:
 	{ a=0; $(GO) test $(TESTFLAGS) -timeout 15m -parallel $(E2EPARALLEL) -skip '^TestTenMinutes$$' $(E2E) || a=1; \
 		$(GO) test $(TESTFLAGS) -timeout 15m -run '^TestTenMinutes$$' $(E2E) || a=1; exit $$a; } >build/test-e2e.log 2>&1 & e=$$!; \
 	$(GO) test $(TESTFLAGS) -timeout 15m $(NORACE_RUN) >build/test-norace-run.log 2>&1 & p=$$!; \
-	$(GO) -C $(OTELCOL) test $(TESTFLAGS) -timeout 10m ./... >build/test-otelcol.log 2>&1 & c=$$!; \
+	$(GO) -C $(OTELCOL) test $(filter-out -vet=off,$(TESTFLAGS)) -timeout 10m ./... >build/test-otelcol.log 2>&1 & c=$$!; \
 	s=0; $(GO) test $(TESTFLAGS) -timeout 15m $(NORACE) || s=$$?; \
 	r=0; wait $$p || r=$$?; cat build/test-norace-run.log; \
 	o=0; wait $$c || o=$$?; echo "==> $(OTELCOL) (a module of its own)"; cat build/test-otelcol.log; \
@@ -218,8 +228,12 @@ vet: vet-host vet-wasip1
 vet-host:
 	$(GO) vet ./...
 
+# With -trimpath, as the modules are built ($(WASM)): vet compiles every
+# dependency for its export data, and so the built-ins' build reuses those
+# compiles instead of making its own (26 s of processor for both cold, 7 s
+# for vet after the build).
 vet-wasip1:
-	GOOS=wasip1 GOARCH=wasm $(GO) vet ./sdk/... ./plugins/...
+	GOOS=wasip1 GOARCH=wasm GOFLAGS=-trimpath $(GO) vet ./sdk/... ./plugins/...
 
 # Reproduces CI's static checks: gofmt, go mod tidy drift, generated-file
 # drift (manifest schema), then two lines at once (each leaves much of the
@@ -252,7 +266,7 @@ staticcheck-host: staticcheck-tool check-host-build
 	build/tools/staticcheck ./...
 
 staticcheck-wasip1: staticcheck-tool vet-wasip1
-	GOOS=wasip1 GOARCH=wasm build/tools/staticcheck ./sdk/... ./plugins/...
+	GOOS=wasip1 GOARCH=wasm GOFLAGS=-trimpath build/tools/staticcheck ./sdk/... ./plugins/...
 
 clean:
 	rm -rf bin build

@@ -102,6 +102,12 @@ func TestGuardPlugins(t *testing.T) {
 	policy := filepath.Join(work, "policy.json")
 	writeHookPolicy(t, policy, `{"limits":{"default_timeout_ms":2000,"max_memory_mib":64,"default_memory_mib":64},"tenants":{`+strings.Join(tenants, ",")+`}}`, 0o600)
 	_, url := serveHost(t, host.Config{PluginsDir: plugins, PolicyFile: policy})
+	// The first call waits for the plugins' background load and first
+	// instances: the cases' time bounds are for the hooks, not for that
+	// (under a loaded race run it took 11 s).
+	if texts, isErr := callEcho(t, url, "allow-secret-key-0123456789", "", `{"text":"warm"}`); isErr || len(texts) == 0 || texts[0] != "warm" {
+		t.Fatalf("warm-up call: %q (isError %v)", texts, isErr)
+	}
 
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

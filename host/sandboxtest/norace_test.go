@@ -2,12 +2,11 @@
 
 package sandboxtest
 
-// A volume test with no concurrency of its own beyond what the race run
-// already covers (the shell's output pump and the bounds run under -race
-// in TestBashTruncate and the cursor tests): flooding 20 MB through the
-// shell's marker scan and the plugin under the race detector costs minutes
-// of instrumented byte loops. It is built only without -race, and make
-// test-go runs it in its non-race pass (NORACE_RUN).
+// A volume test: flooding 20 MB through the shell's marker scan and the
+// plugin under the race detector costs minutes of instrumented byte loops
+// (the shell's output pump and the bounds run under -race in host/proc's
+// own tests). It is built only without -race; make test runs this package
+// without -race (NORACE in the Makefile).
 
 import (
 	"strings"
