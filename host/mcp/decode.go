@@ -1,7 +1,10 @@
 package mcp
 
 import (
+	"bytes"
 	"errors"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/aiodhq/aiod/sdk/jsonx"
 )
@@ -68,9 +71,17 @@ var (
 )
 
 // stringValue decodes v when it is a JSON string (isStr); v is valid JSON.
+// v is part of a request's own copy of its body, which nothing writes
+// (decodeMessage): a string without escapes in valid UTF-8 (a method, a
+// tool name) is those bytes themselves, not a copy.
 func stringValue(v []byte) (s string, isStr bool) {
 	if len(v) == 0 || v[0] != '"' {
 		return "", false
+	}
+	if len(v) >= 2 {
+		if in := v[1 : len(v)-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+			return unsafe.String(unsafe.SliceData(in), len(in)), true
+		}
 	}
 	s, err := jsonx.String(v)
 	return s, err == nil
@@ -86,6 +97,12 @@ func decodeParams(b []byte, p *params) bool {
 			if string(v) != "null" {
 				good = false
 			}
+			return
+		}
+		if p.nstr < len(p.strs) {
+			p.strs[p.nstr] = s
+			*dst = &p.strs[p.nstr]
+			p.nstr++
 			return
 		}
 		*dst = &s
