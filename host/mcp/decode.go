@@ -87,6 +87,10 @@ func stringValue(v []byte) (s string, isStr bool) {
 	return s, err == nil
 }
 
+// newString is a new *string holding s (apart, so that the decoded
+// string does not escape where it is not kept).
+func newString(s string) *string { return &s }
+
 // decodeParams fills p from a params object already validated as JSON;
 // false on a field of the wrong type.
 func decodeParams(b []byte, p *params) bool {
@@ -105,7 +109,7 @@ func decodeParams(b []byte, p *params) bool {
 			p.nstr++
 			return
 		}
-		*dst = &s
+		*dst = newString(s)
 	}
 	err := jsonx.Walk(b, func(m jsonx.Member) bool {
 		v := b[m.Value:m.End]

@@ -101,8 +101,12 @@ func (s *Server) post(ctx context.Context, ex *Exchange) *Response {
 	}
 	// One copy of the body: everything decoded aliases it, and it must
 	// outlive the transport's buffer when the work goes on in the background.
-	body = append([]byte(nil), body...)
 	st := new(postState)
+	if len(body) <= len(st.body) {
+		body = append(st.body[:0], body...)
+	} else {
+		body = append([]byte(nil), body...)
+	}
 	req, p := &st.req, &st.p
 	if err := decodeMessage(body, req, p); err != nil {
 		status := 200
@@ -123,11 +127,13 @@ func (s *Server) post(ctx context.Context, ex *Exchange) *Response {
 
 // postState is one POSTed message decoded and the call that serves it, in
 // one allocation (the call refers to the two others, and a task can keep
-// it past the request).
+// it past the request), with the copy of a body of up to 512 bytes (a
+// call's usual size) that they alias.
 type postState struct {
-	req message
-	p   params
-	rc  rpcCall
+	req  message
+	p    params
+	rc   rpcCall
+	body [512]byte
 }
 
 // streams reports whether a request may be answered on an event stream:
