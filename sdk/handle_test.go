@@ -31,7 +31,7 @@ var registerEcho = func() bool {
 // TestHandleEchoAllocs: the SDK's part of an echo call (the tool's
 // lookup, its arguments decoded, its result written) allocates twice, the
 // decoded text and the result: no closure per call, and the arguments are
-// decoded into a value the tool keeps (RATIONALE, "The Go guest's call").
+// decoded into a value the tool keeps (RATIONALE, "The call path's allocations").
 // Each allocation costs a wasm guest far more than a native one.
 func TestHandleEchoAllocs(t *testing.T) {
 	d := &discard{}
