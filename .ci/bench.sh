@@ -335,6 +335,8 @@ bin/aiod plugin build plugins/examples/echo-c --into "$WORK/plugins-c" --work "$
 bin/aiod start --port "$C_PORT" --plugins-dir "$WORK/plugins-c" --cache-dir "$WORK/cache" --log-level warn 2>"$WORK/aiod-c.log" &
 C_PID=$!; pids+=("$C_PID")
 wait_http "$C_URL" "$ECHO"
+# measured once its start-up loader is done, as aiod's own start is
+until curl -sf "http://127.0.0.1:$C_PORT/v1/capabilities" | grep -q '"loading":\[\]'; do sleep 0.02; done
 "$PEERS/compare.sh" -d "$DURATION" -r "$ROUNDS" -c "$CONNS" "$BODY" \
   gosdk=http://127.0.0.1:$GOSDK_PORT/ aiod="$URL" ceiling=http://127.0.0.1:$CEIL_PORT/mcp extism=http://127.0.0.1:$EXTISM_PORT/mcp aiod-c="$C_URL" | tee "$WORK/echo.txt"
 fig[echo_gosdk]=$(col "$WORK/echo.txt" gosdk 2) fig[echo_aiod]=$(col "$WORK/echo.txt" aiod 2)
