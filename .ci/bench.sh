@@ -91,6 +91,7 @@ bench_table() {
   row "same, against the go-sdk" "$(rps echo_aiod)" "$(peer "gosdk-echo" "$(rps echo_gosdk)")" "$(x "$r")" "≥ 8x" "$(meets "$r" ge 8)"
   r=$(if have echo_c echo_ceiling; then calc '"%.0f", 100 * '"${fig[echo_c]} / ${fig[echo_ceiling]}"; fi)
   row "HTTP echo, the C echo (\`echo-c\`: the host's share alone), c=16" "$(rps echo_c)" "$(peer "Fiber ceiling" "$(rps echo_ceiling)")" "$(pct "$r")" "≥ 80%" "$(meets "$r" ge 80)"
+  row "the host's own CPU per echo call over HTTP, C echo (profile: every layer between HTTP and the guest)" "$(if have host_share_us; then echo "${fig[host_share_us]} µs of ${fig[layers_total_us]:-?} µs"; else echo –; fi)" – – "≤ 10 µs" "$(meets "${fig[host_share_us]:-}" le 10)"
   r=$(ratio lat64_aiod_p99 lat64_aiod_p50)
   row "HTTP echo at c=64, p99 against p50" "$(if have lat64_aiod_p99 lat64_aiod_p50; then echo "p99 ${fig[lat64_aiod_p99]} ms, p50 ${fig[lat64_aiod_p50]} ms"; else echo –; fi)" "$(if have lat64_ceiling_p99 lat64_ceiling_p50; then echo "Fiber ceiling $(ratio lat64_ceiling_p99 lat64_ceiling_p50)x"; else echo –; fi)" "$(x "$r")" "≤ 4x" "$(meets "$r" le 4)"
   r=$(ratio modern_aiod modern_gosdk modern_ratio)
@@ -332,7 +333,8 @@ section "HTTP echo throughput, legacy without a session (ratios to the go-sdk pe
 C_PORT=$((AIOD_PORT + 3)) C_URL=http://127.0.0.1:$((AIOD_PORT + 3))/mcp
 rm -rf "$WORK/plugins-c"
 bin/aiod plugin build plugins/examples/echo-c --into "$WORK/plugins-c" --work "$WORK/work-echo-c" --cache-dir "$WORK/cache" >/dev/null
-bin/aiod start --port "$C_PORT" --plugins-dir "$WORK/plugins-c" --cache-dir "$WORK/cache" --log-level warn 2>"$WORK/aiod-c.log" &
+C_PPROF=127.0.0.1:$((AIOD_PORT + 4))
+bin/aiod start --port "$C_PORT" --plugins-dir "$WORK/plugins-c" --cache-dir "$WORK/cache" --log-level warn --pprof-addr "$C_PPROF" 2>"$WORK/aiod-c.log" &
 C_PID=$!; pids+=("$C_PID")
 wait_http "$C_URL" "$ECHO"
 # measured once its start-up loader is done, as aiod's own start is
@@ -368,6 +370,17 @@ for t in aiod aiod-c ceiling; do
   printf '%-10s %10s %10s %8s %8s\n' "$t" "$p50" "$p99" "$(calc '"%.2f", '"$p99 / $p50")" "$(awk '{s += $3} END {print s + 0}' "$WORK/lat-$t.txt")"
   fig[lat64_${t//-/_}_p50]=$p50 fig[lat64_${t//-/_}_p99]=$p99
 done
+
+section "Where a request's CPU goes: the C echo's aiod, per layer, µs of CPU a request (a profile over $((DURATION * 2)) s of wrk c=$CONNS)"
+curl -s -o "$WORK/layers-c.pprof" "http://$C_PPROF/debug/pprof/profile?seconds=$((DURATION * 2))" &
+prof=$!
+sleep 0.2
+n=$(wrk -t1 -c"$CONNS" -d"$((DURATION * 2))s" -s "$WORK/lat.lua" "$C_URL" | awk '/ requests in / {print $1}')
+wait "$prof" || true
+if .ci/bench-layers.sh bin/aiod "$WORK/layers-c.pprof" "${n:-0}" | tee "$WORK/layers-c.txt"; then
+  fig[host_share_us]=$(awk '/^host share/ {print $NF}' "$WORK/layers-c.txt")
+  fig[layers_total_us]=$(awk '/^total/ {print $NF}' "$WORK/layers-c.txt")
+fi
 kill "$C_PID" 2>/dev/null || true
 
 section "sandbox_file_operations read of 1 MiB, c=4 (ratio to the native-read peer: same tool, byte-identical answer)"
