@@ -21,12 +21,11 @@ type echoArgs struct {
 	Text string `json:"text"`
 }
 
-var registerEcho = func() bool {
+func init() {
 	AddTool(Tool{Name: "handle-echo", InputSchema: `{"type":"object"}`}, func(_ *Ctx, a echoArgs) (*Result, error) {
 		return TextResult(a.Text), nil
 	})
-	return true
-}()
+}
 
 // TestHandleEchoAllocs: the SDK's part of an echo call (the tool's
 // lookup, its arguments decoded, its result written) allocates twice, the
