@@ -89,6 +89,11 @@ bench_table() {
   row "same, against Extism" "$(rps echo_aiod)" "$(peer "extism-echo" "$(rps echo_extism)")" "$(x "$r")" "≥ 2.5x" "$(meets "$r" ge 2.5)"
   r=$(ratio echo_aiod echo_gosdk echo_gosdk_ratio)
   row "same, against the go-sdk" "$(rps echo_aiod)" "$(peer "gosdk-echo" "$(rps echo_gosdk)")" "$(x "$r")" "≥ 8x" "$(meets "$r" ge 8)"
+  r=$(if have echo_c echo_ceiling; then calc '"%.0f", 100 * '"${fig[echo_c]} / ${fig[echo_ceiling]}"; fi)
+  row "HTTP echo, the C echo (\`echo-c\`: the host's share alone), c=16" "$(rps echo_c)" "$(peer "Fiber ceiling" "$(rps echo_ceiling)")" "$(pct "$r")" "≥ 80%" "$(meets "$r" ge 80)"
+  row "the host's own CPU per echo call over HTTP, C echo (profile: every layer between HTTP and the guest)" "$(if have host_share_us; then echo "${fig[host_share_us]} µs of ${fig[layers_total_us]:-?} µs"; else echo –; fi)" – – "≤ 10 µs" "$(meets "${fig[host_share_us]:-}" le 10)"
+  r=$(ratio lat64_aiod_p99 lat64_aiod_p50)
+  row "HTTP echo at c=64, p99 against p50" "$(if have lat64_aiod_p99 lat64_aiod_p50; then echo "p99 ${fig[lat64_aiod_p99]} ms, p50 ${fig[lat64_aiod_p50]} ms"; else echo –; fi)" "$(if have lat64_ceiling_p99 lat64_ceiling_p50; then echo "Fiber ceiling $(ratio lat64_ceiling_p99 lat64_ceiling_p50)x"; else echo –; fi)" "$(x "$r")" "≤ 4x" "$(meets "$r" le 4)"
   r=$(ratio modern_aiod modern_gosdk modern_ratio)
   row "HTTP echo, 2026-07-28 headers and \`_meta\`" "$(rps modern_aiod)" "$(peer "gosdk-echo" "$(rps modern_gosdk)")" "$(x "$r")" – –
   r=$(ratio session_aiod session_gosdk session_ratio)
@@ -321,11 +326,62 @@ fi
 URL="http://127.0.0.1:$AIOD_PORT/mcp"
 BODY=$PEERS/echo-call.json
 section "HTTP echo throughput, legacy without a session (ratios to the go-sdk peer)"
+# aiod-c: the C echo (plugins/examples/echo-c, the Go echo's answers with a
+# few hundred nanoseconds of guest work) served by a second aiod from a
+# plugins directory of its own (its tool is also named echo): the host's
+# share of a call without the standard-Go guest's.
+C_PORT=$((AIOD_PORT + 3)) C_URL=http://127.0.0.1:$((AIOD_PORT + 3))/mcp
+rm -rf "$WORK/plugins-c"
+bin/aiod plugin build plugins/examples/echo-c --into "$WORK/plugins-c" --work "$WORK/work-echo-c" --cache-dir "$WORK/cache" >/dev/null
+C_PPROF=127.0.0.1:$((AIOD_PORT + 4))
+bin/aiod start --port "$C_PORT" --plugins-dir "$WORK/plugins-c" --cache-dir "$WORK/cache" --log-level warn --pprof-addr "$C_PPROF" 2>"$WORK/aiod-c.log" &
+C_PID=$!; pids+=("$C_PID")
+wait_http "$C_URL" "$ECHO"
+# measured once its start-up loader is done, as aiod's own start is
+until curl -sf "http://127.0.0.1:$C_PORT/v1/capabilities" | grep -q '"loading":\[\]'; do sleep 0.02; done
 "$PEERS/compare.sh" -d "$DURATION" -r "$ROUNDS" -c "$CONNS" "$BODY" \
-  gosdk=http://127.0.0.1:$GOSDK_PORT/ aiod="$URL" ceiling=http://127.0.0.1:$CEIL_PORT/mcp extism=http://127.0.0.1:$EXTISM_PORT/mcp | tee "$WORK/echo.txt"
+  gosdk=http://127.0.0.1:$GOSDK_PORT/ aiod="$URL" ceiling=http://127.0.0.1:$CEIL_PORT/mcp extism=http://127.0.0.1:$EXTISM_PORT/mcp aiod-c="$C_URL" | tee "$WORK/echo.txt"
 fig[echo_gosdk]=$(col "$WORK/echo.txt" gosdk 2) fig[echo_aiod]=$(col "$WORK/echo.txt" aiod 2)
 fig[echo_ceiling]=$(col "$WORK/echo.txt" ceiling 2) fig[echo_extism]=$(col "$WORK/echo.txt" extism 2)
+fig[echo_c]=$(col "$WORK/echo.txt" aiod-c 2)
 fig[rss_warm_mib]=$(($(rss_kb $AIOD_PID) / 1024))
+
+section "HTTP echo latency at c=64: p99 against p50 (medians of $ROUNDS rounds, alternating)"
+# compare.sh prints p99 alone: the same wrk request with both percentiles
+cat >"$WORK/lat.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+wrk.body = [==[$(cat "$BODY")]==]
+done = function(summary, latency, requests)
+  io.write(string.format("RESULT %.3f %.3f %d\\n", latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.errors.status + summary.errors.timeout))
+end
+LUA
+rm -f "$WORK"/lat-*.txt
+for ((r = 0; r < ROUNDS; r++)); do
+  for t in aiod="$URL" aiod-c="$C_URL" ceiling=http://127.0.0.1:$CEIL_PORT/mcp; do
+    wrk -t1 -c64 -d"${DURATION}s" -s "$WORK/lat.lua" "${t#*=}" | awk '/^RESULT/ {print $2, $3, $4}' >>"$WORK/lat-${t%%=*}.txt"
+  done
+done
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+printf '%-10s %10s %10s %8s %8s\n' target p50_ms p99_ms p99/p50 errors
+for t in aiod aiod-c ceiling; do
+  p50=$(cut -d' ' -f1 "$WORK/lat-$t.txt" | median) p99=$(cut -d' ' -f2 "$WORK/lat-$t.txt" | median)
+  printf '%-10s %10s %10s %8s %8s\n' "$t" "$p50" "$p99" "$(calc '"%.2f", '"$p99 / $p50")" "$(awk '{s += $3} END {print s + 0}' "$WORK/lat-$t.txt")"
+  fig[lat64_${t//-/_}_p50]=$p50 fig[lat64_${t//-/_}_p99]=$p99
+done
+
+section "Where a request's CPU goes: the C echo's aiod, per layer, µs of CPU a request (a profile over $((DURATION * 2)) s of wrk c=$CONNS)"
+curl -s -o "$WORK/layers-c.pprof" "http://$C_PPROF/debug/pprof/profile?seconds=$((DURATION * 2))" &
+prof=$!
+sleep 0.2
+n=$(wrk -t1 -c"$CONNS" -d"$((DURATION * 2))s" -s "$WORK/lat.lua" "$C_URL" | awk '/ requests in / {print $1}')
+wait "$prof" || true
+if .ci/bench-layers.sh bin/aiod "$WORK/layers-c.pprof" "${n:-0}" | tee "$WORK/layers-c.txt"; then
+  fig[host_share_us]=$(awk '/^host share/ {print $NF}' "$WORK/layers-c.txt")
+  fig[layers_total_us]=$(awk '/^total/ {print $NF}' "$WORK/layers-c.txt")
+fi
+kill "$C_PID" 2>/dev/null || true
 
 section "sandbox_file_operations read of 1 MiB, c=4 (ratio to the native-read peer: same tool, byte-identical answer)"
 # read-call.json reads /tmp/aiod-bench-1mib.txt: a 1 MiB text file

@@ -136,12 +136,26 @@ func AddTool[In any](t Tool, h func(c *Ctx, in In) (*Result, error)) {
 		}
 		schema = s
 	}
+	// The arguments are decoded into one value kept for the tool (a new
+	// one per call escaped to the heap: an allocation, which costs a wasm
+	// guest far more than a native one); h gets a copy, and the kept value
+	// is cleared at once. A call made while another is decoding (none
+	// is, today) takes a value of its own.
+	var spare *In
 	register(t, schema, func(c *Ctx, args []byte) (*Result, error) {
-		var in In
-		if err := dec.Decode(args, &in); err != nil {
+		in := spare
+		if in == nil {
+			in = new(In)
+		}
+		spare = nil
+		err := dec.Decode(args, in)
+		v := *in
+		*in = zero
+		spare = in
+		if err != nil {
 			return ErrorResult(fmt.Sprintf("invalid arguments: %v", err)), nil
 		}
-		return h(c, in)
+		return h(c, v)
 	})
 }
 

@@ -1,7 +1,10 @@
 package mcp
 
 import (
+	"bytes"
 	"errors"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/aiodhq/aiod/sdk/jsonx"
 )
@@ -68,13 +71,25 @@ var (
 )
 
 // stringValue decodes v when it is a JSON string (isStr); v is valid JSON.
+// v is part of a request's own copy of its body, which nothing writes
+// (decodeMessage): a string without escapes in valid UTF-8 (a method, a
+// tool name) is those bytes themselves, not a copy.
 func stringValue(v []byte) (s string, isStr bool) {
 	if len(v) == 0 || v[0] != '"' {
 		return "", false
 	}
+	if len(v) >= 2 {
+		if in := v[1 : len(v)-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+			return unsafe.String(unsafe.SliceData(in), len(in)), true
+		}
+	}
 	s, err := jsonx.String(v)
 	return s, err == nil
 }
+
+// newString is a new *string holding s (apart, so that the decoded
+// string does not escape where it is not kept).
+func newString(s string) *string { return &s }
 
 // decodeParams fills p from a params object already validated as JSON;
 // false on a field of the wrong type.
@@ -88,7 +103,13 @@ func decodeParams(b []byte, p *params) bool {
 			}
 			return
 		}
-		*dst = &s
+		if p.nstr < len(p.strs) {
+			p.strs[p.nstr] = s
+			*dst = &p.strs[p.nstr]
+			p.nstr++
+			return
+		}
+		*dst = newString(s)
 	}
 	err := jsonx.Walk(b, func(m jsonx.Member) bool {
 		v := b[m.Value:m.End]

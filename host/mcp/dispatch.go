@@ -61,6 +61,34 @@ type Request struct {
 // Owner is the principal's owner id: the default owner when none is set.
 func (r *Request) Owner() string { return r.Principal.owner() }
 
+// WithValue is context.WithValue(ctx, key, val) for what serves r (its
+// middleware), kept in r's call instead of a new allocation while the
+// call has room (two values; beyond, and for a Request made elsewhere,
+// context.WithValue's own). key must be comparable, as for
+// context.WithValue.
+func (r *Request) WithValue(ctx context.Context, key, val any) context.Context {
+	if rc := r.rc; rc != nil && rc.nctx < len(rc.ctxs) {
+		c := &rc.ctxs[rc.nctx]
+		rc.nctx++
+		*c = valueCtx{Context: ctx, key: key, val: val}
+		return c
+	}
+	return context.WithValue(ctx, key, val)
+}
+
+// valueCtx is a context carrying one value (Request.WithValue).
+type valueCtx struct {
+	context.Context
+	key, val any
+}
+
+func (c *valueCtx) Value(key any) any {
+	if key == c.key {
+		return c.val
+	}
+	return c.Context.Value(key)
+}
+
 // TraceHeader is the traceparent or tracestate header the request came
 // with (Exchange.Trace), "" for another name or when there is none.
 func (r *Request) TraceHeader(name string) string {
@@ -154,7 +182,7 @@ func route(ctx context.Context, req *Request) (json.RawMessage, error) {
 	if !ok {
 		return nil, errf(CodeMethodNotFound, "Method not found: "+req.Method)
 	}
-	res, e := m.serve(req.rc, context.WithValue(ctx, requestKey{}, req))
+	res, e := m.serve(req.rc, req.WithValue(ctx, requestKey{}, req))
 	if e != nil {
 		return nil, e
 	}
@@ -285,11 +313,17 @@ type rpcCall struct {
 	via       string
 	step      int
 	sessionID string
+	resp      Response // reply's
+	// ctxs: the contexts of Request.WithValue, nctx of them used
+	ctxs [2]valueCtx
+	nctx int
 }
 
-// reply renders the response to a request served synchronously.
+// reply renders the response to a request served synchronously (once per
+// call: the response is the call's own).
 func (rc *rpcCall) reply(res []byte, rerr *Error) *Response {
-	return &Response{Status: rc.status(rerr), Body: rc.envelope(res, rerr)}
+	rc.resp = Response{Status: rc.status(rerr), Body: rc.envelope(res, rerr)}
+	return &rc.resp
 }
 
 // status is the HTTP status of a response: legacy errors travel on 200

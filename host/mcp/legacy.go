@@ -11,7 +11,9 @@ import (
 // DELETE, sessionless POSTs (what plain curl sends), and 2025-03-26
 // batches.
 
-func (s *Server) legacyPost(ctx context.Context, ex *Exchange, req *message, p *params, hv string) *Response {
+// legacyPost serves a single legacy message; rc is the caller's room for
+// its call.
+func (s *Server) legacyPost(ctx context.Context, ex *Exchange, req *message, p *params, hv string, rc *rpcCall) *Response {
 	if e := envelopeOK(req); e != nil {
 		return jsonError(200, validID(req.ID), e)
 	}
@@ -41,7 +43,7 @@ func (s *Server) legacyPost(ctx context.Context, ex *Exchange, req *message, p *
 		}
 		return s.initialize(ex, req, p)
 	}
-	rc := &rpcCall{s: s, era: Legacy, ex: ex, req: req, p: p, sess: sess, logLevel: -1}
+	*rc = rpcCall{s: s, era: Legacy, ex: ex, req: req, p: p, sess: sess, logLevel: -1}
 	rc.version = hv
 	if sess != nil {
 		rc.caps = sess.caps

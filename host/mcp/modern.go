@@ -19,8 +19,9 @@ var removedMethods = map[string]bool{
 }
 
 // modernPost validates and serves a stateless request, in the order of
-// spec/protocol.md "Validation order".
-func (s *Server) modernPost(ctx context.Context, ex *Exchange, req *message, p *params, hv string) *Response {
+// spec/protocol.md "Validation order". rc is the caller's room for its
+// call.
+func (s *Server) modernPost(ctx context.Context, ex *Exchange, req *message, p *params, hv string, rc *rpcCall) *Response {
 	if e := envelopeOK(req); e != nil {
 		return jsonError(400, validID(req.ID), e)
 	}
@@ -58,7 +59,7 @@ func (s *Server) modernPost(ctx context.Context, ex *Exchange, req *message, p *
 	if e := checkStandardHeaders(ex.Header, req.Method, p, mirrored); e != nil {
 		return jsonError(400, id, e)
 	}
-	rc := &rpcCall{s: s, era: Modern, ex: ex, req: req, p: p, version: modernVersion, logLevel: -1}
+	*rc = rpcCall{s: s, era: Modern, ex: ex, req: req, p: p, version: modernVersion, logLevel: -1}
 	if m.LogLevel != nil {
 		if rc.logLevel = logLevelIndex(*m.LogLevel); rc.logLevel < 0 {
 			return jsonError(400, id, errf(CodeInvalidParams, "Invalid params: unknown log level '"+*m.LogLevel+"'"))

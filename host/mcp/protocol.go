@@ -100,6 +100,12 @@ type params struct {
 	Notifications json.RawMessage `json:"notifications"`
 	// tasks/get, tasks/update, tasks/cancel
 	TaskID *string `json:"taskId"`
+
+	// strs holds the strings the pointers above point to, nstr of them
+	// (decodeParams: a request's name and one or two more without an
+	// allocation each)
+	strs [3]string
+	nstr int
 }
 
 // Error is a JSON-RPC error to answer with. A Handler returns one to

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
 
 	"github.com/aiodhq/aiod/host/internal/netx"
 	"github.com/aiodhq/aiod/host/tenant"
@@ -72,7 +73,8 @@ func (g *guard) check(c *fiber.Ctx) error {
 	if p == "/health" || (g.oauth != nil && strings.HasPrefix(p, wellKnownResource)) {
 		return c.Next()
 	}
-	host := string(c.Request().Header.Host())
+	// not copied: the checks below compare it and keep nothing of it
+	host := utils.UnsafeString(c.Request().Header.Host())
 	if !g.hostOK(host) {
 		return deny(c, fiber.StatusForbidden, "Forbidden: invalid Host header")
 	}

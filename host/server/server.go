@@ -98,27 +98,74 @@ func New(opts Options) *Server {
 // fiberHeaders adapts the request headers to mcp.Headers.
 type fiberHeaders struct{ c *fiber.Ctx }
 
-func (h fiberHeaders) Get(name string) string { return string(h.c.Request().Header.Peek(name)) }
+// Get copies the value out of the request's buffer, which fasthttp reuses
+// once the request ends (mcp may keep a value longer: a task's). The
+// values nearly every request carries are answered with constants
+// instead, without a copy.
+func (h fiberHeaders) Get(name string) string {
+	v := h.c.Request().Header.Peek(name)
+	switch string(v) { // compared in place, not converted
+	case "":
+		return ""
+	case acceptBoth:
+		return acceptBoth
+	case acceptBothSpaced:
+		return acceptBothSpaced
+	case acceptBothReversed:
+		return acceptBothReversed
+	case fiber.MIMEApplicationJSON:
+		return fiber.MIMEApplicationJSON
+	case "2025-11-25":
+		return "2025-11-25"
+	case "2025-06-18":
+		return "2025-06-18"
+	case "2026-07-28":
+		return "2026-07-28"
+	case "tools/call":
+		return "tools/call"
+	}
+	return string(v)
+}
+
+// The Accept values of the MCP clients (a streamable HTTP client must
+// accept both).
+const (
+	acceptBoth         = "application/json, text/event-stream"
+	acceptBothSpaced   = "application/json,text/event-stream"
+	acceptBothReversed = "text/event-stream, application/json"
+)
+
+// mcpRequest is what handleMCP keeps for one request, in one allocation:
+// the exchange mcp serves and the quota slot's release (which the
+// exchange's Hold can take).
+type mcpRequest struct {
+	ex      mcp.Exchange
+	release func()
+}
 
 func (s *Server) handleMCP(c *fiber.Ctx) error {
 	release, refused := s.admit(c)
 	if release == nil {
 		return refused
 	}
+	m := &mcpRequest{release: release, ex: mcp.Exchange{Method: c.Method(), Header: fiberHeaders{c}, Principal: principal(c), Context: c.Context()}}
 	defer func() {
-		if release != nil {
-			release()
+		if m.release != nil {
+			m.release()
 		}
 	}()
-	ex := &mcp.Exchange{Method: c.Method(), Header: fiberHeaders{c}, Principal: principal(c), Context: c.Context()}
+	ex := &m.ex
 	if tracing.On() {
 		ex.Trace = [2]string{string(c.Request().Header.Peek("traceparent")), string(c.Request().Header.Peek("tracestate"))}
 	}
 	if ex.Method == fiber.MethodPost {
 		ex.Body = c.Body()
-		ex.Hold = hold(&release) // a call that becomes a task keeps the slot (tenancy.go)
+		ex.Hold = hold(&m.release) // a call that becomes a task keeps the slot (tenancy.go)
 	}
-	start := time.Now()
+	var start time.Time
+	if s.opts.Audit != nil {
+		start = time.Now()
+	}
 	r := s.mcp.Serve(forwardedContext(c), ex) // behind a proxy, cdp_url is the proxy's (forwarded.go)
 	if s.opts.Audit != nil && ex.Method == fiber.MethodPost {
 		if err := s.auditOutside(c, start, r); err != nil {
@@ -133,8 +180,8 @@ func (s *Server) handleMCP(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, "text/event-stream")
 		c.Set(fiber.HeaderCacheControl, "no-cache")
 		c.Set("X-Accel-Buffering", "no")
-		st, done := r.Stream, release
-		release = nil // the quota slot is held until the stream ends
+		st, done := r.Stream, m.release
+		m.release = nil // the quota slot is held until the stream ends
 		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 			if done != nil {
 				defer done()

@@ -16,7 +16,7 @@ import (
 func (s *Set) Middleware() mcp.Middleware {
 	return func(next mcp.Handler) mcp.Handler {
 		return func(ctx context.Context, req *mcp.Request) (json.RawMessage, error) {
-			return next(WithTenant(ctx, s.ForOwner(req.Principal.Owner)), req)
+			return next(req.WithValue(ctx, ctxKey{}, s.ForOwner(req.Principal.Owner)), req)
 		}
 	}
 }
