@@ -160,6 +160,9 @@ type Kept struct {
 	// Escaped, when not nil, is Bytes escaped once, made ahead by the
 	// family that kept them (output_blob copies it).
 	Escaped []byte
+	// Release, when not nil, is called when the call ends (Reset): the
+	// family that kept the bytes may use their memory again.
+	Release func()
 }
 
 // MaxKept bounds the responses one call may keep.
@@ -184,6 +187,11 @@ func (c *Call) Reset() {
 	c.Output = c.Output[:0]
 	c.Overflow = false
 	c.Response = nil
+	for i := range c.Kept {
+		if c.Kept[i].Release != nil {
+			c.Kept[i].Release()
+		}
+	}
 	clear(c.Kept)
 	c.Kept = c.Kept[:0]
 	c.Spliced = c.Spliced[:0]

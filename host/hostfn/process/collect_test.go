@@ -260,3 +260,29 @@ func TestWithCollected(t *testing.T) {
 		t.Fatalf("%+v", es)
 	}
 }
+
+// TestCollectionReleased: when the call ends (Reset) the kept
+// collection's buffers go back for the next collection, and the call
+// holds nothing of it.
+func TestCollectionReleased(t *testing.T) {
+	raw, c, id := collectEnv(t, `printf '{"type":"meta"}\n{"type":"hit"}\n{"type":"summary","ok":true}\n'`)
+	for {
+		code, b := raw("read", abi.ProcessReadRequest{ID: id, TimeoutMs: 5000, Runs: []string{"hit"}, Collect: true})
+		if code != abi.OK {
+			t.Fatalf("read: %v %s", code, b)
+		}
+		if len(b) == 0 {
+			break
+		}
+	}
+	if code, resp := raw("wait", abi.ProcessWaitRequest{ID: id, KeepCollected: true}); code != abi.OK || len(c.Kept) != 1 || c.Kept[0].Release == nil {
+		t.Fatalf("wait: %v %s, %d kept", code, resp, len(c.Kept))
+	}
+	released := false
+	rel := c.Kept[0].Release
+	c.Kept[0].Release = func() { released = true; rel() }
+	c.Reset()
+	if !released || len(c.Kept) != 0 {
+		t.Fatalf("Reset: released %v, %d kept", released, len(c.Kept))
+	}
+}

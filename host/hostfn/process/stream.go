@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/aiodhq/aiod/host/hostfn"
@@ -89,10 +90,34 @@ func (c *collection) add(ev []byte) {
 
 // grow makes room for about n more bytes of events, doubling (append's
 // growth of a large slice is a quarter at a time: a 1 MB collection
-// was copied a dozen times).
+// was copied a dozen times). A new collection starts from the buffers
+// of one whose call ended.
 func (c *collection) grow(n int) {
+	if cap(c.b) == 0 {
+		if p, ok := collPool.Get().(*collBufs); ok {
+			c.b, c.esc = p.b[:0], p.esc[:0]
+		}
+	}
 	c.b = growBytes(c.b, n)
 	c.esc = growBytes(c.esc, n+n/8)
+}
+
+// collBufs are a collection's buffers, for the next one.
+type collBufs struct{ b, esc []byte }
+
+var collPool sync.Pool
+
+// maxPooled bounds the buffers kept for reuse: a rare huge collection's
+// are left to the collector.
+const maxPooled = 4 << 20
+
+// release gives the collection's buffers back once its call has ended
+// (hostfn.Kept.Release): the result holds copies.
+func (c *collection) release() {
+	if cap(c.b) > 0 && cap(c.b) <= maxPooled && cap(c.esc) <= 2*maxPooled {
+		collPool.Put(&collBufs{b: c.b[:0], esc: c.esc[:0]})
+	}
+	c.b, c.esc = nil, nil
 }
 
 func growBytes(b []byte, n int) []byte {
@@ -264,7 +289,8 @@ func (f *Family) wait(_ context.Context, c *hostfn.Call, req *abi.ProcessWaitReq
 				return nil, hostfn.Errorf(abi.Unavailable, "more than %d responses kept in one call", hostfn.MaxKept)
 			}
 			// every byte of it was checked: valid UTF-8, objects
-			c.Kept = append(c.Kept, hostfn.Kept{Bytes: ls.col.b, UTF8: true, Items: ls.col.n, Escaped: ls.col.esc})
+			lc := &ls.col
+			c.Kept = append(c.Kept, hostfn.Kept{Bytes: lc.b, UTF8: true, Items: lc.n, Escaped: lc.esc, Release: lc.release})
 			col = &abi.ProcessCollected{Kept: int64(len(c.Kept) - 1), Events: ls.col.n, Bytes: len(ls.col.b)}
 		}
 	}
