@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/jsonx"
@@ -386,4 +388,34 @@ func TestOutputBlobCollection(t *testing.T) {
 		}()
 		outputBlob(context.Background(), small, nil, []uint64{0, 0})
 	}()
+}
+
+// BenchmarkAppendEscapedText is BenchmarkAppendEscapedJSON's events
+// escaped one at a time by AppendEscapedText, as a collection does.
+func BenchmarkAppendEscapedText(b *testing.B) {
+	ev := []byte(`{"type":"hit","rank":1234,"id":"doc_1234","title":"A document about agent-operable tools"}`)
+	dst := make([]byte, 0, 3*10000*len(ev))
+	b.SetBytes(int64(10000 * len(ev)))
+	for i := 0; i < b.N; i++ {
+		dst = dst[:0]
+		for k := 0; k < 10000; k++ {
+			dst = AppendEscapedText(dst, ev)
+		}
+	}
+}
+
+// FuzzAppendEscapedText: for valid UTF-8, AppendEscapedText writes what
+// AppendEscaped writes once.
+func FuzzAppendEscapedText(f *testing.F) {
+	for _, s := range escapeCases {
+		f.Add([]byte("pre"), []byte(s))
+	}
+	f.Fuzz(func(t *testing.T, pre, b []byte) {
+		if !utf8.Valid(b) {
+			return
+		}
+		if got, want := AppendEscapedText(slices.Clip(pre), b), AppendEscaped(slices.Clone(pre), b, 1); !bytes.Equal(got, want) {
+			t.Fatalf("AppendEscapedText(%q) = %q, want %q", b, got, want)
+		}
+	})
 }

@@ -84,7 +84,7 @@ func (c *collection) add(ev []byte) {
 		c.esc = append(c.esc, ',')
 	}
 	c.b = append(c.b, ev...)
-	c.esc = core.AppendEscapedValid(c.esc, ev, 1)
+	c.esc = core.AppendEscapedText(c.esc, ev)
 	c.n++
 }
 
