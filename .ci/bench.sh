@@ -303,7 +303,7 @@ have bash_aiod_us bash_native_us && echo "bash echo hi: ${fig[bash_aiod_us]} us,
 have readcall_aiod_us readcall_native_us && echo "file read 1 MiB: ${fig[readcall_aiod_us]} us, os.ReadFile ${fig[readcall_native_us]} us, ratio $(ratio readcall_aiod_us readcall_native_us)"
 
 section "Machine Mode tools: a call against running the CLI directly (per call, over HTTP, alternating; medians)"
-go test -run '^$' -bench 'MachineMode' -benchtime 40x ./host/machinetest 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/machine-bench.txt" || true
+go test -run '^$' -bench 'MachineMode$' -benchtime 40x ./host/machinetest 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/machine-bench.txt" || true
 for b in 10:mm10 10000:mm10k; do
   for u in aiod-us:_aiod_us direct-us:_native_us ratio:_ratio aiod-cpu-us:_aiod_cpu_us direct-cpu-us:_native_cpu_us; do
     v=$(bench_val "$WORK/machine-bench.txt" "BenchmarkMachineMode/events=${b%%:*}" "${u%%:*}")

@@ -153,11 +153,25 @@ type Call struct {
 type Kept struct {
 	Bytes []byte
 	UTF8  bool
+	// Items, when not 0, says that Bytes are this many JSON objects, each
+	// checked, joined with commas (a process family's collection, ABI
+	// v1.2): output_blob may write them as they are.
+	Items int
+	// Escaped, when not nil, is Bytes escaped once, made ahead by the
+	// family that kept them (output_blob copies it).
+	Escaped []byte
+	// Release, when not nil, is called when the call ends (Reset): the
+	// family that kept the bytes may use their memory again.
+	Release func()
 }
 
+// MaxKept bounds the responses one call may keep.
+const MaxKept = 64
+
 // Span is a range [Start, End) of a call's output that the host wrote
-// itself with output_blob: JSON string contents, valid by construction.
-type Span struct{ Start, End int }
+// itself with output_blob: JSON string contents, valid by construction;
+// or, when Items is not 0, that many JSON objects joined with commas.
+type Span struct{ Start, End, Items int }
 
 // ErrResultTooLarge is the trap cause when a guest writes more output than
 // its max_result_bytes.
@@ -173,6 +187,11 @@ func (c *Call) Reset() {
 	c.Output = c.Output[:0]
 	c.Overflow = false
 	c.Response = nil
+	for i := range c.Kept {
+		if c.Kept[i].Release != nil {
+			c.Kept[i].Release()
+		}
+	}
 	clear(c.Kept)
 	c.Kept = c.Kept[:0]
 	c.Spliced = c.Spliced[:0]

@@ -118,7 +118,7 @@ func TestLockdown(t *testing.T) {
 	}
 }
 
-func digest(t *testing.T, path string) string {
+func digest(t testing.TB, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

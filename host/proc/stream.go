@@ -18,10 +18,9 @@ const (
 	ReasonStopped = "stopped"
 )
 
-// streamChunks is how many pieces of stdout (each at most 32 KiB) wait for
-// the reader of a started program before the program blocks on its
-// writes: about 1 MiB held per program, whatever it prints.
-const streamChunks = 32
+// streamHold is how much of a started program's stdout waits for its
+// reader before the program blocks on its writes.
+const streamHold = 1 << 20
 
 // Running is a program started with Start. Its stdout is read piece by
 // piece while it runs (Read): the program blocks on its writes while about
@@ -35,15 +34,20 @@ type Running struct {
 	cmd      *exec.Cmd
 	began    time.Time
 	maxOut   int64
-	chunks   chan []byte   // stdout pieces, closed at the end of stdout
 	abandon  chan struct{} // closed when nobody will read the rest
 	abandonO sync.Once
 	done     chan struct{} // closed once the program and its readers ended
 
-	// read by Read only (one reader at a time: mu)
-	mu   sync.Mutex
-	left []byte // the unread rest of the last piece
-	eof  bool
+	// the unread stdout, one queue of bytes whatever the pieces the
+	// program wrote (a program that writes a line at a time makes a
+	// read per line: they are not handed on one by one)
+	qmu   sync.Mutex
+	q     []byte
+	qeof  bool          // stdout ended: q is the rest
+	ready chan struct{} // a token when q grew or stdout ended
+	space chan struct{} // a token when q was taken
+
+	mu sync.Mutex // one Read at a time
 
 	// set by the stdout reader before done
 	outBytes  int64
@@ -97,7 +101,7 @@ func (m *Manager) Start(ctx context.Context, req SpawnRequest) (*Running, error)
 		closeAll(outR, errR, inW)
 		return nil, startError(req.Path, err)
 	}
-	r := &Running{m: m, u: u, cmd: cmd, began: began, maxOut: maxOut, chunks: make(chan []byte, streamChunks),
+	r := &Running{m: m, u: u, cmd: cmd, began: began, maxOut: maxOut, ready: make(chan struct{}, 1), space: make(chan struct{}, 1),
 		abandon: make(chan struct{}), done: make(chan struct{}), stderr: &capBuffer{max: maxOut}}
 
 	var readers sync.WaitGroup
@@ -144,16 +148,21 @@ func (m *Manager) Start(ctx context.Context, req SpawnRequest) (*Running, error)
 	return r, nil
 }
 
-// readStdout reads the program's stdout into pieces for Read, counting
+// readStdout reads the program's stdout into the queue for Read, counting
 // it: past maxOut the program is killed and the rest discarded. When
-// nobody will read (stopReading) pieces are discarded instead of waiting.
+// nobody will read (stopReading) it is discarded instead of waiting.
 func (r *Running) readStdout(f *os.File) {
-	defer close(r.chunks)
+	defer func() {
+		r.qmu.Lock()
+		r.qeof = true
+		r.qmu.Unlock()
+		signal(r.ready)
+	}()
+	buf := make([]byte, 32<<10)
 	for {
-		b := make([]byte, 32<<10)
-		n, err := f.Read(b)
+		n, err := f.Read(buf)
 		if n > 0 {
-			b = b[:n]
+			b := buf[:n]
 			if room := r.maxOut - r.outBytes; int64(n) > room {
 				b = b[:max(room, 0)]
 				if !r.truncated {
@@ -162,16 +171,52 @@ func (r *Running) readStdout(f *os.File) {
 				}
 			}
 			r.outBytes += int64(len(b))
-			if len(b) > 0 {
-				select {
-				case r.chunks <- b:
-				case <-r.abandon:
-				}
+			if len(b) > 0 && r.queue(b) {
+				signal(r.ready)
 			}
 		}
 		if err != nil {
 			return
 		}
+	}
+}
+
+// queue appends b to the unread stdout once there is room for it; false
+// if nobody will read it (it is discarded).
+func (r *Running) queue(b []byte) bool {
+	r.qmu.Lock()
+	for len(r.q) >= streamHold {
+		r.qmu.Unlock()
+		select {
+		case <-r.space:
+		case <-r.abandon:
+			return false
+		}
+		r.qmu.Lock()
+	}
+	select {
+	case <-r.abandon:
+		r.qmu.Unlock()
+		return false
+	default:
+	}
+	if cap(r.q)-len(r.q) < len(b) {
+		// a buffer of its own for what comes next (the pieces handed
+		// out keep the old one)
+		nq := make([]byte, len(r.q), max(64<<10, 2*len(r.q)+len(b)))
+		copy(nq, r.q)
+		r.q = nq
+	}
+	r.q = append(r.q, b...)
+	r.qmu.Unlock()
+	return true
+}
+
+// signal leaves a token on ch (cap 1) unless one is there.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 
@@ -183,50 +228,42 @@ func (r *Running) stopReading() { r.abandonO.Do(func() { close(r.abandon) }) }
 // waiting up to wait for one when none is there yet. It returns eof once
 // stdout has ended and everything was read; no data and no eof means
 // nothing arrived within wait (or ctx ended). Pieces are not aligned to
-// lines or characters.
+// lines or characters. The piece is the caller's (never written again).
 func (r *Running) Read(ctx context.Context, max int, wait time.Duration) (data []byte, eof bool) {
 	if max <= 0 {
 		max = 1 << 20
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	take := func(b []byte) {
-		n := min(len(b), max-len(data))
-		data = append(data, b[:n]...)
-		r.left = b[n:]
-	}
-	if len(r.left) > 0 {
-		take(r.left)
-	}
-	// what is there already, without waiting
-	for more := true; more && len(data) < max && len(r.left) == 0 && !r.eof; {
-		select {
-		case b, ok := <-r.chunks:
-			if ok {
-				take(b)
-			} else {
-				r.eof = true
-			}
-		default:
-			more = false
+	take := func() (data []byte, eof bool) {
+		r.qmu.Lock()
+		defer r.qmu.Unlock()
+		n := min(len(r.q), max)
+		if n > 0 {
+			// handed over as it is: the reader appends past it
+			data = r.q[:n:n]
+			r.q = r.q[n:]
+			signal(r.space)
 		}
+		return data, r.qeof && len(r.q) == 0
 	}
-	if len(data) > 0 || r.eof {
-		return data, r.eof && len(r.left) == 0
+	if data, eof = take(); len(data) > 0 || eof {
+		return data, eof
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	select {
-	case b, ok := <-r.chunks:
-		if !ok {
-			r.eof = true
-			return nil, true
+	for {
+		select {
+		case <-r.ready:
+			if data, eof = take(); len(data) > 0 || eof {
+				return data, eof
+			}
+		case <-timer.C:
+			return nil, false
+		case <-ctxDone(ctx):
+			return nil, false
 		}
-		take(b)
-	case <-timer.C:
-	case <-ctxDone(ctx):
 	}
-	return data, false
 }
 
 // Wait ends the program and reports how it ended: with kill it is killed

@@ -147,3 +147,27 @@ func TestStartEnds(t *testing.T) {
 		}
 	})
 }
+
+// TestStartPaced: a writer far faster than its reader is held at about
+// streamHold unread bytes (it blocks on its writes), whatever the pieces
+// it writes in, and loses nothing once read.
+func TestStartPaced(t *testing.T) {
+	m := newManager(t, Config{})
+	const total = 4 << 20
+	r := startSh(t, ctxT(t), m, `i=0; while [ $i -lt 64 ]; do head -c 65536 /dev/zero | tr '\0' a; i=$((i+1)); done`,
+		func(r *SpawnRequest) { r.MaxOutput = 8 << 20 })
+	time.Sleep(700 * time.Millisecond)
+	r.qmu.Lock()
+	held := len(r.q)
+	r.qmu.Unlock()
+	if held < streamHold/2 || held > streamHold+32<<10 || r.u.exited.Load() {
+		t.Fatalf("unread: %d bytes held (exited %v), want about %d and the writer blocked", held, r.u.exited.Load(), streamHold)
+	}
+	out := readAll(t, r, 1<<20)
+	if len(out) != total || strings.Trim(string(out), "a") != "" {
+		t.Fatalf("read %d bytes, want %d", len(out), total)
+	}
+	if res := r.Wait(false); res.ExitCode != 0 || res.StdoutBytes != total {
+		t.Fatalf("result: %+v", res)
+	}
+}

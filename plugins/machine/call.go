@@ -308,12 +308,18 @@ func run(c *sdk.Ctx, cli CLI, b *Binding, argv []string) *sdk.Result {
 	var readErr error
 	for {
 		// the host splits the lines and checks them: the guest reads
-		// no byte of a domain event, and files the domain events that
-		// follow one another as one piece (a run)
+		// no byte of a domain event. For a command whose schema names
+		// its types the host keeps the runs of domain events itself
+		// (collect) and the guest sees only the other lines, adding
+		// back in the stream's order those it files (errors); else it
+		// files the domain events that follow one another as one piece
 		var lines []byte
 		var err error
 		if runs != nil {
-			lines, err = p.ReadRuns(1<<20, readWait, runs)
+			lines, err = p.ReadCollect(1<<20, readWait, runs, col.events)
+			if err == nil || errors.Is(err, process.ErrTimeout) {
+				col.events = col.events[:0] // the host has them now
+			}
 		} else {
 			lines, err = p.ReadLines(1<<20, readWait)
 		}
@@ -328,13 +334,20 @@ func run(c *sdk.Ctx, cli CLI, b *Binding, argv []string) *sdk.Result {
 			col.end()
 			break
 		}
-		if runs != nil && !col.writeRuns(lines) || runs == nil && !col.writeLines(lines) {
+		if runs != nil && !col.writeEntries(lines) || runs == nil && !col.writeLines(lines) {
 			break
 		}
 	}
-	res, err := p.Wait(col.violation != "" || readErr != nil)
-	if err != nil {
-		return result(col, newError("internal", codeInternal, "%v", err), true)
+	kill := col.violation != "" || readErr != nil
+	var res *process.WaitResult
+	var err2 error
+	if runs != nil {
+		res, col.coll, err2 = p.WaitCollected(kill)
+	} else {
+		res, err2 = p.Wait(kill)
+	}
+	if err2 != nil {
+		return result(col, newError("internal", codeInternal, "%v", err2), true)
 	}
 	switch {
 	case res.Killed == "output_limit":
@@ -378,6 +391,12 @@ const hostEscaped = 16 << 10
 // "error"}, and the same JSON as text.
 func result(col *collector, errEv []byte, isError bool) *sdk.Result {
 	buf := structured(col, errEv)
+	if col != nil && col.coll != nil && col.coll.Events > 0 {
+		// the events the host kept are written by the host, as they
+		// are in structuredContent and escaped in the text block: the
+		// guest's JSON holds their marker
+		return sdk.JSONResult(json.RawMessage(buf), isError)
+	}
 	if len(buf) < hostEscaped {
 		return &sdk.Result{Content: []sdk.Content{sdk.Text(unsafe.String(&buf[0], len(buf)))}, Structured: json.RawMessage(buf), IsError: isError}
 	}
@@ -396,6 +415,10 @@ func structured(col *collector, errEv []byte) []byte {
 	buf := make([]byte, 0, n)
 	buf = append(buf, `{"events":[`...)
 	if col != nil {
+		buf = col.coll.AppendJSON(buf)
+		if col.coll != nil && col.coll.Events > 0 && len(col.events) > 0 {
+			buf = append(buf, ',')
+		}
 		buf = append(buf, col.events...)
 	}
 	buf = append(buf, `],"summary":`...)

@@ -32,8 +32,13 @@ type collector struct {
 	meta    bool   // the meta event was read
 	// events are the events kept, as the tool wrote them, joined with
 	// commas (the inside of the result's "events" array), n of them
-	events  []byte
-	n       int
+	events []byte
+	n      int
+	// coll is the host's collection (a read with collect, ABI v1.2):
+	// the events before those in events, kept on the host, which the
+	// guest never reads; events then holds only what the guest filed
+	// since its last read (sent with the next one) or after its last
+	coll    *process.Collection
 	summary []byte
 	ok      bool
 	// fatal is the first error of process scope, lastErr the last error
@@ -108,6 +113,37 @@ func (c *collector) writeRuns(resp []byte) bool {
 		c.violation = err.Error()
 	}
 	return c.violation == ""
+}
+
+// writeEntries takes the entries of a read with collect (sdk/process
+// ReadCollect): a collected run is counted, its events on the host; the
+// rest as writeRuns files them. It returns false once the stream broke
+// the standard.
+func (c *collector) writeEntries(resp []byte) bool {
+	err := process.EachEntry(resp, func(b, typ []byte, checked bool, n int, collected bool) bool {
+		if collected {
+			c.takeCollected(n)
+		} else {
+			c.takeN(b, typ, checked, n)
+		}
+		return c.violation == ""
+	})
+	if err != nil && c.violation == "" {
+		c.violation = err.Error()
+	}
+	return c.violation == ""
+}
+
+// takeCollected counts n events the host collected: it collects only
+// between the meta event and the summary, as the adapter files them.
+func (c *collector) takeCollected(n int) {
+	c.line++
+	if !c.meta || c.summary != nil {
+		c.violation = fmt.Sprintf("line %d: the host collected events where the stream allows none", c.line)
+		return
+	}
+	c.line += n - 1
+	c.n += n
 }
 
 // runTypes are the types of a read with runs for a command whose schema
@@ -292,7 +328,7 @@ func (c *collector) allows(t []byte) bool {
 
 // add keeps an event (its bytes are copied).
 func (c *collector) add(ev []byte) {
-	if c.n > 0 {
+	if len(c.events) > 0 {
 		c.events = append(c.events, ',')
 	}
 	c.events = append(c.events, ev...)

@@ -178,5 +178,114 @@ func FuzzLinesAgree(f *testing.F) {
 			!bytes.Equal(a.fatal, r.fatal) || a.ok != r.ok || a.n != r.n || a.meta != r.meta || a.line != r.line {
 			t.Fatalf("pieces: %q %q %q %d\nruns:   %q %q %q %d", a.violation, a.events, a.summary, a.line, r.violation, r.events, r.summary, r.line)
 		}
+		k, events := collectRun(stream, types)
+		if a.violation != k.violation || !bytes.Equal(a.events, events) || !bytes.Equal(a.summary, k.summary) ||
+			!bytes.Equal(a.fatal, k.fatal) || a.ok != k.ok || a.n != k.n || a.meta != k.meta || a.line != k.line {
+			t.Fatalf("pieces:  %q %q %q %d\ncollect: %q %q %q %d", a.violation, a.events, a.summary, a.line, k.violation, events, k.summary, k.line)
+		}
 	})
+}
+
+// collectRun reads stream as the adapter does with reads with collect
+// (spec/abi/v1/process.md §3.7), the host's side made here as the host
+// makes it: the runs of domain types that come once the first line that
+// is not blank was the meta event, until the summary or a line whose type
+// the host cannot read plainly, are kept in the collection and come as
+// their count; a response ends after an entry the guest reads; what the
+// guest files goes into the collection before the next lines. It returns
+// the collector and the events as the result has them (the collection,
+// then what the guest filed after its last read).
+func collectRun(stream []byte, types []string) (*collector, []byte) {
+	runs := runTypes(types)
+	c := &collector{command: "c", types: types}
+	var coll []byte
+	collAdd := func(b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		if len(coll) > 0 {
+			coll = append(coll, ',')
+		}
+		coll = append(coll, b...)
+	}
+	const before, open, shut = 0, 1, 2
+	gate, counted := before, 0
+	respond := func(line []byte, ts, tl uint32) bool {
+		out := binary.LittleEndian.AppendUint32(nil, 0)
+		n := 0
+		if counted > 0 {
+			out = binary.LittleEndian.AppendUint32(out, 0)
+			out = binary.LittleEndian.AppendUint32(out, abi.LineCollected)
+			out = binary.LittleEndian.AppendUint32(out, 0)
+			out = binary.LittleEndian.AppendUint32(out, uint32(counted))
+			n++
+		}
+		if line != nil {
+			out = binary.LittleEndian.AppendUint32(out, uint32(len(line)))
+			out = binary.LittleEndian.AppendUint32(out, ts)
+			out = binary.LittleEndian.AppendUint32(out, tl)
+			out = binary.LittleEndian.AppendUint32(out, 1)
+			out = append(out, line...)
+			n++
+		}
+		binary.LittleEndian.PutUint32(out, uint32(n))
+		counted = 0
+		ok := c.writeEntries(out)
+		if ok {
+			collAdd(c.events) // sent with the next read
+			c.events = c.events[:0]
+		}
+		return ok
+	}
+	var lines [][]byte
+	if len(stream) > 0 {
+		lines = bytes.Split(stream, []byte("\n"))
+		if stream[len(stream)-1] == '\n' {
+			lines = lines[:len(lines)-1]
+		}
+	}
+	for _, l := range lines {
+		typ, slow, ok := jsonx.ScanObject(l)
+		plain := ok && !slow && typ != nil
+		blank := len(bytes.TrimSpace(l)) == 0
+		switch {
+		case gate == before && !blank:
+			gate = shut
+			if plain && (string(typ) == "meta" || string(typ) == "aoi:meta") {
+				gate = open
+			}
+		case gate == open && !blank && (!plain || string(typ) == "summary" || string(typ) == "aoi:summary"):
+			gate = shut
+		}
+		run := plain && l[len(l)-1] == '}' && slices.Contains(runs, string(typ))
+		if run && gate == open {
+			collAdd(l)
+			counted++
+			continue
+		}
+		ts, tl := uint32(abi.LineUnchecked), uint32(abi.LineUnchecked)
+		if plain {
+			ts, tl = uint32(cap(l)-cap(typ)), uint32(len(typ))
+		}
+		if !respond(l, ts, tl) {
+			return c, joinEvents(coll, c.events)
+		}
+	}
+	if counted > 0 {
+		respond(nil, 0, 0)
+	}
+	c.end()
+	return c, joinEvents(coll, c.events)
+}
+
+// joinEvents is the inside of the result's events array: the collection,
+// then the guest's own.
+func joinEvents(coll, own []byte) []byte {
+	switch {
+	case len(coll) == 0:
+		return own
+	case len(own) == 0:
+		return coll
+	}
+	return append(append(append([]byte(nil), coll...), ','), own...)
 }

@@ -1,5 +1,7 @@
 package abi
 
+import "encoding/json"
+
 // The wire types of aiod:process (spec/abi/v1/process.md).
 
 // ProcessSpawnRequest is the request of aiod:process.spawn.
@@ -158,6 +160,17 @@ type ProcessReadRequest struct {
 	// types come as one entry (spec/abi/v1/process.md §3.6): the
 	// response is then in RunEntry's format. At most 256 types.
 	Runs []string `json:"runs,omitempty"`
+	// Collect (v1.2) is a read with runs whose runs the host keeps in the
+	// program's collection instead of answering them, once the stream's
+	// first line was its meta event and until its summary
+	// (spec/abi/v1/process.md §3.7): their entries come without bytes
+	// (LineCollected), and the response ends after the first entry that
+	// was not collected.
+	Collect bool `json:"collect,omitempty"`
+	// Add (v1.2, with Collect) are events the plugin files itself (each
+	// one JSON object), appended to the collection, in order, before the
+	// read.
+	Add []json.RawMessage `json:"add,omitempty"`
 }
 
 // The response of a read with Lines: a little-endian uint32 count N, N
@@ -179,11 +192,33 @@ const (
 // its type_start and type_length those of its first line.
 const RunEntry = 16
 
+// LineCollected (v1.2) is the type_start of an entry of a read with
+// Collect whose lines the host kept in the program's collection: its
+// length and type_length are 0, its fourth field the number of lines.
+const LineCollected = 0xFFFFFFFE
+
+// MaxCollectedBytes bounds one program's collection (v1.2).
+const MaxCollectedBytes = 32 << 20
+
 // ProcessWaitRequest is the request of aiod:process.wait.
 type ProcessWaitRequest struct {
 	ID int `json:"id"`
 	// Kill stops the program first; otherwise wait waits for it to end.
 	Kill bool `json:"kill,omitempty"`
+	// KeepCollected (v1.2) keeps the program's collection (reads with
+	// Collect) on the host as a kept response of the call, which
+	// aiod:core.output_blob may write as it is (escape 0): the response's
+	// Collected says which.
+	KeepCollected bool `json:"keep_collected,omitempty"`
+}
+
+// ProcessCollected is the collection a wait with KeepCollected kept: the
+// kept response's handle (-1 when nothing was collected), the number of
+// events and their bytes (joined with commas).
+type ProcessCollected struct {
+	Kept   int64 `json:"kept"`
+	Events int   `json:"events"`
+	Bytes  int   `json:"bytes"`
 }
 
 // ProcessWaitResponse is the response of aiod:process.wait: spawn's,
@@ -198,6 +233,8 @@ type ProcessWaitResponse struct {
 	StdoutTruncated bool   `json:"stdout_truncated"`
 	Stderr          string `json:"stderr"`
 	StderrTruncated bool   `json:"stderr_truncated"`
+	// Collected (v1.2) answers KeepCollected; null without it.
+	Collected *ProcessCollected `json:"collected"`
 }
 
 // MaxStartedPerCall bounds the programs one call may have started and not

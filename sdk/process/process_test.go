@@ -4,6 +4,7 @@ package process_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -119,5 +120,69 @@ func TestReadLines(t *testing.T) {
 		if err := process.EachLine(bad, func([]byte, []byte, bool) bool { return true }); err == nil {
 			t.Errorf("EachLine(%v): no error", bad)
 		}
+	}
+}
+
+// TestReadCollect: a read with collect answers the meta event, the
+// error the plugin files (added back with the next read), the summary
+// and the counts of the runs the host kept; WaitCollected keeps the
+// collection, which AppendJSON writes as a marker the host replaces.
+func TestReadCollect(t *testing.T) {
+	setup(t, []string{"sh"}, false)
+	p, err := process.Start(process.StartRequest{Argv: []string{"sh", "-c",
+		`printf '{"type":"meta"}\n{"type":"hit","n":1}\n{"type":"error","scope":"item"}\n{"type":"hit","n":2}\n{"type":"hit","n":3}\n{"type":"summary","ok":true}\n'`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var add []byte
+	for {
+		resp, err := p.ReadCollect(0, 5*time.Second, []string{"hit"}, add)
+		if err != nil {
+			t.Fatal(err)
+		}
+		add = nil
+		if resp == nil {
+			break
+		}
+		if err := process.EachEntry(resp, func(b, typ []byte, checked bool, n int, collected bool) bool {
+			if collected {
+				got = append(got, fmt.Sprintf("collected %d", n))
+				return true
+			}
+			if string(typ) == "error" {
+				add = append(add, b...)
+			}
+			got = append(got, string(b))
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{`{"type":"meta"}`, "collected 1", `{"type":"error","scope":"item"}`, "collected 2", `{"type":"summary","ok":true}`}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("entries %q, want %q", got, want)
+	}
+	res, col, err := p.WaitCollected(false)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatal(res, err)
+	}
+	events := `{"type":"hit","n":1},{"type":"error","scope":"item"},{"type":"hit","n":2},{"type":"hit","n":3}`
+	if col.Events != 4 || col.Bytes != len(events) {
+		t.Fatalf("collection: %d events, %d bytes", col.Events, col.Bytes)
+	}
+	if m := col.AppendJSON(nil); len(m) < 4 || m[0] != 0 || m[1] != '0' || m[len(m)-1] != 0 {
+		t.Fatalf("marker %q", m)
+	}
+	// a response that is not in the format, or a collected entry with
+	// bytes, is an error, not a panic
+	for _, bad := range [][]byte{nil, {1, 0, 0, 0}, {1, 0, 0, 0, 3, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff, 0, 0, 0, 0, 1, 0, 0, 0, 'a', 'b', 'c'}} {
+		if err := process.EachEntry(bad, func([]byte, []byte, bool, int, bool) bool { return true }); err == nil {
+			t.Errorf("EachEntry(%v): no error", bad)
+		}
+	}
+	// ReadRuns' walker refuses collected entries
+	if err := process.EachRun([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff, 0, 0, 0, 0, 1, 0, 0, 0}, func([]byte, []byte, bool, int) bool { return true }); err == nil {
+		t.Error("EachRun took a collected entry")
 	}
 }

@@ -151,11 +151,86 @@ func (s *Started) ReadRuns(max int, wait time.Duration, types []string) ([]byte,
 	return out, nil
 }
 
+// ReadCollect is ReadRuns for a plugin that passes the stream's domain
+// events on without reading them (ABI v1.2; spec/abi/v1/process.md
+// §3.7): once the stream's first line was its meta event and until its
+// summary, the runs stay on the host, in the program's collection, and
+// come as entries without bytes (EachEntry's collected); the response
+// ends after the first entry that was not collected. add (the inside of
+// a JSON array: objects joined with commas, or nil) are events the
+// plugin files itself, appended to the collection before the read, so
+// that the collection keeps the stream's order. WaitCollected ends the
+// program and keeps the collection for the result.
+func (s *Started) ReadCollect(max int, wait time.Duration, types []string, add []byte) ([]byte, error) {
+	b, err := marshalRead(abi.ProcessReadRequest{ID: s.ID, MaxBytes: max, TimeoutMs: ms(wait), Lines: true, Runs: types, Collect: true})
+	if err != nil {
+		return nil, err
+	}
+	if len(add) > 0 {
+		b = append(append(append(b[:len(b)-1], `,"add":[`...), add...), "]}"...)
+	}
+	out, code := callStream("read", b)
+	if code != 0 {
+		var e Error
+		e.Code, e.Message = guest.Decode(out, code)
+		return nil, &e
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// Collection is a program's collection, kept on the host for the call
+// (WaitCollected): Events objects joined with commas, Bytes long.
+type Collection struct {
+	Events, Bytes int
+	blob          *guest.Blob
+}
+
+// AppendJSON appends the collection as it is (the inside of a JSON array:
+// nothing when it is empty), as a marker the host replaces when the
+// result is written: for the result's structuredContent (sdk.JSONResult
+// over JSON that holds it carries it into the text block too).
+func (c *Collection) AppendJSON(dst []byte) []byte {
+	if c == nil || c.blob == nil {
+		return dst
+	}
+	return c.blob.AppendRaw(dst)
+}
+
+// WaitCollected is Wait that also keeps the program's collection (reads
+// with ReadCollect) on the host for the rest of the call.
+func (s *Started) WaitCollected(kill bool) (*WaitResult, *Collection, error) {
+	var r abi.ProcessWaitResponse
+	if code, msg := guest.Do(callStream, "wait", abi.ProcessWaitRequest{ID: s.ID, Kill: kill, KeepCollected: true}, &r); code != "" {
+		return nil, nil, &Error{Code: code, Message: msg}
+	}
+	col := &Collection{}
+	if r.Collected != nil && r.Collected.Kept >= 0 && r.Collected.Events > 0 {
+		col.Events, col.Bytes = r.Collected.Events, r.Collected.Bytes
+		col.blob = guest.KeptByHost(uint32(r.Collected.Kept), r.Collected.Bytes)
+	}
+	return &WaitResult{ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, Killed: r.Killed,
+		Duration: time.Duration(r.DurationMs) * time.Millisecond, StdoutBytes: r.StdoutBytes, StdoutTruncated: r.StdoutTruncated,
+		Stderr: r.Stderr, StderrTruncated: r.StderrTruncated}, col, nil
+}
+
+// EachEntry is EachRun for a ReadCollect response: a collected entry
+// comes with no bytes, collected true and its number of lines n.
+func EachEntry(resp []byte, f func(b, typ []byte, checked bool, n int, collected bool) bool) error {
+	return eachRun(resp, true, f)
+}
+
 // EachRun calls f for each entry of a ReadRuns response, in order: its
 // bytes (one line, or a run of n lines joined with commas), and, when
 // checked, its first line's type as EachLine has it. It stops when f
 // returns false. A response that is not in the index format is an error.
 func EachRun(resp []byte, f func(b, typ []byte, checked bool, n int) bool) error {
+	return eachRun(resp, false, func(b, typ []byte, checked bool, n int, _ bool) bool { return f(b, typ, checked, n) })
+}
+
+func eachRun(resp []byte, collect bool, f func(b, typ []byte, checked bool, n int, collected bool) bool) error {
 	if len(resp) < 4 {
 		return errors.New("aiod:process.read: a runs response without its count")
 	}
@@ -168,6 +243,15 @@ func EachRun(resp []byte, f func(b, typ []byte, checked bool, n int) bool) error
 		e := resp[4+abi.RunEntry*k:]
 		l, ts, tl := int(binary.LittleEndian.Uint32(e)), binary.LittleEndian.Uint32(e[4:]), binary.LittleEndian.Uint32(e[8:])
 		lines := int(binary.LittleEndian.Uint32(e[12:]))
+		if ts == abi.LineCollected {
+			if !collect || l != 0 || tl != 0 || lines < 1 {
+				return errors.New("aiod:process.read: a collected entry where none can be")
+			}
+			if !f(nil, nil, false, lines, true) {
+				return nil
+			}
+			continue
+		}
 		if l < 0 || l > len(resp)-pos {
 			return errors.New("aiod:process.read: an entry past the end of the response")
 		}
@@ -183,7 +267,7 @@ func EachRun(resp []byte, f func(b, typ []byte, checked bool, n int) bool) error
 		} else if lines > 1 {
 			return errors.New("aiod:process.read: a run without its type")
 		}
-		if !f(b, typ, checked, lines) {
+		if !f(b, typ, checked, lines, false) {
 			return nil
 		}
 	}
@@ -238,6 +322,9 @@ func marshalRead(r abi.ProcessReadRequest) ([]byte, error) {
 	}
 	if r.Lines {
 		b = append(b, `,"lines":true`...)
+	}
+	if r.Collect {
+		b = append(b, `,"collect":true`...)
 	}
 	if len(r.Runs) > 0 {
 		b = append(b, `,"runs":[`...)

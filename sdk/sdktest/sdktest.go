@@ -209,6 +209,15 @@ func (h *Host) Call(module, name string, req []byte) ([]byte, uint32) {
 	return out, code
 }
 
+// KeptBytes are the bytes of response h that a family call kept on the
+// host (the process family's collection), for the native SDK.
+func (h *Host) KeptBytes(k uint32) []byte {
+	if int(k) >= len(h.call.Kept) {
+		h.t.Fatalf("sdktest: no kept response %d", k)
+	}
+	return h.call.Kept[k].Bytes
+}
+
 // Logs returns the messages logged so far.
 func (h *Host) Logs() []Log {
 	h.mu.Lock()

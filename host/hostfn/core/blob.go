@@ -22,7 +22,7 @@ import (
 // for the text block that holds the same object as JSON text.
 
 // maxKept bounds the responses one call may keep.
-const maxKept = 64
+const maxKept = hostfn.MaxKept
 
 var (
 	responseKeepDef = hostfn.Def{Module: abi.ModuleCore, Name: "response_keep", Results: []hostfn.ValueType{hostfn.I64}, Fn: responseKeep}
@@ -78,16 +78,36 @@ func responseKeep(_ context.Context, c *hostfn.Call, _ hostfn.Memory, stack []ui
 }
 
 // outputBlob appends kept response h to the output as JSON string
-// contents, escaped `escape` (1 or 2) times; returns 0.
+// contents, escaped `escape` (1 or 2) times, or, with escape 0 (v1.2),
+// a collection (JSON objects joined with commas) as it is; returns 0.
 func outputBlob(_ context.Context, c *hostfn.Call, _ hostfn.Memory, stack []uint64) {
 	h, escape := uint32(stack[0]), uint32(stack[1])
 	if uint64(h) >= uint64(len(c.Kept)) {
 		panic(fmt.Errorf("aiod:core.output_blob: no kept response %d", h))
 	}
-	if escape != 1 && escape != 2 {
-		panic(fmt.Errorf("aiod:core.output_blob: escape must be 1 or 2, not %d", escape))
+	if escape > 2 {
+		panic(fmt.Errorf("aiod:core.output_blob: escape must be 0, 1 or 2, not %d", escape))
 	}
 	k := c.Kept[h]
+	if escape == 0 {
+		// only what the host checked itself is written as JSON as it is
+		if k.Items == 0 {
+			panic(fmt.Errorf("aiod:core.output_blob: kept response %d is not a collection of JSON objects: escape 0 is for collections only", h))
+		}
+		if int64(len(c.Output))+int64(len(k.Bytes)) > c.MaxOutput {
+			c.Overflow = true
+			panic(hostfn.ErrResultTooLarge{Limit: c.MaxOutput})
+		}
+		start := len(c.Output)
+		if cap(c.Output)-len(c.Output) < len(k.Bytes) {
+			// it is usually written again, escaped, for the text block
+			c.Output = slices.Grow(c.Output, len(k.Bytes)+max(len(k.Escaped), len(k.Bytes)+len(k.Bytes)/16)+4096)
+		}
+		c.Output = append(c.Output, k.Bytes...)
+		c.Spliced = append(c.Spliced, hostfn.Span{Start: start, End: len(c.Output), Items: k.Items})
+		stack[0] = 0
+		return
+	}
 	b := k.Bytes
 	// every byte is written at least once: fail before escaping what
 	// cannot fit
@@ -101,7 +121,11 @@ func outputBlob(_ context.Context, c *hostfn.Call, _ hostfn.Memory, stack []uint
 		// and the text block): room for both at once
 		c.Output = slices.Grow(c.Output, 2*(len(b)+len(b)/16)+1024)
 	}
-	c.Output = appendEscaped(c.Output, b, int(escape), k.UTF8)
+	if escape == 1 && k.Escaped != nil {
+		c.Output = append(c.Output, k.Escaped...) // escaped ahead
+	} else {
+		c.Output = appendEscaped(c.Output, b, int(escape), k.UTF8)
+	}
 	if int64(len(c.Output)) > c.MaxOutput {
 		c.Overflow = true
 		panic(hostfn.ErrResultTooLarge{Limit: c.MaxOutput})
@@ -163,6 +187,34 @@ func AppendEscaped(dst, b []byte, escape int) []byte {
 	return appendEscaped(dst, b, escape, utf8.Valid(b))
 }
 
+// AppendEscapedText is AppendEscaped(dst, b, 1) for b valid UTF-8 (JSON
+// text the host checked, a Machine Mode event): a quote every few bytes,
+// so one pass writing each byte, a backslash before '"' and '\', is
+// faster than skipping to each; a control byte (whitespace between
+// tokens) sends the whole of b the general way.
+func AppendEscapedText(dst, b []byte) []byte {
+	n := len(dst)
+	if cap(dst)-n < 2*len(b) {
+		nd := make([]byte, n, max(2*cap(dst), n+2*len(b)))
+		copy(nd, dst)
+		dst = nd
+	}
+	d := dst[:n+2*len(b)]
+	j := n
+	for _, c := range b {
+		if c < 0x20 {
+			return appendEscaped(dst[:n], b, 1, true)
+		}
+		if c == '"' || c == '\\' {
+			d[j] = '\\'
+			j++
+		}
+		d[j] = c
+		j++
+	}
+	return d[:j]
+}
+
 // appendEscaped is AppendEscaped for b whose UTF-8 validity is known: valid
 // text skips runs of plain bytes eight at a time.
 func appendEscaped(dst, b []byte, escape int, valid bool) []byte {
@@ -214,10 +266,14 @@ func appendEscaped(dst, b []byte, escape int, valid bool) []byte {
 
 // ValidObject reports whether out, a call's output whose spliced spans
 // are spans, is one valid JSON object. The spans (host-escaped string
-// contents, any size) are not scanned again: each stands as one plain
-// character, which is valid only inside a string, where any escaped
-// contents are valid too. The check is encoding/json's, in one pass
-// that allocates nothing (jsonx.Valid: twice as fast on a large result).
+// contents, any size; or collections of checked JSON objects) are not
+// scanned again: string contents stand as one plain character, which is
+// valid only inside a string, where any escaped contents are valid too;
+// a collection of one object stands as "true\n" and one of more as
+// "true,true\n", valid exactly where one value, or values joined with
+// commas, are (an array's elements), and never inside a string (a raw
+// newline). The check is encoding/json's, in one pass that allocates
+// nothing (jsonx.Valid: twice as fast on a large result).
 func ValidObject(out []byte, spans []hostfn.Span) bool {
 	if len(out) < 2 || out[0] != '{' {
 		return false
@@ -225,18 +281,27 @@ func ValidObject(out []byte, spans []hostfn.Span) bool {
 	if len(spans) == 0 {
 		return jsonx.Valid(out)
 	}
+	stand := func(s hostfn.Span) string {
+		switch {
+		case s.Items == 0:
+			return "~"
+		case s.Items == 1:
+			return "true\n"
+		}
+		return "true,true\n"
+	}
 	n, prev := len(out), 0
 	for _, s := range spans {
 		if s.Start < prev || s.End < s.Start || s.End > len(out) {
 			return false
 		}
-		n -= s.End - s.Start - 1
+		n -= s.End - s.Start - len(stand(s))
 		prev = s.End
 	}
-	sk := make([]byte, 0, n)
+	sk := make([]byte, 0, max(n, 0))
 	prev = 0
 	for _, s := range spans {
-		sk = append(append(sk, out[prev:s.Start]...), '~')
+		sk = append(append(sk, out[prev:s.Start]...), stand(s)...)
 		prev = s.End
 	}
 	sk = append(sk, out[prev:]...)

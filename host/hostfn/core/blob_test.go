@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/jsonx"
@@ -264,4 +267,155 @@ func TestBytesKeep(t *testing.T) {
 			bytesKeep(context.Background(), c, m, stack)
 		}()
 	}
+}
+
+// rawCase assembles parts around a collection of items objects written
+// as it is (a nil part; ABI v1.2), with its span.
+func rawCase(items int, parts ...[]byte) ([]byte, []hostfn.Span) {
+	var coll []byte
+	for i := 0; i < items; i++ {
+		if i > 0 {
+			coll = append(coll, ',')
+		}
+		coll = append(coll, `{"type":"hit","s":"a\"b,c]"}`...)
+	}
+	var out []byte
+	var spans []hostfn.Span
+	for _, p := range parts {
+		if p == nil {
+			spans = append(spans, hostfn.Span{Start: len(out), End: len(out) + len(coll), Items: items})
+			out = append(out, coll...)
+			continue
+		}
+		out = append(out, p...)
+	}
+	return out, spans
+}
+
+// TestValidObjectCollections: a collection written as it is stands for
+// its values in the check, so that the answer is exactly encoding/json's
+// on the real output, wherever the guest put the collection.
+func TestValidObjectCollections(t *testing.T) {
+	b := func(s string) []byte { return []byte(s) }
+	for _, tc := range []struct {
+		name  string
+		parts [][]byte
+	}{
+		{"an array's elements", [][]byte{b(`{"events":[`), nil, b(`],"n":1}`)}},
+		{"before more elements", [][]byte{b(`{"events":[`), nil, b(`,{"x":1}]}`)}},
+		{"after elements", [][]byte{b(`{"events":[1,`), nil, b(`]}`)}},
+		{"a member's value", [][]byte{b(`{"a":`), nil, b(`}`)}},
+		{"a key", [][]byte{b(`{`), nil, b(`:1}`)}},
+		{"in a string", [][]byte{b(`{"a":"`), nil, b(`"}`)}},
+		{"after a minus", [][]byte{b(`{"a":[-`), nil, b(`]}`)}},
+		{"after a digit", [][]byte{b(`{"a":[1`), nil, b(`]}`)}},
+		{"twice, joined", [][]byte{b(`{"a":[`), nil, nil, b(`]}`)}},
+		{"twice, with a comma", [][]byte{b(`{"a":[`), nil, b(`,`), nil, b(`]}`)}},
+		{"before a literal", [][]byte{b(`{"a":[`), nil, b(`true]}`)}},
+		{"top level", [][]byte{nil}},
+		{"after a member", [][]byte{b(`{"a":1,`), nil, b(`}`)}},
+	} {
+		for _, items := range []int{1, 2, 5} {
+			out, spans := rawCase(items, tc.parts...)
+			if got, want := ValidObject(out, spans), len(out) > 0 && out[0] == '{' && json.Valid(out); got != want {
+				t.Errorf("%s, %d items: ValidObject(%s) = %v, encoding/json %v", tc.name, items, out, got, want)
+			}
+		}
+	}
+}
+
+// FuzzValidObjectCollections: whatever the guest writes around a
+// collection, ValidObject answers as encoding/json does on the output.
+func FuzzValidObjectCollections(f *testing.F) {
+	f.Add([]byte(`{"events":[`), []byte(`]}`), uint8(2))
+	f.Add([]byte(`{"a":"`), []byte(`"}`), uint8(1))
+	f.Add([]byte(`{"a":[-`), []byte(`]}`), uint8(1))
+	f.Add([]byte(`{"a":`), []byte(`}`), uint8(3))
+	f.Fuzz(func(t *testing.T, pre, post []byte, items uint8) {
+		n := int(items%4) + 1
+		out, spans := rawCase(n, pre, nil, post)
+		if got, want := ValidObject(out, spans), len(out) > 0 && out[0] == '{' && json.Valid(out); got != want {
+			t.Fatalf("ValidObject(%q) = %v, encoding/json %v", out, got, want)
+		}
+	})
+}
+
+// TestOutputBlobCollection: escape 0 writes a collection as it is, and
+// its text block copy from the escaping made ahead; it traps for a kept
+// response that is not a collection, and for an escape above 2.
+func TestOutputBlobCollection(t *testing.T) {
+	coll := []byte(`{"type":"hit","s":"a\"b"},{"type":"hit"}`)
+	c := &hostfn.Call{MaxOutput: 1 << 20}
+	c.Kept = append(c.Kept, hostfn.Kept{Bytes: coll, UTF8: true, Items: 2, Escaped: AppendEscaped(nil, coll, 1)},
+		hostfn.Kept{Bytes: []byte(`{"a":1}`), UTF8: true})
+	c.Output = append(c.Output, `{"content":[{"type":"text","text":"{\"events\":[`...)
+	outputBlob(context.Background(), c, nil, []uint64{0, 1})
+	c.Output = append(c.Output, `]}"}],"structuredContent":{"events":[`...)
+	outputBlob(context.Background(), c, nil, []uint64{0, 0})
+	c.Output = append(c.Output, `]},"isError":false}`...)
+	var r struct {
+		Content    []struct{ Text string }
+		Structured struct {
+			Events []map[string]any
+		} `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(c.Output, &r); err != nil || len(r.Structured.Events) != 2 || r.Content[0].Text != `{"events":[`+string(coll)+`]}` {
+		t.Fatalf("%v: %s", err, c.Output)
+	}
+	if !ValidObject(c.Output, c.Spliced) || len(c.Spliced) != 2 || c.Spliced[1].Items != 2 {
+		t.Fatalf("check: %v %+v", ValidObject(c.Output, c.Spliced), c.Spliced)
+	}
+	for _, tc := range []struct {
+		h, escape uint64
+		want      string
+	}{{1, 0, "not a collection"}, {0, 3, "escape must be 0, 1 or 2"}} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), tc.want) {
+					t.Errorf("output_blob(%d, %d): %v, want a trap saying %q", tc.h, tc.escape, r, tc.want)
+				}
+			}()
+			outputBlob(context.Background(), c, nil, []uint64{tc.h, tc.escape})
+		}()
+	}
+	// a collection past max_result_bytes traps as any output does
+	small := &hostfn.Call{MaxOutput: 10, Kept: c.Kept}
+	func() {
+		defer func() {
+			if _, ok := recover().(hostfn.ErrResultTooLarge); !ok || !small.Overflow {
+				t.Error("a collection past the bound did not trap with ErrResultTooLarge")
+			}
+		}()
+		outputBlob(context.Background(), small, nil, []uint64{0, 0})
+	}()
+}
+
+// BenchmarkAppendEscapedText is BenchmarkAppendEscapedJSON's events
+// escaped one at a time by AppendEscapedText, as a collection does.
+func BenchmarkAppendEscapedText(b *testing.B) {
+	ev := []byte(`{"type":"hit","rank":1234,"id":"doc_1234","title":"A document about agent-operable tools"}`)
+	dst := make([]byte, 0, 3*10000*len(ev))
+	b.SetBytes(int64(10000 * len(ev)))
+	for i := 0; i < b.N; i++ {
+		dst = dst[:0]
+		for k := 0; k < 10000; k++ {
+			dst = AppendEscapedText(dst, ev)
+		}
+	}
+}
+
+// FuzzAppendEscapedText: for valid UTF-8, AppendEscapedText writes what
+// AppendEscaped writes once.
+func FuzzAppendEscapedText(f *testing.F) {
+	for _, s := range escapeCases {
+		f.Add([]byte("pre"), []byte(s))
+	}
+	f.Fuzz(func(t *testing.T, pre, b []byte) {
+		if !utf8.Valid(b) {
+			return
+		}
+		if got, want := AppendEscapedText(slices.Clip(pre), b), AppendEscaped(slices.Clone(pre), b, 1); !bytes.Equal(got, want) {
+			t.Fatalf("AppendEscapedText(%q) = %q, want %q", b, got, want)
+		}
+	})
 }

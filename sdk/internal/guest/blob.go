@@ -15,8 +15,9 @@ import (
 //
 // In the result JSON the SDK builds, a kept response stands as a marker
 // that valid JSON cannot contain: NUL, the escape level ('1' for a string
-// value, '2' for a string inside the JSON text of a text block), the
-// handle in decimal, NUL. WriteSpliced replaces the markers as it writes.
+// value, '2' for a string inside the JSON text of a text block; '0' for a
+// collection written as it is, ABI v1.2), the handle in decimal, NUL.
+// WriteSpliced replaces the markers as it writes.
 
 // Blob is a response kept on the host for the rest of the call that made
 // it. It appends itself to JSON (jsonx.Appender) as a string.
@@ -66,6 +67,21 @@ func (b *Blob) AppendJSON(dst []byte) []byte {
 	return append(dst, 0, '"')
 }
 
+// AppendRaw appends the blob, a collection of JSON objects joined with
+// commas (sdk/process Collection), as it is: its marker of level 0, or
+// nothing when it is empty.
+func (b *Blob) AppendRaw(dst []byte) []byte {
+	if b.n == 0 {
+		return dst
+	}
+	if b.gen != gen {
+		panic("aiod sdk: a collection was used after the call that kept it")
+	}
+	dst = append(dst, 0, '0')
+	dst = strconv.AppendUint(dst, uint64(b.h), 10)
+	return append(dst, 0)
+}
+
 // AppendJSONText appends s, JSON that may hold markers, as a JSON string:
 // as jsonx.AppendString would, each marker carried through one escape
 // level deeper.
@@ -73,12 +89,12 @@ func AppendJSONText(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	for {
 		i, h, level, next := nextMarker(s)
-		if i < 0 || level != 1 {
+		if i < 0 || level > 1 {
 			dst = appendContents(dst, s)
 			return append(dst, '"')
 		}
 		dst = appendContents(dst, s[:i])
-		dst = append(dst, 0, '2')
+		dst = append(dst, 0, byte('1'+level))
 		dst = strconv.AppendUint(dst, uint64(h), 10)
 		dst = append(dst, 0)
 		s = s[next:]
@@ -122,7 +138,7 @@ func nextMarker[T string | []byte](b T) (i int, h uint32, level uint32, next int
 		if k += z; k+3 >= len(b) {
 			break
 		}
-		if b[k+1] != '1' && b[k+1] != '2' {
+		if b[k+1] < '0' || b[k+1] > '2' {
 			continue
 		}
 		var n uint64

@@ -21,9 +21,27 @@ func KeepNative(resp []byte) *Blob {
 	return &Blob{h: uint32(len(nativeKept) - 1), n: len(resp), utf8: utf8.Valid(resp), gen: gen}
 }
 
+// KeptByHost is a response a family call kept on the host itself (the
+// process family's collection, ABI v1.2) as a Blob: natively, the fake
+// host (sdk/sdktest) hands its bytes over, and the guest keeps them.
+func KeptByHost(h uint32, n int) *Blob {
+	if n == 0 {
+		return &Blob{utf8: true, gen: gen}
+	}
+	kh, ok := host().(interface{ KeptBytes(h uint32) []byte })
+	if !ok {
+		panic("aiod sdk: this native host keeps no responses")
+	}
+	return KeepNative(append([]byte(nil), kh.KeptBytes(h)...))
+}
+
 func writeBlob(h, level uint32) {
 	if int(h) >= len(nativeKept) {
 		panic("aiod sdk: no kept response")
+	}
+	if level == 0 {
+		WriteOutput(nativeKept[h])
+		return
 	}
 	b := appendContents(nil, string(nativeKept[h]))
 	if level == 2 {

@@ -44,6 +44,16 @@ func FinishKept(ret uint64) (*Blob, []byte, uint32) {
 	return &Blob{h: uint32(k), n: int(n), utf8: k>>32&1 == 1, gen: gen}, nil, 0
 }
 
+// KeptByHost is a response a family call kept on the host itself (the
+// process family's collection, ABI v1.2) as a Blob: handle h, n bytes.
+func KeptByHost(h uint32, n int) *Blob {
+	if n == 0 {
+		return &Blob{utf8: true, gen: gen}
+	}
+	kept++
+	return &Blob{h: h, n: n, utf8: true, gen: gen}
+}
+
 func writeBlob(h, level uint32) { outputBlob(h, level) }
 
 func resetNative() {}
