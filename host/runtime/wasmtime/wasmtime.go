@@ -18,6 +18,7 @@ import (
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/internal/wasmsnap"
 	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/host/runtime/callwatch"
 )
 
 // Tick is the epoch period: a cancelled or expired call stops within about
@@ -631,7 +632,7 @@ type instance struct {
 	pages  uint32
 	fuel   uint64 // per call; 0: unmetered
 	fns    map[string]*wasmtime.Func
-	watch  *callWatch // its calls' (made by the first)
+	watch  *callwatch.Watch // its calls' (made by the first)
 	closed atomic.Bool
 }
 
@@ -665,11 +666,11 @@ func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params
 	gen := i.flag.arm()
 	i.s.SetEpochDeadline(1)
 	if i.watch == nil {
-		i.watch = newCallWatch(i.flag)
+		i.watch = callwatch.New(i.flag.fire) // the guest stops at its next epoch tick
 	}
-	i.watch.start(ctx, gen)
+	i.watch.Start(ctx, gen)
 	res, err := i.invoke(fn, args)
-	i.watch.end()
+	i.watch.End()
 	i.st.ctx, i.st.call = nil, nil
 	if err != nil {
 		if c != nil && c.Overflow {
@@ -704,7 +705,7 @@ func (i *instance) Close(ctx context.Context) error {
 		return nil
 	}
 	if i.watch != nil {
-		i.watch.stop()
+		i.watch.Close()
 	}
 	i.flag.release()
 	i.s.Close()

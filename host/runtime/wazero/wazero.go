@@ -22,6 +22,7 @@ import (
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/internal/interrupt"
 	"github.com/aiodhq/aiod/host/runtime"
+	"github.com/aiodhq/aiod/host/runtime/callwatch"
 )
 
 // Options configure the engine.
@@ -456,7 +457,7 @@ type instance struct {
 	// flag is the interrupt flag of an instrumented module (nil if not:
 	// wazero's close-on-context-done stops its calls), watch sets it.
 	flag  api.MutableGlobal
-	watch *watch
+	watch *callwatch.Watch
 	// yield is the instance's sched_yield (yield.go).
 	yield *yielder
 }
@@ -470,7 +471,7 @@ func (i *instance) arm(instrumented bool) error {
 	if !ok {
 		return errors.New("interrupt flag missing")
 	}
-	i.flag, i.watch = g, newWatch(g)
+	i.flag, i.watch = g, callwatch.New(func(uint32) { g.Set(1) })
 	return nil
 }
 
@@ -525,9 +526,14 @@ func (i *instance) run(ctx context.Context, fn api.Function, stack []uint64) err
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	i.watch.start(ctx)
-	defer i.watch.end()
-	return fn.CallWithStack(ctx, stack)
+	i.watch.Start(ctx, 0)
+	err := fn.CallWithStack(ctx, stack)
+	if i.watch.End() {
+		// a call that finished as its deadline fired leaves the instance
+		// usable: the next call sees no stale interrupt
+		i.flag.Set(0)
+	}
+	return err
 }
 
 func (i *instance) Close(ctx context.Context) error {
@@ -535,7 +541,7 @@ func (i *instance) Close(ctx context.Context) error {
 		return nil
 	}
 	if i.watch != nil {
-		i.watch.stop()
+		i.watch.Close()
 	}
 	return i.m.Close(ctx)
 }
