@@ -167,7 +167,8 @@ const (
 )
 
 // IsEngine reports whether pkg is an engine: host/runtime and the engine
-// implementations below it, with their conformance table (runtimetest).
+// implementations below it, with their conformance table (runtimetest) and
+// what they share (callwatch).
 // host/runtime/wasmtime/register is not one: it is the wasmtime engine's
 // registration into the composition root (host.RegisterEngine), imported
 // for its side effect by cmd/aiod and by tests, and imports host by design.
@@ -175,7 +176,7 @@ func IsEngine(pkg string) bool {
 	if in(pkg, m("host/runtime/wasmtime/register")) {
 		return false
 	}
-	return pkg == m("host/runtime") || inAny(pkg, m("host/runtime/wazero"), m("host/runtime/wasmtime"), m("host/runtime/runtimetest"))
+	return pkg == m("host/runtime") || inAny(pkg, m("host/runtime/wazero"), m("host/runtime/wasmtime"), m("host/runtime/runtimetest"), m("host/runtime/callwatch"))
 }
 
 // IsFamily reports whether pkg is a host function family (or a helper
