@@ -41,9 +41,12 @@ func engine(t testing.TB) runtime.Engine { return runtimetest.Engines()[0].Share
 // BenchmarkCallEcho measures the in-process call path: catalogue lookup,
 // pooled instance, argument passing, the SDK's decode and encode in the
 // guest, result validation.
-func BenchmarkCallEcho(b *testing.B) {
+func BenchmarkCallEcho(b *testing.B) { benchCallEcho(b, "plugins/examples/echo") }
+
+// benchCallEcho calls the tool echo of the plugin built from pkg.
+func benchCallEcho(b *testing.B, pkg string) {
 	dir := b.TempDir()
-	testplugins.Package(b, dir, "plugins/examples/echo", nil, nil)
+	testplugins.Package(b, dir, pkg, nil, nil)
 	reg := newRegistry(b, dir)
 	ctx := context.Background()
 	req := plugin.CallRequest{Name: "echo", Args: []byte(`{"text":"hi"}`)}

@@ -58,17 +58,4 @@ func TestEchoCAnswersAsGo(t *testing.T) {
 
 // BenchmarkCallEchoC is BenchmarkCallEcho on the C echo: the host's share
 // of an in-process call with a guest that does almost nothing.
-func BenchmarkCallEchoC(b *testing.B) {
-	dir := b.TempDir()
-	testplugins.Package(b, dir, "plugins/examples/echo-c", nil, nil)
-	reg := newRegistry(b, dir)
-	ctx := context.Background()
-	req := plugin.CallRequest{Name: "echo", Args: []byte(`{"text":"hi"}`)}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := reg.CallTool(ctx, req); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkCallEchoC(b *testing.B) { benchCallEcho(b, "plugins/examples/echo-c") }

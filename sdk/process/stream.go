@@ -81,11 +81,20 @@ func (s *Started) Read(max int, wait time.Duration) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, code := callStream("read", b)
+	return read(b)
+}
+
+// read sends an encoded read request: the response's bytes, nil at the
+// end of stdout, or the host's *Error.
+func read(req []byte) ([]byte, error) {
+	out, code := callStream("read", req)
 	if code != 0 {
 		var e Error
 		e.Code, e.Message = guest.Decode(out, code)
 		return nil, &e
+	}
+	if len(out) == 0 {
+		return nil, nil
 	}
 	return out, nil
 }
@@ -103,7 +112,6 @@ func (s *Started) Wait(kill bool) (*WaitResult, error) {
 		Stderr: r.Stderr, StderrTruncated: r.StderrTruncated}, nil
 }
 
-// marshalRead encodes a read request (small and fixed: no reflection).
 // ReadLines is Read for a program that writes lines (ABI v1.1): it
 // returns whole lines only, at least one (waiting up to wait for it) and
 // then as many as there are within max bytes, with the host's reading of
@@ -115,16 +123,7 @@ func (s *Started) ReadLines(max int, wait time.Duration) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, code := callStream("read", b)
-	if code != 0 {
-		var e Error
-		e.Code, e.Message = guest.Decode(out, code)
-		return nil, &e
-	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	return out, nil
+	return read(b)
 }
 
 // ReadRuns is ReadLines whose consecutive lines of the given types come
@@ -139,16 +138,7 @@ func (s *Started) ReadRuns(max int, wait time.Duration, types []string) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	out, code := callStream("read", b)
-	if code != 0 {
-		var e Error
-		e.Code, e.Message = guest.Decode(out, code)
-		return nil, &e
-	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	return out, nil
+	return read(b)
 }
 
 // ReadCollect is ReadRuns for a plugin that passes the stream's domain
@@ -169,16 +159,7 @@ func (s *Started) ReadCollect(max int, wait time.Duration, types []string, add [
 	if len(add) > 0 {
 		b = append(append(append(b[:len(b)-1], `,"add":[`...), add...), "]}"...)
 	}
-	out, code := callStream("read", b)
-	if code != 0 {
-		var e Error
-		e.Code, e.Message = guest.Decode(out, code)
-		return nil, &e
-	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	return out, nil
+	return read(b)
 }
 
 // Collection is a program's collection, kept on the host for the call
@@ -308,6 +289,7 @@ func EachLine(resp []byte, f func(line, typ []byte, checked bool) bool) error {
 	return nil
 }
 
+// marshalRead encodes a read request (small and fixed: no reflection).
 func marshalRead(r abi.ProcessReadRequest) ([]byte, error) {
 	b := make([]byte, 0, 64)
 	b = append(b, `{"id":`...)

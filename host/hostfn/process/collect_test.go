@@ -56,6 +56,23 @@ func decodeCollect(t testing.TB, b []byte) []centry {
 	return out
 }
 
+// readCollectAll reads program id with collect (runs of "hit") to the end
+// of its stdout, and returns every entry.
+func readCollectAll(t *testing.T, raw func(name string, req any) (abi.Code, []byte), id int) []centry {
+	t.Helper()
+	var got []centry
+	for {
+		code, b := raw("read", abi.ProcessReadRequest{ID: id, TimeoutMs: 5000, Runs: []string{"hit"}, Collect: true})
+		if code != abi.OK {
+			t.Fatalf("read: %v %s", code, b)
+		}
+		if len(b) == 0 {
+			return got
+		}
+		got = append(got, decodeCollect(t, b)...)
+	}
+}
+
 // collectEnv starts sh -c script in a call and returns a function making
 // raw requests in that call, and the program's id.
 func collectEnv(t *testing.T, script string) (func(name string, req any) (abi.Code, []byte), *hostfn.Call, int) {
@@ -168,17 +185,7 @@ func TestProcessReadCollectGate(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			raw, _, id := collectEnv(t, "printf '%s' '"+tt.stream+"'")
-			var got []centry
-			for {
-				code, b := raw("read", abi.ProcessReadRequest{ID: id, TimeoutMs: 5000, Runs: []string{"hit"}, Collect: true})
-				if code != abi.OK {
-					t.Fatalf("read: %v %s", code, b)
-				}
-				if len(b) == 0 {
-					break
-				}
-				got = append(got, decodeCollect(t, b)...)
-			}
+			got := readCollectAll(t, raw, id)
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("entries:\n%+v\nwant\n%+v", got, tt.want)
 			}
@@ -220,17 +227,7 @@ func TestProcessReadCollectRefused(t *testing.T) {
 		}
 	}
 	// the refused adds added nothing: the collection is the stream's hit
-	var got []centry
-	for {
-		code, b := raw("read", abi.ProcessReadRequest{ID: id, TimeoutMs: 5000, Runs: []string{"hit"}, Collect: true})
-		if code != abi.OK {
-			t.Fatalf("read: %v %s", code, b)
-		}
-		if len(b) == 0 {
-			break
-		}
-		got = append(got, decodeCollect(t, b)...)
-	}
+	got := readCollectAll(t, raw, id)
 	if want := []centry{{b: `{"type":"meta"}`, typ: "meta", nLines: 1}, {nLines: 1, collected: true}}; !slices.Equal(got, want) {
 		t.Fatalf("entries %+v, want %+v", got, want)
 	}
