@@ -99,6 +99,8 @@ func newSnapshots(wasm []byte, img *memImage, instrumented bool) (*snapshots, er
 		Release: func(snap *snapshot) { snap.image.close() },
 		Reshare: true,
 		Spare:   spareTimeout,
+		// The new owner's first calls come first.
+		SpareDelay: spareDelay,
 	})
 	return &snapshots{Owners: owners, plan: plan}, nil
 }
@@ -115,6 +117,10 @@ func (c *compiled) InstantiateFor(ctx context.Context, owner string) (runtime.In
 
 // spareTimeout bounds a spare's capture.
 const spareTimeout = 30 * time.Second
+
+// spareDelay is how long a spare's capture waits for the owner that took
+// the last spare to make its first calls (wasmsnap.Options.SpareDelay).
+const spareDelay = 20 * time.Millisecond
 
 // Capture implements wasmsnap.Engine: it instantiates from scratch,
 // capturing the initialised state. It returns the instance (nil if the
