@@ -33,8 +33,9 @@
 // imported) and not exported, of funcref; one element segment, active on
 // that table at a constant offset, listing function indices, within the
 // table's minimum; no table instruction but call_indirect in the code (a
-// table.get would see the nulls); and at least MinEntries entries (below
-// that the eager table costs little and the check would be a loss).
+// table.get would see the nulls); and from MinEntries to MaxEntries
+// entries (below, the eager table costs little and the check would be a
+// loss; above, the fill function would grow too large).
 // Anything else is left as it is (Plan reports why).
 package lazytable
 
@@ -45,8 +46,14 @@ import (
 	"github.com/aiodhq/aiod/host/internal/wasmbin"
 )
 
-// MinEntries is the smallest segment Rewrite makes lazy.
-const MinEntries = 256
+// MinEntries is the smallest segment Rewrite makes lazy; MaxEntries the
+// largest (the fill function is ~17 bytes and a block per entry: at most
+// ~2 MiB added, and a nesting the engine's validator and compiler walk in
+// well under a second).
+const (
+	MinEntries = 256
+	MaxEntries = 1 << 17
+)
 
 // Plan is what Rewrite found in a module.
 type Plan struct {
@@ -200,6 +207,8 @@ func Read(wasm []byte) (Plan, error) {
 		return refuse("not one table and one element segment")
 	case len(p.elems) < MinEntries:
 		return refuse("%d table entries (fewer than %d)", len(p.elems), MinEntries)
+	case len(p.elems) > MaxEntries:
+		return refuse("%d table entries (more than %d)", len(p.elems), MaxEntries)
 	case uint64(p.offset)+uint64(len(p.elems)) > tableMin:
 		return refuse("the element segment ends past the table's minimum")
 	case p.types > 1<<20 || p.funcs > 1<<30:

@@ -246,6 +246,7 @@ func TestRefused(t *testing.T) {
 		{"global offset", func(s *spec) { s.globalOffset = true }, "not an i32.const"},
 		{"passive segment", func(s *spec) { s.passive = true }, "form 1"},
 		{"few entries", func(s *spec) { s.n = lazytable.MinEntries - 1 }, "fewer than"},
+		{"too many entries", func(s *spec) { s.n = lazytable.MaxEntries + 1; s.tableMin = s.n + 10 }, "more than"},
 		{"past the minimum", func(s *spec) { s.tableMin = 300 }, "past the table's minimum"},
 	} {
 		s := base
