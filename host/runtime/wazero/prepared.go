@@ -36,9 +36,9 @@ import (
 // refuse again and runs unchanged.
 
 // prepareVersion is the version of preparedForm's output. Bump it with any
-// change to package interrupt, mergeData or preparedForm that changes the
-// bytes they produce for some module, and record the new digest in
-// TestPrepareVersion (prepared_internal_test.go).
+// change to package interrupt, package lazytable, mergeData or
+// preparedForm that changes the bytes they produce for some module, and
+// record the new digest in TestPrepareVersion (prepared_internal_test.go).
 const prepareVersion = 3
 
 // preparedForm is what the cache holds for a module: rewrite's output with
