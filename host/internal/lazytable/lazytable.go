@@ -64,8 +64,8 @@ type Plan struct {
 	// call_indirect.
 	Ensure uint32
 
-	types, funcs, offset uint32
-	elems                []uint32
+	types, funcs, defined, offset uint32
+	elems                         []uint32
 }
 
 // CallEnsure is the code to insert before each call_indirect.
@@ -114,6 +114,7 @@ func Read(wasm []byte) (Plan, error) {
 				return Plan{}, err
 			}
 			p.funcs += n
+			p.defined = n
 		case wasmbin.SecTable:
 			n, err := r.VecLen()
 			if err != nil {
@@ -256,8 +257,8 @@ func Apply(wasm []byte, p Plan) ([]byte, error) {
 			payload = append(payload, 0x60, 0x01, 0x7F, 0x00)       // (i32) -> ()
 		case wasmbin.SecFunction:
 			n, err := r.VecLen()
-			if err != nil {
-				return nil, err
+			if err != nil || n != p.defined {
+				return nil, errors.New("lazytable: the function section changed since Read")
 			}
 			payload = wasmbin.AppendU32(nil, n+2)
 			payload = append(payload, r.Rest()...)
@@ -271,8 +272,8 @@ func Apply(wasm []byte, p Plan) ([]byte, error) {
 			}
 		case wasmbin.SecCode:
 			n, err := r.VecLen()
-			if err != nil {
-				return nil, err
+			if err != nil || n != p.defined {
+				return nil, errors.New("lazytable: the code section does not match the functions")
 			}
 			payload = wasmbin.AppendU32(nil, n+2)
 			payload = append(payload, r.Rest()...)
