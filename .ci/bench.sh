@@ -118,6 +118,8 @@ bench_table() {
   row "memory per tenant with one warm echo instance (PSS, wazero)" "$(if have tenant_kib; then echo "${fig[tenant_kib]} KiB"; else echo –; fi)" "$(if have tenant_kib_scratch; then echo "from scratch ${fig[tenant_kib_scratch]} KiB"; else echo –; fi)" – "≤ 256 KiB" "$(meets "${fig[tenant_kib]:-}" le 256)"
   row "tenants with one warm echo instance per GiB (wazero)" "$(if have tenants_gib; then thousands "${fig[tenants_gib]}"; else echo –; fi)" "$(if have tenants_gib_scratch; then echo "from scratch $(thousands "${fig[tenants_gib_scratch]}")"; else echo –; fi)" – "≥ 4,000" "$(meets "${fig[tenants_gib]:-}" ge 4000)"
   row "a new tenant's first instance and echo, in-process (wazero, spare snapshot ready)" "$(ms new_tenant)" – – "≤ 1 ms" "$(meets "${fig[new_tenant]:-}" le 1)"
+  r=$(ratio prewarm_scratch_ms prewarm_ms)
+  row "a hot swap's prewarm of two instances, in-process (wazero; its wall time, which bounds its CPU)" "$(ms prewarm_ms)" "$(peer "snapshots off" "$(ms prewarm_scratch_ms)")" "$(x "$r" faster)" "≤ 1 ms" "$(meets "${fig[prewarm_ms]:-}" le 1)"
   r=$(ratio fwd_via fwd_direct)
   row "upstream forwarding: the go-sdk peer's echo through aiod" "$(rps fwd_via)" "$(peer "the peer directly" "$(rps fwd_direct)")" "$(x "$r")" "≥ 0.80x" "$(meets "$r" ge 0.80)"
   r=$(ratio fwd_via_p99 fwd_direct_p99)
@@ -286,6 +288,11 @@ done
 for b in 'Snapshot/snapshot-map:snap_wt' 'Snapshot/scratch:snap_wt_scratch'; do
   ns=$(bench_val "$WORK/snap-wasmtime.txt" "Benchmark${b%%:*}" ns/op)
   [[ -n $ns ]] && fig[${b#*:}]=$(calc '"%.3g", '"$ns / 1e6")
+done
+go test -run '^$' -bench 'ReloadPrewarm' -benchtime 40x ./host/plugin 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/prewarm.txt" || true
+for b in 'prewarm:prewarm_ms' 'prewarm-scratch:prewarm_scratch_ms'; do
+  v=$(bench_val "$WORK/prewarm.txt" "BenchmarkReloadPrewarm/${b%%:*}" prewarm-ms)
+  [[ -n $v ]] && fig[${b#*:}]=$(calc '"%.3g", '"$v")
 done
 for b in 'snapshots:tenant_kib:PSS-KiB/tenant' 'scratch:tenant_kib_scratch:PSS-KiB/tenant' 'snapshots:tenants_gib:tenants/GiB' 'scratch:tenants_gib_scratch:tenants/GiB'; do
   IFS=: read -r sub key unit <<<"$b"

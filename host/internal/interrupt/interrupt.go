@@ -152,15 +152,29 @@ type Info struct {
 	// BulkData: some function contains memory.init or data.drop (it
 	// depends on the data segments staying in the module).
 	BulkData bool
+	// TableOps: some function contains a table instruction other than
+	// call_indirect (table.get, table.set, table.size, table.grow,
+	// table.fill, table.copy, table.init or elem.drop).
+	TableOps bool
+
+	before []byte // inserted before each call_indirect (InstrumentBefore)
 }
 
 // InstrumentInfo is Instrument, and what it saw (Info).
 func InstrumentInfo(wasm []byte) ([]byte, Info, error) {
-	var info Info
+	return InstrumentBefore(wasm, nil)
+}
+
+// InstrumentBefore is InstrumentInfo that also inserts callIndirect (code
+// that leaves the stack as it found it, such as a call of a function
+// [i32] -> [i32]) right before each call_indirect instruction.
+func InstrumentBefore(wasm, callIndirect []byte) ([]byte, Info, error) {
+	info := Info{before: callIndirect}
 	out, err := rewrite(wasm, Period, &info)
 	if err != nil {
 		return nil, Info{}, classify(err)
 	}
+	info.before = nil
 	return out, info, nil
 }
 
@@ -560,6 +574,7 @@ func instrumentBody(out []byte, r *wasmbin.Reader, check []byte, budget *int, in
 			op == 0x10, // call
 			op == 0xD2: // ref.func
 			info.MutatesTables = info.MutatesTables || op == 0x26
+			info.TableOps = info.TableOps || op == 0x25 || op == 0x26
 			_, err = r.U32()
 		case op == 0x0E: // br_table
 			var n uint32
@@ -569,6 +584,14 @@ func instrumentBody(out []byte, r *wasmbin.Reader, check []byte, budget *int, in
 				}
 			}
 		case op == 0x11: // call_indirect typeidx tableidx
+			if len(info.before) > 0 {
+				if *budget -= len(info.before); *budget < 0 {
+					return nil, unsupported(off, "too many indirect calls: the inserted code would more than double the module")
+				}
+				out = append(out, r.Since(last)[:off-last]...)
+				out = append(out, info.before...)
+				last = off
+			}
 			if _, err = r.U32(); err == nil {
 				_, err = r.U32()
 			}
@@ -627,6 +650,9 @@ func misc(r *wasmbin.Reader, off int, info *Info) error {
 		info.BulkData = true
 	case 12, 13, 14, 15, 17: // table.init elem.drop table.copy table.grow table.fill
 		info.MutatesTables = true
+	}
+	if sub >= 12 && sub <= 17 {
+		info.TableOps = true
 	}
 	switch sub {
 	case 0, 1, 2, 3, 4, 5, 6, 7: // trunc_sat

@@ -53,6 +53,11 @@ type Options[S any] struct {
 	// module only one owner uses (a host without tenants) never pays for
 	// a spare.
 	Spare time.Duration
+	// SpareDelay is how long a spare's capture waits before it starts: the
+	// new owner that took the last spare makes its first calls meanwhile,
+	// without a capture beside it (an initialisation's faults, mappings
+	// and allocations on the same process's memory).
+	SpareDelay time.Duration
 }
 
 // Engine is what Owners asks of an engine's compiled module.
@@ -183,6 +188,18 @@ func (o *Owners[S]) spareAhead(e Engine[S]) {
 		defer o.wg.Done()
 		// Bounded as an instantiation is by its caller: a guest whose
 		// initialisation does not end is stopped.
+		if o.opts.SpareDelay > 0 {
+			t := time.NewTimer(o.opts.SpareDelay)
+			select {
+			case <-t.C:
+			case <-o.bg.Done(): // closed meanwhile: no capture
+				t.Stop()
+				o.mu.Lock()
+				o.sparing = false
+				o.mu.Unlock()
+				return
+			}
+		}
 		ctx, cancel := context.WithTimeout(o.bg, o.opts.Spare)
 		defer cancel()
 		inst, snap, err := e.Capture(ctx)

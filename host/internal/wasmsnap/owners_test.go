@@ -481,7 +481,9 @@ func TestOwnersCaptureAfter(t *testing.T) {
 // TestOwnersSpare: with Options.Spare, a spare is captured once a second
 // owner has come (a module one owner uses never pays for one); a new owner
 // takes it (restored, no capture of its own) and another is captured;
-// Close ends a spare's capture under way and releases the spare.
+// Close ends a spare's capture under way and releases the spare; with
+// Options.SpareDelay the capture starts after the delay, and a Close
+// during the delay ends it without a capture.
 func TestOwnersSpare(t *testing.T) {
 	wait := func(t *testing.T, o *Owners[*fakeSnap]) {
 		t.Helper()
@@ -538,6 +540,51 @@ func TestOwnersSpare(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		if o.HasSpare() || !slices.Equal(e.logged(), []string{"capture"}) {
 			t.Fatalf("spare %v, engine asked %q", o.HasSpare(), e.logged())
+		}
+	})
+	t.Run("delayed", func(t *testing.T) {
+		e := &fakeEngine{}
+		const delay = 300 * time.Millisecond
+		o := newTable(Options[*fakeSnap]{Spare: time.Minute, SpareDelay: delay})
+		defer o.Close()
+		start := time.Now()
+		for _, owner := range []string{"a", "b"} {
+			if _, err := o.Instantiate(context.Background(), owner, e, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(delay / 3)
+		e.mu.Lock()
+		n := e.captures
+		e.mu.Unlock()
+		if n != 2 && time.Since(start) < delay {
+			t.Fatalf("%d captures before the delay was over", n)
+		}
+		wait(t, o)
+		if d := time.Since(start); d < delay {
+			t.Fatalf("a spare after %v, before the %v delay", d, delay)
+		}
+	})
+	t.Run("close during the delay", func(t *testing.T) {
+		e := &fakeEngine{}
+		o := newTable(Options[*fakeSnap]{Spare: time.Minute, SpareDelay: time.Hour})
+		for _, owner := range []string{"a", "b"} {
+			if _, err := o.Instantiate(context.Background(), owner, e, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done := make(chan struct{})
+		go func() { o.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Close waited for the delay")
+		}
+		if got := e.logged(); !slices.Equal(got, []string{"capture", "capture"}) {
+			t.Fatalf("engine asked %q", got)
+		}
+		if o.HasSpare() {
+			t.Fatal("a spare after Close")
 		}
 	})
 	t.Run("close ends its capture", func(t *testing.T) {

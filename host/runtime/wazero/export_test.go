@@ -77,6 +77,14 @@ func PreparedPath(e runtime.Engine, wasm []byte) string { return e.(*engine).pre
 func Prepare(e runtime.Engine, wasm []byte) []byte { return e.(*engine).cachedRewrite(wasm).wasm }
 func Rewrite(e runtime.Engine, wasm []byte) []byte { return e.(*engine).rewrite(wasm).wasm }
 
+// SetLazyTable switches the table filled on first use and returns the
+// function restoring it.
+func SetLazyTable(on bool) (restore func()) {
+	u := useLazyTable
+	useLazyTable = on
+	return func() { useLazyTable = u }
+}
+
 // SetImage switches the data image and returns the function restoring it.
 func SetImage(on bool) (restore func()) {
 	u := useImage

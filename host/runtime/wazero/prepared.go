@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/aiodhq/aiod/host/internal/interrupt"
+	"github.com/aiodhq/aiod/host/internal/lazytable"
 	"github.com/aiodhq/aiod/host/internal/wasmsnap"
 )
 
@@ -35,21 +36,39 @@ import (
 // refuse again and runs unchanged.
 
 // prepareVersion is the version of preparedForm's output. Bump it with any
-// change to package interrupt, mergeData or preparedForm that changes the
-// bytes they produce for some module, and record the new digest in
-// TestPrepareVersion (prepared_internal_test.go).
-const prepareVersion = 2
+// change to package interrupt, package lazytable, mergeData or
+// preparedForm that changes the bytes they produce for some module, and
+// record the new digest in TestPrepareVersion (prepared_internal_test.go).
+const prepareVersion = 3
 
 // preparedForm is what the cache holds for a module: rewrite's output with
 // the interrupt and the merge on, for a module the rewriter instruments,
 // prepared for snapshots (host/internal/wasmsnap: its mutable globals
 // exported and its answer recorded).
 func preparedForm(wasm []byte) ([]byte, error) {
-	iw, info, err := interrupt.InstrumentInfo(wasm)
+	iw, info, err := lazyInstrument(wasm)
 	if err != nil {
 		return nil, err
 	}
 	return wasmsnap.Prepare(mergeData(iw), wasmsnap.Code{MutatesTables: info.MutatesTables, BulkData: info.BulkData})
+}
+
+// lazyInstrument is the interrupt rewrite, with the module's table filled
+// on first use (host/internal/lazytable) when useLazyTable is on and the
+// module allows it: an instance then costs no Go allocation per table
+// entry (RATIONALE.md, "Instances from snapshots").
+func lazyInstrument(wasm []byte) ([]byte, interrupt.Info, error) {
+	if useLazyTable {
+		if plan, err := lazytable.Read(wasm); err == nil && plan.Refused == "" {
+			iw, info, err := interrupt.InstrumentBefore(wasm, plan.CallEnsure())
+			if err == nil && !info.TableOps {
+				if lw, err := lazytable.Apply(iw, plan); err == nil {
+					return lw, info, nil
+				}
+			}
+		}
+	}
+	return interrupt.InstrumentInfo(wasm)
 }
 
 const preparedMagic = "aiodprep1\n"
@@ -57,7 +76,7 @@ const preparedMagic = "aiodprep1\n"
 // preparedPath is where wasm's prepared form is cached ("" when e has no
 // cache directory, or a test switched a step off).
 func (e *engine) preparedPath(wasm []byte) string {
-	if e.opts.CacheDir == "" || !mergeSegments || !useInterrupt {
+	if e.opts.CacheDir == "" || !mergeSegments || !useInterrupt || !useLazyTable {
 		return ""
 	}
 	return filepath.Join(e.opts.CacheDir, "aiod-prepared", preparedKey(prepareVersion, wasm)+".wasm")

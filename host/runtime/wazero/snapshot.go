@@ -99,6 +99,8 @@ func newSnapshots(wasm []byte, img *memImage, instrumented bool) (*snapshots, er
 		Release: func(snap *snapshot) { snap.image.close() },
 		Reshare: true,
 		Spare:   spareTimeout,
+		// The new owner's first calls come first.
+		SpareDelay: spareDelay,
 	})
 	return &snapshots{Owners: owners, plan: plan}, nil
 }
@@ -115,6 +117,13 @@ func (c *compiled) InstantiateFor(ctx context.Context, owner string) (runtime.In
 
 // spareTimeout bounds a spare's capture.
 const spareTimeout = 30 * time.Second
+
+// spareDelay is how long a spare's capture waits for the owner that took
+// the last spare to make its first call (wasmsnap.Options.SpareDelay): an
+// instance and its first echo take ~0.2 ms, and a burst of new owners
+// wants the next spare soon (BenchmarkSnapshotNewTenant: the same with 2,
+// 5 or 20 ms; 2.1-2.3 ms with none).
+const spareDelay = 5 * time.Millisecond
 
 // Capture implements wasmsnap.Engine: it instantiates from scratch,
 // capturing the initialised state. It returns the instance (nil if the

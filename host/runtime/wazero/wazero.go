@@ -78,8 +78,9 @@ func (e *engine) Precompile(ctx context.Context, wasm []byte) error {
 }
 
 // mergeSegments switches mergeData, useInterrupt the loop-header interrupt,
-// useImage the data image (tests and benchmarks compare with them off).
-var mergeSegments, useInterrupt, useImage = true, true, true
+// useImage the data image, useLazyTable the table filled on first use
+// (tests and benchmarks compare with them off).
+var mergeSegments, useInterrupt, useImage, useLazyTable = true, true, true, true
 
 // compilerPlatform reports whether wazero compiles to native code here (as
 // wazero.NewRuntimeConfig decides; it uses the interpreter elsewhere).
