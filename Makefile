@@ -141,8 +141,8 @@ test-cache:
 
 # Packages whose code under test has no concurrency of its own run without
 # -race: the race detector has nothing to find there and slows them several
-# times. host/internal/interrupt, host/internal/wasmbin and wasmsnap are pure
-# byte readers and rewriters; host/caps (and its generators),
+# times. host/internal/interrupt, host/internal/wasmbin, wasmsnap and
+# lazytable are pure byte readers and rewriters; host/caps (and its generators),
 # cmd/aiod/internal/author, host/deploy, host/internal/pathx, netx, layers,
 # host/aoi, host/internal/footprint, unionfs, codetools, host/internal/tracing/otlp
 # and host/oci/... parse, check and convert; cmd/aiod is the command line
@@ -160,7 +160,7 @@ test-cache:
 # from outside, so -race would instrument only the tests' own clients,
 # and its binary would wait behind the race build of every package before
 # its first test. Everything else runs with -race.
-NORACE := ./host/internal/interrupt ./host/internal/wasmbin ./host/internal/wasmsnap ./host/caps/... ./cmd/aiod/internal/author ./host/deploy ./host/internal/pathx ./host/internal/netx ./host/internal/layers ./host/aoi ./host/internal/footprint ./host/internal/unionfs ./host/internal/codetools ./host/internal/tracing/otlp ./host/oci/... ./cmd/aiod ./host/sandboxtest ./host/machinetest ./sdk/... ./plugins/...
+NORACE := ./host/internal/interrupt ./host/internal/wasmbin ./host/internal/wasmsnap ./host/internal/lazytable ./host/caps/... ./cmd/aiod/internal/author ./host/deploy ./host/internal/pathx ./host/internal/netx ./host/internal/layers ./host/aoi ./host/internal/footprint ./host/internal/unionfs ./host/internal/codetools ./host/internal/tracing/otlp ./host/oci/... ./cmd/aiod ./host/sandboxtest ./host/machinetest ./sdk/... ./plugins/...
 NORACE_RUN := -run '^(TestInterpreter|TestMergeDataSameMemory|TestPreparedCache|TestSnapshotCycles|TestSearchLatency)$$' ./host/runtime/wazero ./host/internal/toolsearch
 # The longest packages first, longest first, so that none of them starts
 # last (go test starts them in this order).
