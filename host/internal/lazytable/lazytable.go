@@ -92,15 +92,11 @@ func Read(wasm []byte) (Plan, error) {
 				return Plan{}, err
 			}
 		case wasmbin.SecImport:
-			n, err := r.VecLen()
+			imps, err := r.Imports()
 			if err != nil {
 				return Plan{}, err
 			}
-			for range n {
-				imp, err := r.Import()
-				if err != nil {
-					return Plan{}, err
-				}
+			for _, imp := range imps {
 				switch imp.Kind {
 				case wasmbin.KindFunc:
 					p.funcs++

@@ -413,6 +413,23 @@ type Import struct {
 	Limits       Limits // KindTable, KindMemory
 }
 
+// Imports reads an import section's vector of imports.
+func (r *Reader) Imports() ([]Import, error) {
+	n, err := r.VecLen()
+	if err != nil {
+		return nil, err
+	}
+	var imps []Import // grown as imports are read: n is bounded by the bytes, not by what they hold
+	for range n {
+		imp, err := r.Import()
+		if err != nil {
+			return nil, err
+		}
+		imps = append(imps, imp)
+	}
+	return imps, nil
+}
+
 // Import reads an import: module and field names, kind and description.
 func (r *Reader) Import() (Import, error) {
 	var imp Import

@@ -99,15 +99,11 @@ func Prepare(wasm []byte, code Code) ([]byte, error) {
 		case wasmbin.SecStart:
 			return refuse("the module has a start section")
 		case wasmbin.SecImport:
-			n, err := r.VecLen()
+			imps, err := r.Imports()
 			if err != nil {
 				return nil, err
 			}
-			for range n {
-				imp, err := r.Import()
-				if err != nil {
-					return nil, err
-				}
+			for _, imp := range imps {
 				switch imp.Kind {
 				case wasmbin.KindGlobal:
 					return refuse("the module imports a global")
@@ -255,15 +251,11 @@ func Read(wasm []byte) (Plan, error) {
 		r := s.Reader(wasm)
 		switch s.ID {
 		case wasmbin.SecImport:
-			n, err := r.VecLen()
+			imps, err := r.Imports()
 			if err != nil {
 				return Plan{}, err
 			}
-			for range n {
-				imp, err := r.Import()
-				if err != nil {
-					return Plan{}, err
-				}
+			for _, imp := range imps {
 				if imp.Kind == wasmbin.KindGlobal {
 					imported++
 				}
