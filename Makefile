@@ -277,7 +277,7 @@ staticcheck-tool:
 	GOBIN=$(CURDIR)/build/tools $(GO) install $(STATICCHECK)
 
 check-host-build: vet-host
-	CGO_ENABLED=0 $(GO) build ./...
+	CGO_ENABLED=0 $(GO) build ./cmd/...
 	$(GO) test -count=1 ./host/internal/layers
 
 staticcheck-host: staticcheck-tool check-host-build
