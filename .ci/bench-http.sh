@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# bench-http.sh [-d SECONDS] [-c CONNECTIONS] [-r ROUNDS] [-H 'Name: value']... BODY NAME=PID=URL...
+#
+# HTTP load as ../shared/peers/compare.sh takes it (wrk, one thread, the
+# targets in turn each round, medians), and beside each run the CPU the
+# server process and wrk itself spent on it, from /proc/PID/stat and the
+# shell's times. Prints per target the medians of req/s, p50 and p99 (ms),
+# the errors summed, the server's CPU per request and wrk's (µs). PID is
+# the server's process: the CPU per request is the server's own cost,
+# which neither the load generator's share of the two cores nor the other
+# processes on them move the way they move req/s (BENCHMARKS.md, "Peers
+# and load").
+set -euo pipefail
+secs=5 conns=16 rounds=3 headers=()
+while getopts "d:c:r:H:" o; do
+  case $o in d) secs=$OPTARG ;; c) conns=$OPTARG ;; r) rounds=$OPTARG ;; H) headers+=("$OPTARG") ;; *) exit 2 ;; esac
+done
+shift $((OPTIND - 1))
+(($# >= 2)) || { sed -n '2,11p' "$0"; exit 2; }
+command -v wrk >/dev/null || { echo "bench-http: wrk is not installed (apt-get install wrk)" >&2; exit 2; }
+body=$1; shift
+[[ -r $body ]] || { echo "bench-http: cannot read body file $body" >&2; exit 2; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+{
+  echo 'wrk.method = "POST"'
+  echo 'wrk.headers["Content-Type"] = "application/json"'
+  echo 'wrk.headers["Accept"] = "application/json, text/event-stream"'
+  for h in "${headers[@]}"; do
+    printf 'wrk.headers["%s"] = "%s"\n' "${h%%:*}" "$(echo "${h#*:}" | sed 's/^ *//')"
+  done
+  printf 'wrk.body = [==[%s]==]\n' "$(cat "$body")"
+  echo 'done = function(summary, latency, requests)'
+  echo '  io.write(string.format("RESULT %.1f %.3f %.3f %d %d\n", summary.requests / (summary.duration / 1e6), latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout, summary.requests))'
+  echo 'end'
+} >"$tmp/req.lua"
+tck=$(getconf CLK_TCK)
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime, in ticks
+names=() pids=() urls=()
+for t in "$@"; do
+  IFS='=' read -r n p u <<<"$t"
+  [[ -n $n && $p =~ ^[0-9]+$ && -n $u ]] || { echo "bench-http: want NAME=PID=URL, got $t" >&2; exit 2; }
+  [[ -r /proc/$p/stat ]] || { echo "bench-http: no process $p for $n" >&2; exit 2; }
+  names+=("$n") pids+=("$p") urls+=("$u")
+done
+for ((r = 0; r < rounds; r++)); do
+  for i in "${!urls[@]}"; do
+    s0=$(cpu "${pids[$i]}")
+    # wrk's own CPU: bash's time of the pipeline, user and system seconds
+    { TIMEFORMAT='WRKCPU %U %S'; time wrk -t1 -c"$conns" -d"${secs}s" -s "$tmp/req.lua" "${urls[$i]}" >"$tmp/out"; } 2>"$tmp/time"
+    s1=$(cpu "${pids[$i]}")
+    read -r rps p50 p99 errs n < <(awk '/^RESULT/ {print $2, $3, $4, $5, $6}' "$tmp/out")
+    w=$(awk '/^WRKCPU/ {print $2 + $3}' "$tmp/time")
+    awk -v rps="$rps" -v p50="$p50" -v p99="$p99" -v e="$errs" -v n="$n" -v s="$((s1 - s0))" -v t="$tck" -v w="$w" \
+      'BEGIN {printf "%s %s %s %s %.2f %.2f\n", rps, p50, p99, e, (n > 0 ? s / t / n * 1e6 : 0), (n > 0 ? w / n * 1e6 : 0)}' >>"$tmp/$i"
+  done
+done
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+printf '%-16s %12s %9s %9s %8s %12s %12s\n' target req/s p50_ms p99_ms errors cpu_us/req wrk_us/req
+for i in "${!urls[@]}"; do
+  printf '%-16s %12.0f %9.3f %9.3f %8d %12.2f %12.2f\n' "${names[$i]}" \
+    "$(cut -d' ' -f1 "$tmp/$i" | median)" "$(cut -d' ' -f2 "$tmp/$i" | median)" "$(cut -d' ' -f3 "$tmp/$i" | median)" \
+    "$(awk '{s += $4} END {print s + 0}' "$tmp/$i")" "$(cut -d' ' -f5 "$tmp/$i" | median)" "$(cut -d' ' -f6 "$tmp/$i" | median)"
+done
