@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-http.sh [-d SECONDS] [-c CONNECTIONS] [-r ROUNDS] [-H 'Name: value']... BODY NAME=PID=URL...
+# bench-http.sh [-d SECONDS] [-c CONNECTIONS] [-r ROUNDS] [-b BASE] [-k FILE] [-H 'Name: value']... BODY NAME=PID=URL...
 #
 # HTTP load as ../shared/peers/compare.sh takes it (wrk, one thread, the
 # targets in turn each round, medians), and beside each run the CPU the
@@ -9,14 +9,19 @@
 # the server's process: the CPU per request is the server's own cost,
 # which neither the load generator's share of the two cores nor the other
 # processes on them move the way they move req/s (BENCHMARKS.md, "Peers
-# and load").
+# and load"). The last two columns are each target against BASE (a NAME;
+# the first target without -b), the median of the rounds' own ratios
+# (each round's runs follow one another, so drift between rounds cancels):
+# req/s over BASE's, and BASE's CPU per request over the target's. -k
+# appends every run's figures to FILE (round name req/s p50 p99 errors
+# cpu_us wrk_us).
 set -euo pipefail
-secs=5 conns=16 rounds=3 headers=()
-while getopts "d:c:r:H:" o; do
-  case $o in d) secs=$OPTARG ;; c) conns=$OPTARG ;; r) rounds=$OPTARG ;; H) headers+=("$OPTARG") ;; *) exit 2 ;; esac
+secs=5 conns=16 rounds=3 headers=() base='' keep=''
+while getopts "d:c:r:b:k:H:" o; do
+  case $o in d) secs=$OPTARG ;; c) conns=$OPTARG ;; r) rounds=$OPTARG ;; b) base=$OPTARG ;; k) keep=$OPTARG ;; H) headers+=("$OPTARG") ;; *) exit 2 ;; esac
 done
 shift $((OPTIND - 1))
-(($# >= 2)) || { sed -n '2,11p' "$0"; exit 2; }
+(($# >= 2)) || { sed -n '2,17p' "$0"; exit 2; }
 command -v wrk >/dev/null || { echo "bench-http: wrk is not installed (apt-get install wrk)" >&2; exit 2; }
 body=$1; shift
 [[ -r $body ]] || { echo "bench-http: cannot read body file $body" >&2; exit 2; }
@@ -42,6 +47,12 @@ for t in "$@"; do
   [[ -r /proc/$p/stat ]] || { echo "bench-http: no process $p for $n" >&2; exit 2; }
   names+=("$n") pids+=("$p") urls+=("$u")
 done
+b=0
+if [[ -n $base ]]; then
+  b=-1
+  for i in "${!names[@]}"; do [[ ${names[$i]} == "$base" ]] && b=$i; done
+  ((b >= 0)) || { echo "bench-http: no target named $base" >&2; exit 2; }
+fi
 for ((r = 0; r < rounds; r++)); do
   for i in "${!urls[@]}"; do
     s0=$(cpu "${pids[$i]}")
@@ -52,12 +63,16 @@ for ((r = 0; r < rounds; r++)); do
     w=$(awk '/^WRKCPU/ {print $2 + $3}' "$tmp/time")
     awk -v rps="$rps" -v p50="$p50" -v p99="$p99" -v e="$errs" -v n="$n" -v s="$((s1 - s0))" -v t="$tck" -v w="$w" \
       'BEGIN {printf "%s %s %s %s %.2f %.2f\n", rps, p50, p99, e, (n > 0 ? s / t / n * 1e6 : 0), (n > 0 ? w / n * 1e6 : 0)}' >>"$tmp/$i"
+    [[ -z $keep ]] || echo "$r ${names[$i]} $(tail -1 "$tmp/$i")" >>"$keep"
   done
 done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-printf '%-16s %12s %9s %9s %8s %12s %12s\n' target req/s p50_ms p99_ms errors cpu_us/req wrk_us/req
+# paired FIELD BASE-OVER-TARGET: the median of the rounds' ratios to the base
+paired() { paste -d' ' "$tmp/$b" "$tmp/$i" | awk -v f="$1" -v inv="$2" '{x = $f; y = $(f + 6); if (x > 0 && y > 0) print (inv ? x / y : y / x)}' | median; }
+printf '%-16s %12s %9s %9s %8s %12s %12s %10s %10s\n' target req/s p50_ms p99_ms errors cpu_us/req wrk_us/req rps/base base/cpu
 for i in "${!urls[@]}"; do
-  printf '%-16s %12.0f %9.3f %9.3f %8d %12.2f %12.2f\n' "${names[$i]}" \
+  printf '%-16s %12.0f %9.3f %9.3f %8d %12.2f %12.2f %10.3f %10.3f\n' "${names[$i]}" \
     "$(cut -d' ' -f1 "$tmp/$i" | median)" "$(cut -d' ' -f2 "$tmp/$i" | median)" "$(cut -d' ' -f3 "$tmp/$i" | median)" \
-    "$(awk '{s += $4} END {print s + 0}' "$tmp/$i")" "$(cut -d' ' -f5 "$tmp/$i" | median)" "$(cut -d' ' -f6 "$tmp/$i" | median)"
+    "$(awk '{s += $4} END {print s + 0}' "$tmp/$i")" "$(cut -d' ' -f5 "$tmp/$i" | median)" "$(cut -d' ' -f6 "$tmp/$i" | median)" \
+    "$(paired 1 0)" "$(paired 5 1)"
 done
