@@ -39,7 +39,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
   echo 'end'
 } >"$tmp/req.lua"
 tck=$(getconf CLK_TCK)
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime, in ticks
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || true; } # utime + stime, in ticks; empty once it is gone
 names=() pids=() urls=()
 for t in "$@"; do
   IFS='=' read -r n p u <<<"$t"
@@ -57,22 +57,32 @@ for ((r = 0; r < rounds; r++)); do
   for i in "${!urls[@]}"; do
     s0=$(cpu "${pids[$i]}")
     # wrk's own CPU: bash's time of the pipeline, user and system seconds
-    { TIMEFORMAT='WRKCPU %U %S'; time wrk -t1 -c"$conns" -d"${secs}s" -s "$tmp/req.lua" "${urls[$i]}" >"$tmp/out"; } 2>"$tmp/time"
+    { TIMEFORMAT='WRKCPU %U %S'; time wrk -t1 -c"$conns" -d"${secs}s" -s "$tmp/req.lua" "${urls[$i]}" >"$tmp/out" || true; } 2>"$tmp/time"
     s1=$(cpu "${pids[$i]}")
-    read -r rps p50 p99 errs n < <(awk '/^RESULT/ {print $2, $3, $4, $5, $6}' "$tmp/out")
+    if ! read -r rps p50 p99 errs n < <(awk '/^RESULT/ {print $2, $3, $4, $5, $6}' "$tmp/out"); then
+      echo "bench-http: wrk gave no result for ${names[$i]} (round $r)" >&2
+      continue
+    fi
     w=$(awk '/^WRKCPU/ {print $2 + $3}' "$tmp/time")
-    awk -v rps="$rps" -v p50="$p50" -v p99="$p99" -v e="$errs" -v n="$n" -v s="$((s1 - s0))" -v t="$tck" -v w="$w" \
-      'BEGIN {printf "%s %s %s %s %.2f %.2f\n", rps, p50, p99, e, (n > 0 ? s / t / n * 1e6 : 0), (n > 0 ? w / n * 1e6 : 0)}' >>"$tmp/$i"
-    [[ -z $keep ]] || echo "$r ${names[$i]} $(tail -1 "$tmp/$i")" >>"$keep"
+    # one line a run: round req/s p50 p99 errors cpu_us wrk_us (the CPU 0
+    # if the server was gone by the end)
+    awk -v r="$r" -v rps="$rps" -v p50="$p50" -v p99="$p99" -v e="$errs" -v n="$n" -v s0="$s0" -v s1="$s1" -v t="$tck" -v w="$w" \
+      'BEGIN {printf "%d %s %s %s %s %.2f %.2f\n", r, rps, p50, p99, e, (n > 0 && s0 != "" && s1 != "" ? (s1 - s0) / t / n * 1e6 : 0), (n > 0 ? w / n * 1e6 : 0)}' >>"$tmp/$i"
+    [[ -z $keep ]] || tail -1 "$tmp/$i" | awk -v name="${names[$i]}" '{$1 = $1 " " name; print}' >>"$keep"
   done
 done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-# paired FIELD BASE-OVER-TARGET: the median of the rounds' ratios to the base
-paired() { paste -d' ' "$tmp/$b" "$tmp/$i" | awk -v f="$1" -v inv="$2" '{x = $f; y = $(f + 6); if (x > 0 && y > 0) print (inv ? x / y : y / x)}' | median; }
+# paired FIELD BASE-OVER-TARGET: the median of the rounds' ratios to the
+# base, each round's run of the target against the same round's of the base
+paired() {
+  [[ -s $tmp/$b ]] || { echo 0; return; }
+  awk -v f="$1" -v inv="$2" 'NR == FNR {base[$1] = $f; next} ($1 in base) {x = base[$1]; y = $f; if (x > 0 && y > 0) print (inv ? x / y : y / x)}' "$tmp/$b" "$tmp/$i" | median
+}
 printf '%-16s %12s %9s %9s %8s %12s %12s %10s %10s\n' target req/s p50_ms p99_ms errors cpu_us/req wrk_us/req rps/base base/cpu
 for i in "${!urls[@]}"; do
+  [[ -s $tmp/$i ]] || { printf '%-16s (no run answered)\n' "${names[$i]}"; continue; }
   printf '%-16s %12.0f %9.3f %9.3f %8d %12.2f %12.2f %10.3f %10.3f\n' "${names[$i]}" \
-    "$(cut -d' ' -f1 "$tmp/$i" | median)" "$(cut -d' ' -f2 "$tmp/$i" | median)" "$(cut -d' ' -f3 "$tmp/$i" | median)" \
-    "$(awk '{s += $4} END {print s + 0}' "$tmp/$i")" "$(cut -d' ' -f5 "$tmp/$i" | median)" "$(cut -d' ' -f6 "$tmp/$i" | median)" \
-    "$(paired 1 0)" "$(paired 5 1)"
+    "$(cut -d' ' -f2 "$tmp/$i" | median)" "$(cut -d' ' -f3 "$tmp/$i" | median)" "$(cut -d' ' -f4 "$tmp/$i" | median)" \
+    "$(awk '{s += $5} END {print s + 0}' "$tmp/$i")" "$(cut -d' ' -f6 "$tmp/$i" | median)" "$(cut -d' ' -f7 "$tmp/$i" | median)" \
+    "$(paired 2 0)" "$(paired 6 1)"
 done

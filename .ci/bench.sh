@@ -357,6 +357,7 @@ wait_http "$C_URL" "$ECHO"
 until curl -sf "http://127.0.0.1:$C_PORT/v1/capabilities" | grep -q '"loading":\[\]'; do sleep 0.02; done
 # compare.sh's load (wrk -t1, targets in turn, medians), with each server's
 # CPU per request and wrk's beside it (.ci/bench-http.sh)
+rm -f "$WORK/echo-rounds.txt"
 .ci/bench-http.sh -d "$DURATION" -r "$ROUNDS" -c "$CONNS" -b ceiling -k "$WORK/echo-rounds.txt" "$BODY" \
   gosdk=$GOSDK_PID=http://127.0.0.1:$GOSDK_PORT/ aiod=$AIOD_PID="$URL" ceiling=$CEIL_PID=http://127.0.0.1:$CEIL_PORT/mcp \
   extism=$EXTISM_PID=http://127.0.0.1:$EXTISM_PORT/mcp aiod-c=$C_PID="$C_URL" | tee "$WORK/echo.txt"
