@@ -364,6 +364,9 @@ rm -f "$WORK/echo-rounds.txt"
 for t in gosdk:gosdk aiod:aiod ceiling:ceiling extism:extism aiod-c:c; do
   fig[echo_${t#*:}]=$(col "$WORK/echo.txt" "${t%%:*}" 2) fig[echo_${t#*:}_cpu_us]=$(col "$WORK/echo.txt" "${t%%:*}" 6)
 done
+# aiod against Extism: the median of the rounds' own ratios too
+fig[echo_extism_ratio]=$(awk '$2 == "aiod" {a[$1] = $3} $2 == "extism" {e[$1] = $3} END {for (r in a) if (e[r] > 0) print a[r] / e[r]}' "$WORK/echo-rounds.txt" 2>/dev/null |
+  sort -g | awk '{v[NR] = $1} END {if (NR) printf "%.2f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}')
 # against the ceiling: the medians of the rounds' own ratios, in percent
 for t in aiod:aiod aiod-c:c; do
   v=$(col "$WORK/echo.txt" "${t%%:*}" 8) && [[ -n $v ]] && fig[echo_${t#*:}_pct]=$(calc '"%.0f", 100 * '"$v")
