@@ -81,7 +81,7 @@ var errInitReach = wasmsnap.ErrInitReach
 type capturingWriter = wasmsnap.CapturingWriter
 
 // newSnapshots reads the module's plan; nil when it is not snapshotted.
-func newSnapshots(wasm []byte, img *memImage, instrumented bool) (*snapshots, error) {
+func newSnapshots(wasm []byte, img *memImage, instrumented bool, spares int) (*snapshots, error) {
 	if !instrumented {
 		return nil, errors.New("the module is not instrumented (interpreter, or the rewriter refused it)")
 	}
@@ -99,6 +99,7 @@ func newSnapshots(wasm []byte, img *memImage, instrumented bool) (*snapshots, er
 		Release: func(snap *snapshot) { snap.image.close() },
 		Reshare: true,
 		Spare:   spareTimeout,
+		Spares:  spares,
 		// The new owner's first calls come first.
 		SpareDelay: spareDelay,
 	})
