@@ -73,10 +73,6 @@ type Options[S any] struct {
 	// initialisation's faults, mappings and allocations on the same
 	// process's memory and cores).
 	SpareDelay time.Duration
-	// Idle, when not nil, says whether a core is free for a spare's
-	// capture (SchedIdle): the refill waits for it as well, looking again
-	// every millisecond.
-	Idle func() bool
 }
 
 // Engine is what Owners asks of an engine's compiled module.
@@ -217,7 +213,7 @@ func (o *Owners[S]) spareAhead(e Engine[S]) {
 func (o *Owners[S]) spareCap() int { return max(1, o.opts.Spares) }
 
 // refill captures one spare once no owner never seen before has come for
-// Options.SpareDelay and a core is free (Options.Idle), and reports whether another is wanted (false ends
+// Options.SpareDelay, and reports whether another is wanted (false ends
 // the refill: the spares are full, the table is closed, or the capture
 // failed).
 func (o *Owners[S]) refill(e Engine[S]) bool {
@@ -232,10 +228,7 @@ func (o *Owners[S]) refill(e Engine[S]) bool {
 		wait := time.Until(o.lastNew.Add(o.opts.SpareDelay))
 		o.mu.Unlock()
 		if wait <= 0 {
-			if o.opts.Idle == nil || o.opts.Idle() {
-				break
-			}
-			wait = time.Millisecond
+			break
 		}
 		t := time.NewTimer(wait)
 		select {

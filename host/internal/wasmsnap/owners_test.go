@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -713,53 +712,5 @@ func TestOwnersSparePool(t *testing.T) {
 	}
 	if how := instantiate("after close"); how != "scratch" {
 		t.Fatalf("after Close: %s", how)
-	}
-}
-
-// TestOwnersSpareIdle: the refill waits while Options.Idle says no core
-// is free, and captures once it does; SchedIdle says no core is free
-// while a goroutine per processor spins.
-func TestOwnersSpareIdle(t *testing.T) {
-	var idle atomic.Bool
-	e := &fakeEngine{}
-	o := newTable(Options[*fakeSnap]{Spare: time.Minute, Spares: 2, Idle: idle.Load})
-	defer o.Close()
-	for _, owner := range []string{"a", "b"} {
-		if _, err := o.Instantiate(context.Background(), owner, e, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	time.Sleep(50 * time.Millisecond)
-	if n := o.Spares(); n != 0 {
-		t.Fatalf("%d spares captured while busy", n)
-	}
-	idle.Store(true)
-	for deadline := time.Now().Add(5 * time.Second); o.Spares() < 2; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d spares once idle, want 2", o.Spares())
-		}
-	}
-	// a goroutine per processor spinning: no core free
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range goruntime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-			}
-		}()
-	}
-	time.Sleep(20 * time.Millisecond)
-	busy := !SchedIdle()
-	close(stop)
-	wg.Wait()
-	if !busy {
-		t.Fatal("SchedIdle true with every processor spinning")
 	}
 }

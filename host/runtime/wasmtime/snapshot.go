@@ -124,7 +124,6 @@ func newSnapshots(plan wasmsnap.Plan, mmap bool, spares int) *snapshots {
 		Spare:      spareTimeout,
 		Spares:     spares,
 		SpareDelay: spareDelay,
-		Idle:       wasmsnap.SchedIdle,
 	})
 	return &snapshots{Owners: owners, plan: plan, mmap: mmap && canMap}
 }

@@ -102,7 +102,6 @@ func newSnapshots(wasm []byte, img *memImage, instrumented bool, spares int) (*s
 		Spares:  spares,
 		// The new owner's first calls come first.
 		SpareDelay: spareDelay,
-		Idle:       wasmsnap.SchedIdle,
 	})
 	return &snapshots{Owners: owners, plan: plan}, nil
 }
