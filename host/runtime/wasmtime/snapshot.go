@@ -133,7 +133,7 @@ func newSnapshots(plan wasmsnap.Plan, mmap bool, spares int) *snapshots {
 // on wazero.
 const (
 	spareTimeout = 30 * time.Second
-	spareDelay   = 5 * time.Millisecond
+	spareDelay   = 2 * time.Millisecond
 )
 
 var _ runtime.Owned = (*compiled)(nil)
