@@ -22,9 +22,10 @@ import (
 // full before the timed tenants come:
 //
 //   - burst: AIOD_NEW_TENANTS tenants (default 600) one after another as
-//     fast as the client goes: past the spares, each new tenant runs its
-//     own initialisation (the isolation rule: two tenants never share a
-//     snapshot);
+//     fast as the client goes, with AIOD_NEW_TENANT_SPARES spares (default
+//     host.DefaultSnapshotSpares) and with one: a tenant that finds none
+//     runs its own initialisation (the isolation rule: two tenants never
+//     share a snapshot);
 //   - paced-Nms: AIOD_PACED_TENANTS tenants (default 100), one every N ms:
 //     the rate the refill keeps up with;
 //   - scratch: the burst with snapshots off.
@@ -36,6 +37,7 @@ import (
 //	go test ./host -run '^$' -bench NewTenantHTTP -benchtime 1x
 func BenchmarkNewTenantHTTP(b *testing.B) {
 	burst, paced := envInt("AIOD_NEW_TENANTS", 600), envInt("AIOD_PACED_TENANTS", 100)
+	spares := envInt("AIOD_NEW_TENANT_SPARES", host.DefaultSnapshotSpares)
 	type tc struct {
 		name    string
 		tenants int
@@ -44,10 +46,10 @@ func BenchmarkNewTenantHTTP(b *testing.B) {
 		noSnaps bool
 	}
 	cases := []tc{
-		{name: fmt.Sprintf("burst-%dspares", host.DefaultSnapshotSpares), tenants: burst, spares: host.DefaultSnapshotSpares},
+		{name: fmt.Sprintf("burst-%dspares", spares), tenants: burst, spares: spares},
 		{name: "burst-1spare", tenants: burst, spares: 1},
-		{name: "paced-20ms", tenants: paced, gap: 20 * time.Millisecond, spares: host.DefaultSnapshotSpares},
-		{name: "paced-5ms", tenants: paced, gap: 5 * time.Millisecond, spares: host.DefaultSnapshotSpares},
+		{name: "paced-20ms", tenants: paced, gap: 20 * time.Millisecond, spares: spares},
+		{name: "paced-5ms", tenants: paced, gap: 5 * time.Millisecond, spares: spares},
 		{name: "scratch", tenants: burst, noSnaps: true},
 	}
 	plugins := filepath.Join(b.TempDir(), "plugins")
