@@ -49,6 +49,10 @@ type Config struct {
 	// from a snapshot of its first one's initialised state
 	// (EngineOptions.Snapshots; RATIONALE.md, "Instances from snapshots").
 	NoSnapshots bool
+	// SnapshotSpares is how many spare snapshots each snapshotted module
+	// keeps ready for tenants never seen before (zero:
+	// DefaultSnapshotSpares; the least is one).
+	SnapshotSpares int
 	// PprofAddr, when set, serves Go's profiler on this loopback address
 	// while Run runs (never on the MCP port).
 	PprofAddr string

@@ -16,6 +16,11 @@ const DefaultEngine = "wazero"
 // of its first instance's initialised state (the zero Config.NoSnapshots).
 const DefaultSnapshots = true
 
+// DefaultSnapshotSpares is how many spare snapshots each module keeps
+// ready for tenants never seen before, refilled in the background
+// (Config.SnapshotSpares; BENCHMARKS.md, "Instances from snapshots").
+const DefaultSnapshotSpares = 4
+
 // EngineOptions are what every engine is built from.
 type EngineOptions struct {
 	// CacheDir persists compiled modules keyed by module digest (and the
@@ -24,6 +29,9 @@ type EngineOptions struct {
 	// Snapshots starts an owner's instances from a snapshot of its first
 	// instance's initialised state (wazero and wasmtime).
 	Snapshots bool
+	// SnapshotSpares is how many spare snapshots each module keeps ready
+	// for tenants never seen before (at least one).
+	SnapshotSpares int
 }
 
 // engines is the table of engines this binary was built with. Engines that
@@ -31,7 +39,7 @@ type EngineOptions struct {
 // build tag, imported by the binary, not by this package.
 var engines = map[string]func(EngineOptions) (runtime.Engine, error){
 	"wazero": func(o EngineOptions) (runtime.Engine, error) {
-		return wazero.New(wazero.Options{CacheDir: o.CacheDir, Snapshots: o.Snapshots})
+		return wazero.New(wazero.Options{CacheDir: o.CacheDir, Snapshots: o.Snapshots, Spares: o.SnapshotSpares})
 	},
 }
 

@@ -125,7 +125,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	for _, step := range []func() error{
 		func() error { return h.provisionTracing(ctx, cfg.OTLPEndpoint) },
 		func() error {
-			return h.provisionEngine(cfg.Engine, EngineOptions{CacheDir: p.cacheDir, Snapshots: !cfg.NoSnapshots})
+			return h.provisionEngine(cfg.Engine, EngineOptions{CacheDir: p.cacheDir, Snapshots: !cfg.NoSnapshots, SnapshotSpares: cmp.Or(cfg.SnapshotSpares, DefaultSnapshotSpares)})
 		},
 		func() error { return h.provisionBrowser(cfg.Browser) },
 		// the tenants exist before the registry, whose loaders read

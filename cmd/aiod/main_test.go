@@ -74,6 +74,7 @@ var settings = []setting{
 	{"AIO_ALLOWED_HOSTS", "a.test,b.test", []string{"a.test", "b.test"}, "c.test", []string{"c.test"}, "", func(s *startFlags) any { return s.cfg.AllowedHosts }, []string(nil)},
 	{"AIO_ENGINE", "wazero", "wazero", "other", "other", "", func(s *startFlags) any { return s.cfg.Engine }, host.DefaultEngine},
 	{"AIO_SNAPSHOTS", "false", false, "true", true, "often", func(s *startFlags) any { return !s.cfg.NoSnapshots }, host.DefaultSnapshots},
+	{"AIO_SNAPSHOT_SPARES", "8", 8, "2", 2, "many", func(s *startFlags) any { return s.cfg.SnapshotSpares }, host.DefaultSnapshotSpares},
 	{"EXTRA_MCP_SERVERS", `{"a":{"url":"http://127.0.0.1:1/mcp","prefix":"a"}}`, []upstream.Server{{Name: "a", URL: "http://127.0.0.1:1/mcp", Prefix: "a"}},
 		`{"b":{"url":"http://localhost:2/mcp"}}`, []upstream.Server{{Name: "b", URL: "http://localhost:2/mcp"}}, `{"a":`,
 		func(s *startFlags) any { return s.cfg.Upstreams }, []upstream.Server(nil)},

@@ -161,3 +161,68 @@ func TestBackgroundLoaders(t *testing.T) {
 		})
 	}
 }
+
+// gateEngine holds its first compile until gate closes, telling started
+// which plugin it holds.
+type gateEngine struct {
+	runtime.Engine
+	once    sync.Once
+	gate    chan struct{}
+	started chan string
+}
+
+func (e *gateEngine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (runtime.Compiled, error) {
+	first := false
+	e.once.Do(func() { first = true })
+	if first {
+		e.started <- cfg.Name
+		select {
+		case <-e.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return e.Engine.Compile(ctx, wasm, cfg)
+}
+
+// TestBackgroundCallFirst: a call that waits for a plugin still loading
+// has it compiled at once, beside the start-up loader, rather than after
+// the loaders' queue: with the one loader (two cores, one left to calls)
+// held by a compile that does not end, a call of another plugin is
+// answered, and the held one is still loading.
+func TestBackgroundCallFirst(t *testing.T) {
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(2))
+	defer plugin.SetColdCompile(time.Hour)()
+	dir := t.TempDir()
+	testplugins.Package(t, dir, "plugins/examples/echo", nil, nil)
+	testplugins.Package(t, dir, "host/plugin/testdata/swapv1", nil, nil)
+	testplugins.Package(t, dir, "plugins/examples/hash", nil, nil)
+	e := &gateEngine{Engine: engine(t), gate: make(chan struct{}), started: make(chan string, 1)}
+	ctx := context.Background()
+	reg, err := plugin.New(ctx, plugin.Options{Engine: e, Policy: &caps.Policy{}, Dir: filepath.Clean(dir), Logger: quiet(), Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close(ctx)
+	defer close(e.gate)
+	var held string
+	select {
+	case held = <-e.started:
+	case <-time.After(time.Minute):
+		t.Fatal("no compile started")
+	}
+	// a tool of a plugin the loader does not hold
+	tool, args, want := "echo", `{"text":"first"}`, "first"
+	if held == "echo" {
+		tool, args, want = "which", `{"text":"first"}`, "v1:first"
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := reg.CallTool(cctx, plugin.CallRequest{Name: tool, Args: []byte(args)})
+	if err != nil || !strings.Contains(string(out), want) {
+		t.Fatalf("%s while the loader is held by %s: %s %v", tool, held, out, err)
+	}
+	if !slices.Contains(reg.Loading(), held) {
+		t.Fatalf("%s no longer loading (%v): the gate did not hold it", held, reg.Loading())
+	}
+}

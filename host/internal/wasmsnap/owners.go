@@ -19,15 +19,25 @@ import (
 // leaves the next instance to try again. Forget and Close release
 // snapshots once the restores using them are done (Options.Release).
 // Safe for concurrent use.
+//
+// Spares (Options.Spare, Options.Spares) are snapshots captured ahead, in
+// the background, each for one owner never seen before: a spare is
+// handed to exactly one owner, which keeps it as its own, so two owners
+// never share one. The pool is refilled one capture at a time, and only
+// once no new owner has come for Options.SpareDelay: the captures run
+// beside calls on the same cores, and the new owners' own first calls come
+// first.
 type Owners[S any] struct {
 	opts Options[S]
 
 	mu     sync.Mutex
 	owners map[string]*held[S] // nil value: a capture is under way
-	// spare is a snapshot captured ahead for the next owner never seen
-	// before (nil: none yet); sparing says a capture of one is under way.
-	spare    *held[S]
+	// spares are snapshots captured ahead, each for one owner never seen
+	// before (at most Options.Spares); sparing says the refill is under
+	// way; lastNew is when the last owner never seen before came.
+	spares   []*held[S]
 	sparing  bool
+	lastNew  time.Time
 	captured bool  // a capture has succeeded (a spare may follow)
 	refused  error // set once a capture is refused: no more tries
 	closed   bool
@@ -46,17 +56,22 @@ type Options[S any] struct {
 	// page it touched its own, is exchanged for one restored from the
 	// snapshot just captured (which shares them), when that restore works.
 	Reshare bool
-	// Spare, when not zero, has a snapshot captured in the background
-	// after each new owner, once the module has served two (and a capture
-	// has succeeded), for the next owner never seen before, which then
-	// starts from it at once; the spare's capture is bounded by Spare. A
+	// Spare, when not zero, keeps spare snapshots captured in the
+	// background, once the module has served two owners (and a capture
+	// has succeeded), each for one owner never seen before, which then
+	// starts from it at once; each spare's capture is bounded by Spare. A
 	// module only one owner uses (a host without tenants) never pays for
 	// a spare.
 	Spare time.Duration
-	// SpareDelay is how long a spare's capture waits before it starts: the
-	// new owner that took the last spare makes its first calls meanwhile,
-	// without a capture beside it (an initialisation's faults, mappings
-	// and allocations on the same process's memory).
+	// Spares is how many spares are kept ready (with Spare; less than one
+	// is one). Each holds the pages its initialisation changed against
+	// the module's first capture, in a sealed memfd.
+	Spares int
+	// SpareDelay is how long the refill waits, after the last owner never
+	// seen before came, before each capture: the new owners make their
+	// first calls meanwhile, without a capture beside them (an
+	// initialisation's faults, mappings and allocations on the same
+	// process's memory and cores).
 	SpareDelay time.Duration
 }
 
@@ -119,8 +134,11 @@ func (o *Owners[S]) Instantiate(ctx context.Context, owner string, e Engine[S], 
 		o.mu.Unlock()
 		return e.Instantiate(ctx)
 	}
-	if h = o.spare; h != nil { // taken by this owner alone
-		o.spare = nil
+	o.lastNew = time.Now()
+	if n := len(o.spares); n > 0 { // taken by this owner alone
+		h = o.spares[n-1]
+		o.spares[n-1] = nil
+		o.spares = o.spares[:n-1]
 		o.owners[owner] = h
 		h.users.Add(1)
 		o.mu.Unlock()
@@ -172,12 +190,12 @@ func (o *Owners[S]) Instantiate(ctx context.Context, owner string, e Engine[S], 
 	return inst, nil
 }
 
-// spareAhead captures a spare snapshot in the background (Options.Spare),
-// unless there is one, one is being captured, no capture has succeeded
-// yet, fewer than two owners have come, or captures are refused.
+// spareAhead refills the spares in the background (Options.Spare), unless
+// they are full, the refill is under way, no capture has succeeded yet,
+// fewer than two owners have come, or captures are refused.
 func (o *Owners[S]) spareAhead(e Engine[S]) {
 	o.mu.Lock()
-	if o.opts.Spare == 0 || o.spare != nil || o.sparing || !o.captured || o.refused != nil || o.closed || len(o.owners) < 2 {
+	if o.opts.Spare == 0 || len(o.spares) >= o.spareCap() || o.sparing || !o.captured || o.refused != nil || o.closed || len(o.owners) < 2 {
 		o.mu.Unlock()
 		return
 	}
@@ -186,41 +204,66 @@ func (o *Owners[S]) spareAhead(e Engine[S]) {
 	o.mu.Unlock()
 	go func() {
 		defer o.wg.Done()
-		// Bounded as an instantiation is by its caller: a guest whose
-		// initialisation does not end is stopped.
-		if o.opts.SpareDelay > 0 {
-			t := time.NewTimer(o.opts.SpareDelay)
-			select {
-			case <-t.C:
-			case <-o.bg.Done(): // closed meanwhile: no capture
-				t.Stop()
-				o.mu.Lock()
-				o.sparing = false
-				o.mu.Unlock()
-				return
-			}
+		for o.refill(e) {
 		}
-		ctx, cancel := context.WithTimeout(o.bg, o.opts.Spare)
-		defer cancel()
-		inst, snap, err := e.Capture(ctx)
-		if inst != nil {
-			inst.Close(context.Background())
-		}
+	}()
+}
+
+// spareCap is how many spares are kept (Options.Spares).
+func (o *Owners[S]) spareCap() int { return max(1, o.opts.Spares) }
+
+// refill captures one spare once no owner never seen before has come for
+// Options.SpareDelay, and reports whether another is wanted (false ends
+// the refill: the spares are full, the table is closed, or the capture
+// failed).
+func (o *Owners[S]) refill(e Engine[S]) bool {
+	stop := func() bool {
 		o.mu.Lock()
 		o.sparing = false
-		if err != nil {
-			o.mu.Unlock()
-			return
-		}
-		h := &held[S]{snap: snap}
-		if o.closed || o.spare != nil {
-			o.mu.Unlock()
-			h.close(o.opts.Release)
-			return
-		}
-		o.spare = h
 		o.mu.Unlock()
-	}()
+		return false
+	}
+	for {
+		o.mu.Lock()
+		wait := time.Until(o.lastNew.Add(o.opts.SpareDelay))
+		o.mu.Unlock()
+		if wait <= 0 {
+			break
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-o.bg.Done(): // closed meanwhile: no capture
+			t.Stop()
+			return stop()
+		}
+	}
+	// Bounded as an instantiation is by its caller: a guest whose
+	// initialisation does not end is stopped.
+	ctx, cancel := context.WithTimeout(o.bg, o.opts.Spare)
+	defer cancel()
+	inst, snap, err := e.Capture(ctx)
+	if inst != nil {
+		inst.Close(context.Background())
+	}
+	if err != nil {
+		return stop()
+	}
+	h := &held[S]{snap: snap}
+	o.mu.Lock()
+	if o.closed || len(o.spares) >= o.spareCap() {
+		o.sparing = false
+		o.mu.Unlock()
+		h.close(o.opts.Release)
+		return false
+	}
+	o.spares = append(o.spares, h)
+	more := len(o.spares) < o.spareCap()
+	if !more {
+		o.sparing = false
+	}
+	o.mu.Unlock()
+	return more
 }
 
 // Forget releases owner's snapshot once the restores from it are done
@@ -239,8 +282,9 @@ func (o *Owners[S]) Forget(owner string) {
 }
 
 // Close releases every snapshot once the restores from it are done,
-// after ending a spare's capture; every later instance starts from
-// scratch, and a capture under way releases what it captures.
+// after ending the spares' refill; every later instance starts from
+// scratch, and a capture under way releases what it captures. A second
+// Close does nothing more.
 func (o *Owners[S]) Close() {
 	o.mu.Lock()
 	o.closed = true
@@ -248,16 +292,16 @@ func (o *Owners[S]) Close() {
 	o.mu.Unlock()
 	o.wg.Wait()
 	o.mu.Lock()
-	owners, spare := o.owners, o.spare
-	o.owners, o.spare = map[string]*held[S]{}, nil
+	owners, spares := o.owners, o.spares
+	o.owners, o.spares = map[string]*held[S]{}, nil
 	o.mu.Unlock()
 	for _, h := range owners {
 		if h != nil {
 			h.close(o.opts.Release)
 		}
 	}
-	if spare != nil {
-		spare.close(o.opts.Release)
+	for _, h := range spares {
+		h.close(o.opts.Release)
 	}
 }
 
@@ -273,8 +317,11 @@ func (o *Owners[S]) Lookup(owner string) (snap S, ok bool) {
 }
 
 // HasSpare reports whether a spare snapshot is ready.
-func (o *Owners[S]) HasSpare() bool {
+func (o *Owners[S]) HasSpare() bool { return o.Spares() > 0 }
+
+// Spares reports how many spare snapshots are ready.
+func (o *Owners[S]) Spares() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.spare != nil
+	return len(o.spares)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -608,4 +609,108 @@ func TestOwnersSpare(t *testing.T) {
 			t.Fatalf("released %v", got)
 		}
 	})
+}
+
+// TestOwnersSparePool: with Options.Spares the pool fills to that many
+// spares and no more; each new owner takes one of its own (no two owners
+// ever share a snapshot, spare or not, however many come at once); the
+// pool is refilled once no new owner has come for SpareDelay; Close
+// releases every spare exactly once, and a second Close does nothing.
+func TestOwnersSparePool(t *testing.T) {
+	const spares = 3
+	e := &fakeEngine{}
+	o := newTable(Options[*fakeSnap]{Spare: time.Minute, Spares: spares, SpareDelay: 10 * time.Millisecond, Reshare: true})
+	ctx := context.Background()
+	full := func(t *testing.T) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); o.Spares() < spares; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d spares, want %d", o.Spares(), spares)
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // the refill ends when full
+		if n := o.Spares(); n != spares {
+			t.Fatalf("%d spares, want %d", n, spares)
+		}
+	}
+	snapOf := map[string]int{}
+	instantiate := func(owner string) string {
+		inst, err := o.Instantiate(ctx, owner, e, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inst.(*fakeInst).how
+	}
+	for _, owner := range []string{"a", "b"} {
+		instantiate(owner)
+	}
+	full(t)
+	e.mu.Lock()
+	captured := e.captures
+	e.mu.Unlock()
+	if captured != 2+spares {
+		t.Fatalf("%d captures for 2 owners and %d spares", captured, spares)
+	}
+	// A burst of new owners, at once: the spares go one to an owner, the
+	// rest capture their own.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			owner := fmt.Sprintf("burst%d", i)
+			how := instantiate(owner)
+			mu.Lock()
+			snapOf[owner] = -1
+			if s, ok := o.Lookup(owner); ok {
+				snapOf[owner] = s.id
+			}
+			mu.Unlock()
+			if !strings.HasPrefix(how, "restored ") {
+				t.Errorf("%s: %s", owner, how)
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[int]string{}
+	for owner, id := range snapOf {
+		if id < 0 {
+			t.Fatalf("%s has no snapshot", owner)
+		}
+		if other, dup := seen[id]; dup {
+			t.Fatalf("%s and %s share snapshot %d", owner, other, id)
+		}
+		seen[id] = owner
+	}
+	// refilled, and again bounded
+	full(t)
+	// A later owner takes a spare: restored at once, no capture of its own.
+	e.mu.Lock()
+	before := e.captures
+	e.mu.Unlock()
+	if how := instantiate("late"); !strings.HasPrefix(how, "restored ") {
+		t.Fatalf("late: %s", how)
+	}
+	s, _ := o.Lookup("late")
+	if s.id >= before {
+		t.Fatalf("late's snapshot %d was captured for it, not a spare (%d before)", s.id, before)
+	}
+	if slices.Contains(slices.Collect(maps.Values(snapOf)), s.id) {
+		t.Fatalf("late got snapshot %d, another owner's", s.id)
+	}
+	o.Close()
+	o.Close()
+	e.mu.Lock()
+	n := len(e.snaps)
+	e.mu.Unlock()
+	if got := e.released(); len(got) != n {
+		t.Fatalf("released %v of %d snapshots after Close", got, n)
+	}
+	if o.Spares() != 0 {
+		t.Fatal("spares after Close")
+	}
+	if how := instantiate("after close"); how != "scratch" {
+		t.Fatalf("after Close: %s", how)
+	}
 }

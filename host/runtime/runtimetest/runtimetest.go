@@ -549,6 +549,26 @@ func RunAll(t *testing.T, coreFamily hostfn.Family, newEngine func(t *testing.T)
 				e.t.Fatalf("notices %q", n)
 			}
 		}},
+		{"owners that come once the module has served two (the spares' turn) each get their own initialisation", "", func(e env) {
+			c := e.compile(snapGuest, runtime.Config{})
+			seen := map[string]string{}
+			for i, owner := range []string{"a", "b", "c", "d", "e", "f"} {
+				if i == 2 {
+					time.Sleep(300 * time.Millisecond) // the spares fill once two owners have come
+				}
+				s := e.text(e.instanceFor(c, owner), "seed", "{}")
+				if other, dup := seen[s]; dup {
+					e.t.Fatalf("owners %s and %s share an initialisation (seed %s)", owner, other, s)
+				}
+				seen[s] = owner
+				if again := e.text(e.instanceFor(c, owner), "seed", "{}"); e.opts.snapshots && again != s {
+					e.t.Fatalf("owner %s's instances differ: %s %s", owner, s, again)
+				}
+			}
+			if n := e.notices.get(); len(n) != 0 {
+				e.t.Fatalf("notices %q", n)
+			}
+		}},
 		{"an instance from a snapshot answers as one from scratch", "", func(e env) {
 			c := e.compile("plugins/examples/echo", runtime.Config{})
 			scratch, err := c.Instantiate(context.Background())

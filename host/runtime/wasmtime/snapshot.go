@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/bytecodealliance/wasmtime-go/v39"
 
@@ -114,10 +115,26 @@ func (e *engine) snapshotForm(wasm []byte) ([]byte, wasmsnap.Plan, error) {
 	return p, plan, nil
 }
 
-func newSnapshots(plan wasmsnap.Plan, mmap bool) *snapshots {
-	owners := wasmsnap.NewOwners(wasmsnap.Options[*snapshot]{Release: (*snapshot).release})
+// newSnapshots makes a module's table, with spares snapshots kept ready
+// for owners never seen before (wasmsnap.Options.Spares), each captured
+// once no new owner has come for spareDelay and bounded by spareTimeout.
+func newSnapshots(plan wasmsnap.Plan, mmap bool, spares int) *snapshots {
+	owners := wasmsnap.NewOwners(wasmsnap.Options[*snapshot]{
+		Release:    (*snapshot).release,
+		Spare:      spareTimeout,
+		Spares:     spares,
+		SpareDelay: spareDelay,
+	})
 	return &snapshots{Owners: owners, plan: plan, mmap: mmap && canMap}
 }
+
+// spareTimeout bounds a spare's capture; spareDelay is how long the
+// refill waits after the last new owner (wasmsnap.Options.SpareDelay), as
+// on wazero.
+const (
+	spareTimeout = 30 * time.Second
+	spareDelay   = 2 * time.Millisecond
+)
 
 var _ runtime.Owned = (*compiled)(nil)
 

@@ -34,6 +34,9 @@ type Options struct {
 	// Snapshots starts an owner's instances from a snapshot of its first
 	// instance's initialised state (snapshot.go; runtime.Owned).
 	Snapshots bool
+	// Spares is how many spare snapshots a module keeps ready for owners
+	// never seen before (wasmsnap.Options.Spares; less than one is one).
+	Spares int
 
 	// tune holds the instantiation variants BenchmarkInstantiate compares
 	// (BENCHMARKS.md); the zero value is what the engine uses.
@@ -308,7 +311,7 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 				cfg.Notice(fmt.Sprintf("instances start without a snapshot: %v", noSnap))
 			}
 		} else {
-			c.snaps = newSnapshots(plan, !e.opts.tune.copyRestore)
+			c.snaps = newSnapshots(plan, !e.opts.tune.copyRestore, e.opts.Spares)
 		}
 	}
 	for _, x := range m.Exports() {

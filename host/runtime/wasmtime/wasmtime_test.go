@@ -26,7 +26,7 @@ func TestEngine(t *testing.T) {
 // made for an owner, from its snapshot after the first.
 func TestEngineSnapshots(t *testing.T) {
 	runtimetest.RunAll(t, core.New(), func(t *testing.T) runtime.Engine {
-		e, err := wasmtime.New(wasmtime.Options{CacheDir: testplugins.CacheDir(), Snapshots: true})
+		e, err := wasmtime.New(wasmtime.Options{CacheDir: testplugins.CacheDir(), Snapshots: true, Spares: 2})
 		if err != nil {
 			t.Fatal(err)
 		}

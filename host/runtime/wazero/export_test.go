@@ -149,3 +149,12 @@ func WaitSpare(c runtime.Compiled) bool {
 	}
 	return false
 }
+
+// Spares reports how many spare snapshots c holds ready (-1: none kept).
+func Spares(c runtime.Compiled) int {
+	cc, _ := c.(*compiled)
+	if cc == nil || cc.snaps == nil {
+		return -1
+	}
+	return cc.snaps.Spares()
+}

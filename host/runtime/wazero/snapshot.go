@@ -81,7 +81,7 @@ var errInitReach = wasmsnap.ErrInitReach
 type capturingWriter = wasmsnap.CapturingWriter
 
 // newSnapshots reads the module's plan; nil when it is not snapshotted.
-func newSnapshots(wasm []byte, img *memImage, instrumented bool) (*snapshots, error) {
+func newSnapshots(wasm []byte, img *memImage, instrumented bool, spares int) (*snapshots, error) {
 	if !instrumented {
 		return nil, errors.New("the module is not instrumented (interpreter, or the rewriter refused it)")
 	}
@@ -99,6 +99,7 @@ func newSnapshots(wasm []byte, img *memImage, instrumented bool) (*snapshots, er
 		Release: func(snap *snapshot) { snap.image.close() },
 		Reshare: true,
 		Spare:   spareTimeout,
+		Spares:  spares,
 		// The new owner's first calls come first.
 		SpareDelay: spareDelay,
 	})
@@ -118,12 +119,15 @@ func (c *compiled) InstantiateFor(ctx context.Context, owner string) (runtime.In
 // spareTimeout bounds a spare's capture.
 const spareTimeout = 30 * time.Second
 
-// spareDelay is how long a spare's capture waits for the owner that took
-// the last spare to make its first call (wasmsnap.Options.SpareDelay): an
-// instance and its first echo take ~0.2 ms, and a burst of new owners
-// wants the next spare soon (BenchmarkSnapshotNewTenant: the same with 2,
-// 5 or 20 ms; 2.1-2.3 ms with none).
-const spareDelay = 5 * time.Millisecond
+// spareDelay is how long the spares' refill waits after the last new
+// owner (wasmsnap.Options.SpareDelay), so that its first call does not run
+// beside a capture: an instance and its first echo take ~0.2 ms in-process
+// (BenchmarkSnapshotNewTenant: the same with 2, 5 or 20 ms; 2.1-2.3 ms with
+// none). Over HTTP (BenchmarkNewTenantHTTP) 2 ms keeps a paced tenant's
+// first call where 5 ms did (0.87-1.13 against 0.92-0.96 ms) and lets the
+// refill keep up with part of a burst (2.3-2.6 against 4.1 ms); with none
+// a paced tenant's first call doubled.
+const spareDelay = 2 * time.Millisecond
 
 // Capture implements wasmsnap.Engine: it instantiates from scratch,
 // capturing the initialised state. It returns the instance (nil if the

@@ -2,11 +2,13 @@ package wazero_test
 
 import (
 	"context"
+	"fmt"
 	goruntime "runtime"
 	"runtime/debug"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/host/hostfn/core"
@@ -124,4 +126,81 @@ func BenchmarkSnapshotNewTenant(b *testing.B) {
 		inst.Close(ctx)
 		b.StartTimer()
 	}
+}
+
+// TestSnapshotSparePool: with Options.Spares the module keeps that many
+// spare snapshots once two owners have come, and no more; new owners that
+// come at once each get an initialisation of their own (the guest's seed,
+// drawn in its initialisation, differs between every two owners, and an
+// owner's later instance sees its own), and the pool is refilled.
+func TestSnapshotSparePool(t *testing.T) {
+	const spares = 3
+	e, err := wazero.New(wazero.Options{CacheDir: testplugins.CacheDir(), Snapshots: true, Spares: spares})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(context.Background()) })
+	wasm := testwasm.Wasm(t, "host/runtime/runtimetest/testdata/snapguest")
+	testwasm.Warm(t, wasm)
+	ctx := context.Background()
+	c, err := e.Compile(ctx, wasm, runtime.Config{Name: "t", Families: []hostfn.Family{core.New()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(ctx) })
+	seed := func(owner string) string {
+		inst, err := runtime.InstantiateFor(ctx, c, owner)
+		if err != nil {
+			t.Error(err)
+			return ""
+		}
+		defer inst.Close(ctx)
+		out, err := call(ctx, inst, "seed", "{}")
+		if err != nil {
+			t.Error(err)
+		}
+		return out
+	}
+	full := func() {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); wazero.Spares(c) < spares; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d spares, want %d", wazero.Spares(c), spares)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		if n := wazero.Spares(c); n != spares {
+			t.Fatalf("%d spares, want %d", n, spares)
+		}
+	}
+	seeds := map[string]string{"a": seed("a"), "b": seed("b")}
+	full()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 2 * spares {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			owner := fmt.Sprintf("new%d", i)
+			s := seed(owner)
+			mu.Lock()
+			seeds[owner] = s
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	byseed := map[string]string{}
+	for owner, s := range seeds {
+		if s == "" {
+			t.Fatalf("%s: no seed", owner)
+		}
+		if other, dup := byseed[s]; dup {
+			t.Fatalf("owners %s and %s share an initialisation (seed %s)", owner, other, s)
+		}
+		byseed[s] = owner
+		if again := seed(owner); again != s {
+			t.Fatalf("%s's later instance saw seed %s, its first %s", owner, again, s)
+		}
+	}
+	full()
 }

@@ -35,6 +35,9 @@ type Options struct {
 	// Snapshots starts an owner's instances from a snapshot of its first
 	// instance's initialised state (snapshot.go).
 	Snapshots bool
+	// Spares is how many spare snapshots a module keeps ready for owners
+	// never seen before (wasmsnap.Options.Spares; less than one is one).
+	Spares int
 }
 
 type engine struct {
@@ -278,7 +281,7 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 		c.img = newImage(p.image)
 	}
 	if e.opts.Snapshots {
-		snaps, err := newSnapshots(p.wasm, c.img, p.noInterrupt == nil)
+		snaps, err := newSnapshots(p.wasm, c.img, p.noInterrupt == nil, e.opts.Spares)
 		if err != nil && cfg.Notice != nil {
 			cfg.Notice(fmt.Sprintf("instances start without a snapshot: %v", err))
 		}

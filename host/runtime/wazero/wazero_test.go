@@ -24,7 +24,7 @@ func TestCompiler(t *testing.T) {
 // made for an owner, from its snapshot after the first.
 func TestCompilerSnapshots(t *testing.T) {
 	runtimetest.RunAll(t, core.New(), func(t *testing.T) runtime.Engine {
-		e, err := wazero.New(wazero.Options{CacheDir: testplugins.CacheDir(), Snapshots: true})
+		e, err := wazero.New(wazero.Options{CacheDir: testplugins.CacheDir(), Snapshots: true, Spares: 2})
 		if err != nil {
 			t.Fatal(err)
 		}

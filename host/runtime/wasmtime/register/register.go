@@ -10,6 +10,6 @@ import (
 
 func init() {
 	host.RegisterEngine("wasmtime", func(o host.EngineOptions) (runtime.Engine, error) {
-		return wasmtime.New(wasmtime.Options{CacheDir: o.CacheDir, Snapshots: o.Snapshots})
+		return wasmtime.New(wasmtime.Options{CacheDir: o.CacheDir, Snapshots: o.Snapshots, Spares: o.SnapshotSpares})
 	})
 }
