@@ -31,7 +31,7 @@ func BenchmarkCollectStream(b *testing.B) {
 			off, ls.eof = end, end == len(stream)
 			for len(ls.rest) > 0 {
 				ls.col.grow(len(ls.rest))
-				_, used := indexLines(ls.rest, ls.eof, 1<<20, runs, &ls.col)
+				_, used := indexLines(ls.rest, ls.eof, 1<<20, runs, &ls.col, &ls.spans)
 				if used == 0 {
 					break
 				}
