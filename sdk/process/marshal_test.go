@@ -56,18 +56,3 @@ func FuzzMarshalStart(f *testing.F) {
 		sameDecoding(t, marshalStart(r), r, new(abi.ProcessStartRequest), new(abi.ProcessStartRequest))
 	})
 }
-
-// waitResponse is abi.ProcessWaitResponse field for field (its collection
-// raw): a field added to the one must be added to the other.
-func TestWaitResponseMirrors(t *testing.T) {
-	a, w := reflect.TypeFor[abi.ProcessWaitResponse](), reflect.TypeFor[waitResponse]()
-	if a.NumField() != w.NumField() {
-		t.Fatalf("%d fields against %d", w.NumField(), a.NumField())
-	}
-	for i := range a.NumField() {
-		fa, fw := a.Field(i), w.Field(i)
-		if fa.Name != fw.Name || fa.Tag != fw.Tag || fa.Type != fw.Type && fa.Name != "Collected" {
-			t.Errorf("field %d: %s %s %q against %s %s %q", i, fw.Name, fw.Type, fw.Tag, fa.Name, fa.Type, fa.Tag)
-		}
-	}
-}

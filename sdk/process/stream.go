@@ -2,7 +2,6 @@ package process
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -184,42 +183,18 @@ func (c *Collection) AppendJSON(dst []byte) []byte {
 // WaitCollected is Wait that also keeps the program's collection (reads
 // with ReadCollect) on the host for the rest of the call.
 func (s *Started) WaitCollected(kill bool) (*WaitResult, *Collection, error) {
-	var r waitResponse
+	var r abi.ProcessWaitResponse
 	if code, msg := guest.DoRaw(callStream, "wait", marshalWait(abi.ProcessWaitRequest{ID: s.ID, Kill: kill, KeepCollected: true}), &r); code != "" {
 		return nil, nil, &Error{Code: code, Message: msg}
 	}
 	col := &Collection{}
-	if len(r.Collected) > 0 {
-		var c abi.ProcessCollected
-		if err := jsonx.Unmarshal(r.Collected, &c); err != nil {
-			return nil, nil, &Error{Code: "internal", Message: "bad response from the host: collected: " + err.Error()}
-		}
-		if c.Kept >= 0 && c.Events > 0 {
-			col.Events, col.Bytes = c.Events, c.Bytes
-			col.blob = guest.KeptByHost(uint32(c.Kept), c.Bytes)
-		}
+	if r.Collected != nil && r.Collected.Kept >= 0 && r.Collected.Events > 0 {
+		col.Events, col.Bytes = r.Collected.Events, r.Collected.Bytes
+		col.blob = guest.KeptByHost(uint32(r.Collected.Kept), r.Collected.Bytes)
 	}
 	return &WaitResult{ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, Killed: r.Killed,
 		Duration: time.Duration(r.DurationMs) * time.Millisecond, StdoutBytes: r.StdoutBytes, StdoutTruncated: r.StdoutTruncated,
 		Stderr: r.Stderr, StderrTruncated: r.StderrTruncated}, col, nil
-}
-
-// waitResponse is abi.ProcessWaitResponse with its collection left raw:
-// jsonx reads a flat struct in one pass, but sent a field that is itself
-// a struct to encoding/json (tens of microseconds in wasm, on every
-// Machine Mode call); the collection is then read as the flat struct it
-// is.
-type waitResponse struct {
-	ExitCode        int             `json:"exit_code"`
-	Signal          string          `json:"signal"`
-	TimedOut        bool            `json:"timed_out"`
-	Killed          string          `json:"killed"`
-	DurationMs      int64           `json:"duration_ms"`
-	StdoutBytes     int64           `json:"stdout_bytes"`
-	StdoutTruncated bool            `json:"stdout_truncated"`
-	Stderr          string          `json:"stderr"`
-	StderrTruncated bool            `json:"stderr_truncated"`
-	Collected       json.RawMessage `json:"collected"`
 }
 
 // EachEntry is EachRun for a ReadCollect response: a collected entry
