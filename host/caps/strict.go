@@ -3,6 +3,7 @@ package caps
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -44,7 +45,7 @@ func shapeOf(t reflect.Type) *flatShape {
 		s = &flatShape{fields: map[string]bool{}}
 		for i := range t.NumField() {
 			f := t.Field(i)
-			tag, _, _ := stringsCut(f.Tag.Get("json"))
+			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 			if f.Anonymous || tag == "-" && f.IsExported() {
 				s = nil // promotion, and "-" (a field named "-" is "-,")
 				break
@@ -164,14 +165,4 @@ func uniqueKeys(obj []byte) bool {
 		return true
 	})
 	return err == nil && ok
-}
-
-// stringsCut is the name part of a json tag.
-func stringsCut(tag string) (string, string, bool) {
-	for i := 0; i < len(tag); i++ {
-		if tag[i] == ',' {
-			return tag[:i], tag[i+1:], true
-		}
-	}
-	return tag, "", false
 }
