@@ -79,7 +79,7 @@ func TestStrictFlat(t *testing.T) {
 	}
 }
 
-// flatKinds: which types take the flat path.
+// TestStrictFlatShapes: which types take the flat path.
 func TestStrictFlatShapes(t *testing.T) {
 	type inner struct{ A int }
 	type withStruct struct{ In inner }
