@@ -49,6 +49,15 @@ func ParseManifest(data []byte) (*abi.Manifest, error) {
 // host could read a document differently from a person, a JSON Schema
 // validator or another parser.
 func StrictUnmarshal(data []byte, v any) error {
+	if strictFlat(data, v) {
+		return nil
+	}
+	return strictUnmarshal(data, v)
+}
+
+// strictUnmarshal is StrictUnmarshal for any document and type: the
+// decoding, then a walk of the document's tokens that checks its names.
+func strictUnmarshal(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

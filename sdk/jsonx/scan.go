@@ -65,54 +65,80 @@ func (s *scanner) ws() {
 	}
 }
 
+// plainUTF8[c] and plainLax[c] tell a byte that stands for itself in a
+// string's contents: printable ASCII but the quote and the backslash, and
+// (plainLax, for Valid) any byte from 0x80 on. The scan skips a run of
+// them with one table lookup a byte.
+var plainUTF8, plainLax [256]bool
+
+func init() {
+	for c := 0x20; c < 256; c++ {
+		plain := c != '"' && c != '\\'
+		plainUTF8[c] = plain && c < utf8.RuneSelf
+		plainLax[c] = plain
+	}
+}
+
 // str reads a string at s.i (its opening quote) and returns its contents'
 // bounds and whether it has escapes.
 func (s *scanner) str() (start, end int, esc, ok bool) {
 	b := s.b
-	s.i++
-	start = s.i
-	for s.i < len(b) {
-		c := b[s.i]
-		switch {
+	plain := &plainUTF8
+	if s.lax {
+		plain = &plainLax
+	}
+	i := s.i + 1
+	start = i
+	for {
+		for i < len(b) && plain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			s.i = i
+			return 0, 0, false, false
+		}
+		switch c := b[i]; {
 		case c == '"':
-			end = s.i
-			s.i++
-			return start, end, esc, true
+			s.i = i + 1
+			return start, i, esc, true
 		case c == '\\':
 			esc = true
-			s.i++
-			if s.i >= len(b) {
+			i++
+			if i >= len(b) {
+				s.i = i
 				return 0, 0, false, false
 			}
-			switch b[s.i] {
+			switch b[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i++
+				i++
 			case 'u':
-				if s.i+4 >= len(b) {
+				if i+4 >= len(b) {
+					s.i = i
 					return 0, 0, false, false
 				}
 				for k := 1; k <= 4; k++ {
-					if !isHex(b[s.i+k]) {
+					if !isHex(b[i+k]) {
+						s.i = i
 						return 0, 0, false, false
 					}
 				}
-				s.i += 5
+				i += 5
 			default:
+				s.i = i
 				return 0, 0, false, false
 			}
 		case c < 0x20:
+			s.i = i
 			return 0, 0, false, false
-		case c < utf8.RuneSelf || s.lax:
-			s.i++
-		default:
-			r, size := utf8.DecodeRune(b[s.i:])
+		default: // from 0x80 on, not lax
+			r, size := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && size == 1 {
+				s.i = i
 				return 0, 0, false, false
 			}
-			s.i += size
+			i += size
 		}
 	}
-	return 0, 0, false, false
 }
 
 func isHex(c byte) bool {

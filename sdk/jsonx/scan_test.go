@@ -103,6 +103,17 @@ func FuzzValid(f *testing.F) {
 	})
 }
 
+// BenchmarkScanObject is the check of one line of a Machine Mode stream.
+func BenchmarkScanObject(b *testing.B) {
+	line := []byte(`{"type":"hit","rank":1234,"id":"doc_1234","title":"A document about agent-operable tools"}`)
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		if _, _, ok := ScanObject(line); !ok {
+			b.Fatal("refused")
+		}
+	}
+}
+
 func BenchmarkValid(b *testing.B) {
 	d := []byte(`{"events":[`)
 	for i := 0; i < 10000; i++ {

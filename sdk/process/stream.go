@@ -65,7 +65,7 @@ func Start(req StartRequest) (*Started, error) {
 		w.Stdin = &req.Stdin
 	}
 	var r abi.ProcessStartResponse
-	if code, msg := guest.Do(callStream, "start", w, &r); code != "" {
+	if code, msg := guest.DoRaw(callStream, "start", marshalStart(w), &r); code != "" {
 		return nil, &Error{Code: code, Message: msg}
 	}
 	return &Started{ID: r.ID, Program: r.Program, Cwd: r.Cwd}, nil
@@ -104,7 +104,7 @@ func read(req []byte) ([]byte, error) {
 // Unread stdout is discarded.
 func (s *Started) Wait(kill bool) (*WaitResult, error) {
 	var r abi.ProcessWaitResponse
-	if code, msg := guest.Do(callStream, "wait", abi.ProcessWaitRequest{ID: s.ID, Kill: kill}, &r); code != "" {
+	if code, msg := guest.DoRaw(callStream, "wait", marshalWait(abi.ProcessWaitRequest{ID: s.ID, Kill: kill}), &r); code != "" {
 		return nil, &Error{Code: code, Message: msg}
 	}
 	return &WaitResult{ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, Killed: r.Killed,
@@ -184,7 +184,7 @@ func (c *Collection) AppendJSON(dst []byte) []byte {
 // with ReadCollect) on the host for the rest of the call.
 func (s *Started) WaitCollected(kill bool) (*WaitResult, *Collection, error) {
 	var r abi.ProcessWaitResponse
-	if code, msg := guest.Do(callStream, "wait", abi.ProcessWaitRequest{ID: s.ID, Kill: kill, KeepCollected: true}, &r); code != "" {
+	if code, msg := guest.DoRaw(callStream, "wait", marshalWait(abi.ProcessWaitRequest{ID: s.ID, Kill: kill, KeepCollected: true}), &r); code != "" {
 		return nil, nil, &Error{Code: code, Message: msg}
 	}
 	col := &Collection{}
@@ -287,6 +287,54 @@ func EachLine(resp []byte, f func(line, typ []byte, checked bool) bool) error {
 		}
 	}
 	return nil
+}
+
+// marshalStart encodes a start request as encoding/json would (the
+// fields in their order, omitempty as tagged), without reflection.
+func marshalStart(r abi.ProcessStartRequest) []byte {
+	b := make([]byte, 0, 128)
+	b = append(b, `{"argv":`...)
+	if r.Argv == nil {
+		b = append(b, "null"...)
+	} else {
+		b = jsonx.Append(b, r.Argv)
+	}
+	if len(r.Env) > 0 {
+		b = append(b, `,"env":`...)
+		b = jsonx.Append(b, r.Env) // keys sorted
+	}
+	if r.Cwd != "" {
+		b = append(b, `,"cwd":`...)
+		b = jsonx.AppendString(b, r.Cwd)
+	}
+	if r.Stdin != nil {
+		b = append(b, `,"stdin":`...)
+		b = jsonx.AppendString(b, *r.Stdin)
+	}
+	if r.TimeoutMs != 0 {
+		b = append(b, `,"timeout_ms":`...)
+		b = strconv.AppendInt(b, r.TimeoutMs, 10)
+	}
+	if r.MaxOutputBytes != 0 {
+		b = append(b, `,"max_output_bytes":`...)
+		b = strconv.AppendInt(b, r.MaxOutputBytes, 10)
+	}
+	if r.ClearEnv {
+		b = append(b, `,"clear_env":true`...)
+	}
+	return append(b, '}')
+}
+
+// marshalWait encodes a wait request.
+func marshalWait(r abi.ProcessWaitRequest) []byte {
+	b := strconv.AppendInt(append(make([]byte, 0, 48), `{"id":`...), int64(r.ID), 10)
+	if r.Kill {
+		b = append(b, `,"kill":true`...)
+	}
+	if r.KeepCollected {
+		b = append(b, `,"keep_collected":true`...)
+	}
+	return append(b, '}')
 }
 
 // marshalRead encodes a read request (small and fixed: no reflection).

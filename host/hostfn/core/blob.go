@@ -116,7 +116,16 @@ func outputBlob(_ context.Context, c *hostfn.Call, _ hostfn.Memory, stack []uint
 		panic(hostfn.ErrResultTooLarge{Limit: c.MaxOutput})
 	}
 	start := len(c.Output)
-	if cap(c.Output)-len(c.Output) < len(b) {
+	if escape == 1 && k.Escaped != nil {
+		if cap(c.Output)-len(c.Output) < len(k.Escaped) {
+			// escaped ahead (a collection): room for it and for the
+			// collection as it is, which usually follows
+			// (structuredContent), at once: the room below was too little
+			// for a stream of short events, whose escaping is a sixth
+			// longer, and the output was copied again
+			c.Output = slices.Grow(c.Output, len(k.Escaped)+len(b)+4096)
+		}
+	} else if cap(c.Output)-len(c.Output) < len(b) {
 		// a kept response is usually written twice (structuredContent
 		// and the text block): room for both at once
 		c.Output = slices.Grow(c.Output, 2*(len(b)+len(b)/16)+1024)

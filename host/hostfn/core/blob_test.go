@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/aiodhq/aiod/host/hostfn"
 	"github.com/aiodhq/aiod/sdk/jsonx"
@@ -377,6 +378,29 @@ func TestOutputBlobCollection(t *testing.T) {
 			}()
 			outputBlob(context.Background(), c, nil, []uint64{tc.h, tc.escape})
 		}()
+	}
+	// a stream of short events (escaped a sixth longer): the text block's
+	// write makes room for the collection as it is too, which then goes
+	// in without the output being copied again
+	var big []byte
+	for i := range 10000 {
+		if i > 0 {
+			big = append(big, ',')
+		}
+		big = fmt.Appendf(big, `{"type":"hit","rank":%d,"id":"doc_%d","title":"A document about agent-operable tools"}`, i, i)
+	}
+	bc := &hostfn.Call{MaxOutput: 1 << 24, Kept: []hostfn.Kept{{Bytes: big, UTF8: true, Items: 10000, Escaped: AppendEscaped(nil, big, 1)}}}
+	bc.Output = append(bc.Output, `{"content":[{"type":"text","text":"{\"events\":[`...)
+	outputBlob(context.Background(), bc, nil, []uint64{0, 1})
+	at := unsafe.SliceData(bc.Output)
+	bc.Output = append(bc.Output, `]}"}],"structuredContent":{"events":[`...)
+	outputBlob(context.Background(), bc, nil, []uint64{0, 0})
+	if unsafe.SliceData(bc.Output) != at {
+		t.Error("the output was copied again for the collection after its escaped text")
+	}
+	bc.Output = append(bc.Output, `]},"isError":false}`...)
+	if !json.Valid(bc.Output) || !ValidObject(bc.Output, bc.Spliced) {
+		t.Errorf("the result of %d bytes is not valid", len(bc.Output))
 	}
 	// a collection past max_result_bytes traps as any output does
 	small := &hostfn.Call{MaxOutput: 10, Kept: c.Kept}

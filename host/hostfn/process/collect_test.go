@@ -245,11 +245,11 @@ func TestProcessReadCollectRefused(t *testing.T) {
 func TestWithCollected(t *testing.T) {
 	rest := []byte(`{"type":"meta"}` + "\n" + `{"type":"hit"}` + "\n" + `{"type":"x"}` + "\n")
 	col := &collection{}
-	out, used := indexLines(rest, false, 1<<20, []string{"hit"}, col)
+	out, used := indexLines(rest, false, 1<<20, []string{"hit"}, col, nil)
 	if es := decodeCollect(t, withCollected(out, 3)); !slices.Equal(es, []centry{{nLines: 3, collected: true}, {b: `{"type":"meta"}`, typ: "meta", nLines: 1}}) {
 		t.Fatalf("%+v", es)
 	}
-	out, _ = indexLines(rest[used:], false, 1<<20, []string{"hit"}, col)
+	out, _ = indexLines(rest[used:], false, 1<<20, []string{"hit"}, col, nil)
 	if es := decodeCollect(t, withCollected(out, 3)); !slices.Equal(es, []centry{{nLines: 4, collected: true}, {b: `{"type":"x"}`, typ: "x", nLines: 1}}) {
 		t.Fatalf("%+v", es)
 	}

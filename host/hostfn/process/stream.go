@@ -34,6 +34,8 @@ type started struct {
 // stdout has ended.
 type lineState struct {
 	rest    []byte
+	own     []byte     // rest's buffer when a piece was appended to it
+	spans   []lineSpan // indexLines' scratch
 	scanned int
 	eof     bool
 	// the collection (reads with collect, v1.2): the runs kept on the
@@ -42,13 +44,25 @@ type lineState struct {
 }
 
 // take appends b, a piece Running.Read handed over, to the rest: the
-// piece itself when nothing is held.
+// piece itself when nothing is held, else the unfinished line and the
+// piece in the state's own buffer, reused read after read (appending to
+// the piece before made a new buffer nearly every read: 2 MB of garbage
+// for a stream of 10,000 events).
 func (ls *lineState) take(b []byte) {
-	if len(ls.rest) == 0 && len(b) > 0 {
+	switch {
+	case len(b) == 0:
+	case len(ls.rest) == 0:
 		ls.rest = b
-		return
+	default:
+		n := len(ls.rest) + len(b)
+		if cap(ls.own) < n {
+			ls.own = make([]byte, 0, max(n, 2*cap(ls.own), 64<<10))
+		}
+		own := ls.own[:n]
+		copy(own, ls.rest) // rest may lie in own: copy moves it
+		copy(own[len(ls.rest):], b)
+		ls.rest = own
 	}
-	ls.rest = append(ls.rest, b...)
 }
 
 // collection is a program's collection: the domain events a plugin
@@ -362,7 +376,7 @@ func readLines(ctx context.Context, r *proc.Running, ls *lineState, n int, wait 
 			ls.eof = eof
 		}
 	}
-	out, used := indexLines(ls.rest, ls.eof, n, runs, nil)
+	out, used := indexLines(ls.rest, ls.eof, n, runs, nil, &ls.spans)
 	ls.rest = append(ls.rest[:0], ls.rest[used:]...)
 	ls.scanned = 0
 	return out, nil
@@ -382,7 +396,7 @@ func readCollect(ctx context.Context, r *proc.Running, ls *lineState, n int, wai
 	for {
 		if len(ls.rest) > 0 {
 			col.grow(len(ls.rest))
-			out, used := indexLines(ls.rest, ls.eof, n, runs, col)
+			out, used := indexLines(ls.rest, ls.eof, n, runs, col, &ls.spans)
 			ls.rest = append(ls.rest[:0], ls.rest[used:]...)
 			if k, only := collectedOnly(out); only {
 				counted += k
@@ -461,7 +475,15 @@ func withCollected(out []byte, counted int) []byte {
 // last line unfinished, when eof), as many as fit in n bytes and at least
 // one, and how much of rest it used. Empty when rest holds no line.
 func lineIndex(rest []byte, eof bool, n int, runs []string) ([]byte, int) {
-	return indexLines(rest, eof, n, runs, nil)
+	return indexLines(rest, eof, n, runs, nil, nil)
+}
+
+// lineSpan is one line of indexLines' response.
+type lineSpan struct {
+	start, end int // the line in rest
+	ts, tl     uint32
+	run        bool // it may join a run
+	collected  bool // it went into the collection
 }
 
 // indexLines is lineIndex, and with col a read with collect: the runs
@@ -469,19 +491,20 @@ func lineIndex(rest []byte, eof bool, n int, runs []string) ([]byte, int) {
 // response (an entry without bytes, LineCollected), and the response
 // ends after the first entry that was not collected, so that what the
 // plugin adds of it comes in the stream's order.
-func indexLines(rest []byte, eof bool, n int, runs []string, col *collection) ([]byte, int) {
+//
+// scratch, when not nil, holds the lines' spans from one call to the next
+// (a read reads a few hundred lines; a new slice each time was most of
+// what a stream of short events allocated).
+func indexLines(rest []byte, eof bool, n int, runs []string, col *collection, scratch *[]lineSpan) ([]byte, int) {
 	entry := abi.LineEntry
 	if len(runs) > 0 {
 		entry = abi.RunEntry
 	}
 	// the whole lines, as many as fit in n (at least one), each read
-	type span struct {
-		start, end int // the line in rest
-		ts, tl     uint32
-		run        bool // it may join a run
-		collected  bool // it went into the collection
+	var spans []lineSpan
+	if scratch != nil {
+		spans = (*scratch)[:0]
 	}
-	var spans []span
 	size, entries := 0, 0
 	for off := 0; off < len(rest); {
 		i := bytes.IndexByte(rest[off:], '\n')
@@ -493,7 +516,7 @@ func indexLines(rest []byte, eof bool, n int, runs []string, col *collection) ([
 			end = len(rest) // the unfinished last line, at the end
 		}
 		line := rest[off:end]
-		sp := span{start: off, end: end, ts: abi.LineUnchecked, tl: abi.LineUnchecked}
+		sp := lineSpan{start: off, end: end, ts: abi.LineUnchecked, tl: abi.LineUnchecked}
 		typ, slow, ok := jsonx.ScanObject(line)
 		plain := ok && !slow && typ != nil
 		if plain {
@@ -539,6 +562,9 @@ func indexLines(rest []byte, eof bool, n int, runs []string, col *collection) ([
 		}
 		spans = append(spans, sp)
 		off = end + 1
+	}
+	if scratch != nil {
+		*scratch = spans[:0] // grown, for the next call
 	}
 	if len(spans) == 0 {
 		return []byte{}, 0 // the end of stdout
