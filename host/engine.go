@@ -1,10 +1,14 @@
 package host
 
 import (
+	"cmp"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
+	"github.com/aiodhq/aiod/host/internal/buildid"
 	"github.com/aiodhq/aiod/host/runtime"
 	"github.com/aiodhq/aiod/host/runtime/wazero"
 )
@@ -81,4 +85,21 @@ func newEngine(name string, o EngineOptions) (runtime.Engine, error) {
 		return nil, fmt.Errorf("engine %q is not built into this binary (built with: %s)", name, strings.Join(Engines(), ", "))
 	}
 	return f(o)
+}
+
+// selfBuild is the running executable's Go build ID, read once.
+var selfBuild = sync.OnceValues(buildid.Self)
+
+// checkedRecords is where the plugin registry keeps its records of the
+// plugins that passed their load check (plugin.Options.CheckedDir), beside
+// the compiled modules, and the key naming this program and engine: the
+// records of another build, or of the other engine, are never used. None
+// without a cache directory, or when the executable's build ID cannot be
+// read (a binary not linked by the go command).
+func checkedRecords(cacheDir, engine string) (dir, key string) {
+	id, err := selfBuild()
+	if cacheDir == "" || err != nil {
+		return "", ""
+	}
+	return filepath.Join(cacheDir, "checked"), cmp.Or(engine, DefaultEngine) + " " + id
 }

@@ -149,10 +149,11 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 				h.log.Warn("this binary has no built-in plugins (build it with `make build`)")
 			}
 			ms := h.machine.Setup(p.policy)
+			checkedDir, checkedKey := checkedRecords(p.cacheDir, cfg.Engine)
 			return h.provisionRegistry(ctx, plugin.Options{Policy: p.policy, BuiltinPolicy: machinetools.WithPolicy(builtinPolicy(p.policy), ms), Env: p.env,
 				Builtins: cfg.PageToolsConfig.builtins(cfg.Builtins, cfg.Browser.Mode), Dir: cfg.PluginsDir,
 				IdleTimeout: cfg.IdleTimeout, KeepCompiled: cfg.KeepCompiled, RequirePins: cfg.Lockdown, Remotes: h.oci.Remotes(ctx, p.policy),
-				Configurations: ms.Configurations()})
+				Configurations: ms.Configurations(), CheckedDir: checkedDir, CheckedKey: checkedKey})
 		},
 		func() error { return h.wireTenancy(cfg.TenancyConfig, p.auditRequired, cfg.AdminKey, p.policy, p.lock) },
 		func() error {

@@ -54,6 +54,15 @@ func newLazy(c runtime.Compiled, wake func(context.Context) (runtime.Compiled, e
 	return &lazyCompiled{exports: c.Exports(), c: c, wake: wake, idle: time.Now()}
 }
 
+// newDormant is a module listed without compiling it (its check passed
+// at an earlier start of this program, checked.go): its first use
+// compiles it.
+func newDormant(exports []string, wake func(context.Context) (runtime.Compiled, error)) *lazyCompiled {
+	l := &lazyCompiled{exports: exports, wake: wake, idle: time.Now()}
+	l.asleep.Store(true)
+	return l
+}
+
 // setWake replaces how the module is compiled again (a later generation
 // reusing the module knows where its bytes are now).
 func (l *lazyCompiled) setWake(wake func(context.Context) (runtime.Compiled, error)) {

@@ -150,7 +150,7 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, s *source, fams []host
 		}
 	}
 	t0 := time.Now()
-	reused, err := r.compile(ctx, p, read, s, fams)
+	reused, dormant, err := r.compile(ctx, p, read, s, fams)
 	if err != nil {
 		return err
 	}
@@ -164,12 +164,16 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, s *source, fams []host
 		check = r.checkExtism
 	}
 	// a reactor whose module, manifest and grant passed before passes
-	// again (an A/B swap back, a rollback): no instantiation to check it
-	skip := reused && p.Manifest.Form != abi.FormExtism && p.mod.hasPassed(p.key)
+	// again (an A/B swap back, a rollback, a start of the same program):
+	// no instantiation to check it
+	skip := (reused || dormant) && p.Manifest.Form != abi.FormExtism && p.mod.hasPassed(p.key)
 	if !p.command && !skip {
 		if err := check(ctx, p); err != nil {
 			p.close()
 			return err
+		}
+		if p.Manifest.Form != abi.FormExtism {
+			r.checked.store(p, p.compiled.Exports())
 		}
 	}
 	p.mod.checked(p.key)
@@ -183,7 +187,7 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, s *source, fams []host
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	log.Info("plugin loaded", "version", m.Version, "digest", p.Digest[:12], "tools", len(m.Tools), "configured", m.Configured, "families", grant.GrantedFamilies(),
-		"compiled", !reused, "checked", !skip, "compile_ms", ms(t1.Sub(t0)), "check_ms", ms(t2.Sub(t1)), "prewarm_ms", ms(time.Since(t2)), "prewarmed", warmed)
+		"compiled", !reused && !dormant, "dormant", dormant, "checked", !skip, "compile_ms", ms(t1.Sub(t0)), "check_ms", ms(t2.Sub(t1)), "prewarm_ms", ms(time.Since(t2)), "prewarmed", warmed)
 	return nil
 }
 
@@ -196,7 +200,11 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, s *source, fams []host
 // read gives the module's bytes. A module held is reused without them
 // when they were not read (a reload that knew the digest, filedigest):
 // the held module keeps its own bytes for its wakes.
-func (r *Registry) compile(ctx context.Context, p *Plugin, read func() ([]byte, error), s *source, fams []hostfn.Family) (reused bool, err error) {
+//
+// A reactor that passed its check with the same inputs at an earlier
+// start of this program (checked.go) is not compiled: it starts dormant
+// (dormant true), its first use compiles it.
+func (r *Registry) compile(ctx context.Context, p *Plugin, read func() ([]byte, error), s *source, fams []hostfn.Family) (reused, dormant bool, err error) {
 	m, grant := p.Manifest, p.Grant
 	cfg := runtime.Config{
 		Name:        m.Name,
@@ -232,11 +240,20 @@ func (r *Registry) compile(ctx context.Context, p *Plugin, read func() ([]byte, 
 			reread = s.reader(p.Digest)
 			l.setWake(wake) // its bytes are where this version's are
 		}
-		return true, nil
+		return true, false, nil
+	}
+	if !p.command && m.Form != abi.FormExtism {
+		if exports := r.checked.lookup(p); exports != nil {
+			reread = s.reader(p.Digest)
+			p.mod = r.modules.add(p.modKey, m.Name, newDormant(exports, wake))
+			p.compiled = p.mod.compiled
+			p.mod.checked(p.key)
+			return false, true, nil
+		}
 	}
 	wasm, err := read()
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	reread = s.reader(p.Digest)
 	compiled, err := engine.Compile(ctx, wasm, cfg)
@@ -250,11 +267,11 @@ func (r *Registry) compile(ctx context.Context, p *Plugin, read func() ([]byte, 
 				ie.Unimplemented = grant.Has(abi.Family(fam)) // granted, yet not linked: no such family here
 			}
 		}
-		return false, err
+		return false, false, err
 	}
 	p.mod = r.modules.add(p.modKey, m.Name, newLazy(compiled, wake))
 	p.compiled = p.mod.compiled
-	return false, nil
+	return false, false, nil
 }
 
 func grantKey(g *caps.Grant) string {

@@ -1,0 +1,86 @@
+package plugin
+
+// This file remembers, across starts, the plugins that passed their load
+// check, so that a start of the same program with the same inputs lists
+// them without compiling them (they start dormant, lazy.go).
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/aiodhq/aiod/sdk/abi"
+)
+
+// checkedRecords keeps one file per plugin that passed its check in dir:
+// <sha256 of key and the plugin's key>.json, holding both keys (the file
+// is used only if they match) and the module's exports. key names the
+// program (Options.CheckedKey): a record of another build is never used.
+type checkedRecords struct {
+	dir, key string
+}
+
+type checkedRecord struct {
+	Program string   `json:"program"`
+	Plugin  string   `json:"plugin"` // Plugin.key: module digest, manifest, grant, configuration
+	Exports []string `json:"exports"`
+}
+
+func (c checkedRecords) path(p *Plugin) string {
+	h := sha256.Sum256([]byte(c.key + "\x00" + p.key))
+	return filepath.Join(c.dir, hex.EncodeToString(h[:])+".json")
+}
+
+// lookup returns the exports of p's module if a start of this program
+// checked p with the same inputs before (nil otherwise, and for a record
+// that does not parse or names other inputs).
+func (c checkedRecords) lookup(p *Plugin) []string {
+	if c.dir == "" || c.key == "" {
+		return nil
+	}
+	b, err := os.ReadFile(c.path(p))
+	if err != nil {
+		return nil
+	}
+	var r checkedRecord
+	if json.Unmarshal(b, &r) != nil || r.Program != c.key || r.Plugin != p.key ||
+		!slices.Contains(r.Exports, abi.ExportVersion) || !slices.Contains(r.Exports, abi.ExportCall) {
+		return nil
+	}
+	return r.Exports
+}
+
+// store records that p passed its check (written atomically; a failure
+// only costs the next start a compile).
+func (c checkedRecords) store(p *Plugin, exports []string) {
+	if c.dir == "" || c.key == "" {
+		return
+	}
+	b, err := json.Marshal(checkedRecord{Program: c.key, Plugin: p.key, Exports: exports})
+	if err != nil {
+		return
+	}
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		p.log.Debug("check record not kept", "err", err)
+		return
+	}
+	f, err := os.CreateTemp(c.dir, ".tmp-*")
+	if err != nil {
+		p.log.Debug("check record not kept", "err", err)
+		return
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), c.path(p))
+	}
+	if err != nil {
+		p.log.Debug("check record not kept", "err", err)
+	}
+}
