@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
@@ -143,5 +144,49 @@ func TestCheckedRecordsNotForFailures(t *testing.T) {
 		if m, _ := filepath.Glob(filepath.Join(records, "*.json")); len(m) != 0 {
 			t.Fatalf("records of a failed check: %v", m)
 		}
+	}
+}
+
+// TestRestedAfterWake: a wake's compile is followed by one Rested (the
+// host returns the compile's garbage to the OS), also for a plugin that
+// started dormant, whose start-up load put nothing to sleep.
+func TestRestedAfterWake(t *testing.T) {
+	ctx := context.Background()
+	dir, records := t.TempDir(), t.TempDir()
+	testplugins.Package(t, dir, "plugins/examples/echo", nil, nil)
+	rested := make(chan struct{}, 8)
+	start := func() *plugin.Registry {
+		reg, err := plugin.New(ctx, plugin.Options{Engine: engine(t), Policy: &caps.Policy{}, Dir: dir, Logger: quiet(),
+			CheckedDir: records, CheckedKey: "build-a", Rested: func() { rested <- struct{}{} }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reg
+	}
+	start().Close(ctx) // records the check
+	reg := start()
+	defer reg.Close(ctx)
+	if !reg.Catalog().Lookup("echo").Plugin.Dormant() {
+		t.Fatal("not dormant at the second start")
+	}
+	select {
+	case <-rested:
+		t.Fatal("Rested before any wake")
+	case <-time.After(300 * time.Millisecond):
+	}
+	for range 3 { // one wake, then warm calls
+		if got := text(call(t, reg, "echo", `{"text":"x"}`)); got != "x" {
+			t.Fatalf("echo: %q", got)
+		}
+	}
+	select {
+	case <-rested:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no Rested after a wake")
+	}
+	select {
+	case <-rested:
+		t.Fatal("Rested twice for one wake")
+	case <-time.After(500 * time.Millisecond):
 	}
 }

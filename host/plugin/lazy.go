@@ -54,6 +54,23 @@ func newLazy(c runtime.Compiled, wake func(context.Context) (runtime.Compiled, e
 	return &lazyCompiled{exports: c.Exports(), c: c, wake: wake, idle: time.Now()}
 }
 
+// wakeRelease is how long after a wake Options.Rested runs: the wakes of
+// a burst (a client's first calls of several plugins) share one release.
+const wakeRelease = 200 * time.Millisecond
+
+// woke runs Options.Rested once after a burst of wakes.
+func (r *Registry) woke() {
+	if r.opts.Rested == nil || !r.releasing.CompareAndSwap(false, true) {
+		return
+	}
+	time.AfterFunc(wakeRelease, func() {
+		r.releasing.Store(false)
+		if !r.closed.Load() {
+			r.opts.Rested()
+		}
+	})
+}
+
 // newDormant is a module listed without compiling it (its check passed
 // at an earlier start of this program, checked.go): its first use
 // compiles it.

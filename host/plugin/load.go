@@ -232,6 +232,7 @@ func (r *Registry) compile(ctx context.Context, p *Plugin, read func() ([]byte, 
 			return nil, fmt.Errorf("plugin %s: compile again: %w", m.Name, err)
 		}
 		log.Info("plugin woken", "compile_ms", float64(time.Since(t0).Microseconds())/1000)
+		r.woke()
 		return c, nil
 	}
 	if mod := r.modules.get(p.modKey); mod != nil {

@@ -78,8 +78,10 @@ type Options struct {
 	// module, saved at every start for every plugin not called). Either
 	// empty: no records. Not used with KeepCompiled.
 	CheckedDir, CheckedKey string
-	// Rested, when set, runs after the janitor put modules to sleep (the
-	// host returns the freed memory to the OS then).
+	// Rested, when set, runs after the janitor put modules to sleep, and
+	// once after a burst of wakes (wakeRelease after the first), from
+	// another goroutine: the host returns the freed memory to the OS then
+	// (a wake's compile leaves garbage several times the code it keeps).
 	Rested func()
 	// Background makes New list the plugins from their manifests at once
 	// and compile them in the background, one per core: a call to
@@ -139,6 +141,8 @@ type Registry struct {
 	modules modules
 	// checked remembers the plugins that passed their check across starts
 	checked checkedRecords
+	// releasing is set while a release after wakes is pending (woke)
+	releasing atomic.Bool
 }
 
 // Plugin is a loaded plugin.
