@@ -156,9 +156,20 @@ func TestStartPaced(t *testing.T) {
 	const total = 4 << 20
 	r := startSh(t, ctxT(t), m, `i=0; while [ $i -lt 64 ]; do head -c 65536 /dev/zero | tr '\0' a; i=$((i+1)); done`,
 		func(r *SpawnRequest) { r.MaxOutput = 8 << 20 })
-	time.Sleep(700 * time.Millisecond)
+	// the writer fills the queue to about streamHold, then blocks (under
+	// a loaded run it can take seconds to get there)
+	var held int
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r.qmu.Lock()
+		held = len(r.q)
+		r.qmu.Unlock()
+		if held >= streamHold/2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // held at the bound, not past it
 	r.qmu.Lock()
-	held := len(r.q)
+	held = len(r.q)
 	r.qmu.Unlock()
 	if held < streamHold/2 || held > streamHold+32<<10 || r.u.exited.Load() {
 		t.Fatalf("unread: %d bytes held (exited %v), want about %d and the writer blocked", held, r.u.exited.Load(), streamHold)
