@@ -34,8 +34,8 @@ import (
 
 	"github.com/aiodhq/aiod/sdk/abi"
 	"github.com/aiodhq/aiod/sdk/internal/guest"
+	"github.com/aiodhq/aiod/sdk/internal/infer"
 	"github.com/aiodhq/aiod/sdk/jsonx"
-	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Info describes the plugin for its manifest.
@@ -130,7 +130,7 @@ func AddTool[In any](t Tool, h func(c *Ctx, in In) (*Result, error)) {
 	dec := jsonx.DecoderFor(typ)
 	schema := t.InputSchema
 	if schema == nil {
-		s, err := jsonschema.For[In](nil)
+		s, err := infer.For(typ)
 		if err != nil {
 			panic(fmt.Sprintf("sdk: tool %s: cannot infer input schema: %v", t.Name, err))
 		}

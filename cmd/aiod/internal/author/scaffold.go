@@ -22,7 +22,8 @@ var templates embed.FS
 // goSDKModules are the modules the Go SDK's packages come from besides
 // aiod itself (TestGoSDKModules checks the list): a new Go project
 // requires them at the aiod tree's versions and copies their go.sum lines.
-var goSDKModules = []string{"github.com/google/jsonschema-go"}
+// None today: the SDK infers schemas itself (sdk/internal/infer).
+var goSDKModules []string
 
 // NewOptions configure New.
 type NewOptions struct {
