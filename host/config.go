@@ -42,6 +42,9 @@ type Config struct {
 	// (plugin.Options.KeepCompiled); by default a plugin without
 	// instances drops it.
 	KeepCompiled bool
+	// Prewake compiles at start, in the background, the modules that were
+	// awake when the last run of this build stopped (plugin.Options.Prewake).
+	Prewake bool
 	// Engine names the WebAssembly engine (one of Engines()).
 	Engine string
 	// NoSnapshots starts every instance with the plugin's own

@@ -152,7 +152,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 			checkedDir, checkedKey := checkedRecords(p.cacheDir, cfg.Engine)
 			return h.provisionRegistry(ctx, plugin.Options{Policy: p.policy, BuiltinPolicy: machinetools.WithPolicy(builtinPolicy(p.policy), ms), Env: p.env,
 				Builtins: cfg.PageToolsConfig.builtins(cfg.Builtins, cfg.Browser.Mode), Dir: cfg.PluginsDir,
-				IdleTimeout: cfg.IdleTimeout, KeepCompiled: cfg.KeepCompiled, RequirePins: cfg.Lockdown, Remotes: h.oci.Remotes(ctx, p.policy),
+				IdleTimeout: cfg.IdleTimeout, KeepCompiled: cfg.KeepCompiled, Prewake: cfg.Prewake, RequirePins: cfg.Lockdown, Remotes: h.oci.Remotes(ctx, p.policy),
 				Configurations: ms.Configurations(), CheckedDir: checkedDir, CheckedKey: checkedKey})
 		},
 		func() error { return h.wireTenancy(cfg.TenancyConfig, p.auditRequired, cfg.AdminKey, p.policy, p.lock) },

@@ -138,6 +138,7 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.bool(&c.AllowUnauthenticated, "allow-unauthenticated", "AIO_ALLOW_UNAUTHENTICATED", false, "allow listening beyond loopback without an API key")
 	s.duration(&c.IdleTimeout, "idle-timeout", "AIO_IDLE_TIMEOUT", plugin.DefaultIdleTimeout, "evict plugin instances idle this long (0: the default)")
 	s.bool(&c.KeepCompiled, "keep-compiled", "AIO_KEEP_COMPILED", false, "keep every plugin's compiled code in memory; by default a plugin without instances drops it (after start-up and after --idle-timeout) and compiles again from the cache when next called")
+	s.bool(&c.Prewake, "prewake", "AIO_PREWAKE", true, "at start, compile in the background the plugins that were awake (called, and not yet put to sleep by --idle-timeout) when the last run of this build stopped, so their first calls do not wait for a compile")
 	s.fs.TextVar(&s.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error (env AIO_LOG_LEVEL)")
 	s.env["log-level"] = "AIO_LOG_LEVEL"
 	s.int(&c.MaxSessions, "max-sessions", "AIO_MAX_SESSIONS", mcp.DefaultMaxSessions, "most legacy MCP sessions alive at once; the least recently used idle one makes room (0: the default)")

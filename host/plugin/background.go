@@ -42,16 +42,20 @@ type loadJob struct {
 // loader a cold start of 13 modules took 50 s instead of 27.
 func (r *Registry) loader(j loadJob) {
 	defer r.loading.Done()
-	// a plugin a call waits for goes first, without waiting for a loader
+	// a plugin a call waits for goes first, without waiting for a loader,
+	// and so does one whose module was awake when the last run stopped
+	// (prewake.go): its listing is quick, its compile runs beside
 	held := false
-	select {
-	case r.loadSem <- struct{}{}:
-		held = true
-	case <-j.p.want:
-	case <-r.stop:
-		j.p.loadErr = errors.New("registry closed")
-		close(j.p.ready)
-		return
+	if !r.noteAwake(j.p) {
+		select {
+		case r.loadSem <- struct{}{}:
+			held = true
+		case <-j.p.want:
+		case <-r.stop:
+			j.p.loadErr = errors.New("registry closed")
+			close(j.p.ready)
+			return
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	go func() {

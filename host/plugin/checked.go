@@ -27,6 +27,10 @@ type checkedRecord struct {
 	Program string   `json:"program"`
 	Plugin  string   `json:"plugin"` // Plugin.key: module digest, manifest, grant, configuration
 	Exports []string `json:"exports"`
+	// Awake is set while the module's machine code is in memory (woken
+	// by a call, not yet put to sleep): a start that finds it set wakes
+	// the module in the background (Options.Prewake).
+	Awake bool `json:"awake,omitempty"`
 }
 
 func (c checkedRecords) path(p *Plugin) string {
@@ -36,30 +40,31 @@ func (c checkedRecords) path(p *Plugin) string {
 
 // lookup returns the exports of p's module if a start of this program
 // checked p with the same inputs before (nil otherwise, and for a record
-// that does not parse or names other inputs).
-func (c checkedRecords) lookup(p *Plugin) []string {
+// that does not parse or names other inputs), and whether the module was
+// awake when the record was last written.
+func (c checkedRecords) lookup(p *Plugin) (exports []string, awake bool) {
 	if c.dir == "" || c.key == "" {
-		return nil
+		return nil, false
 	}
 	b, err := os.ReadFile(c.path(p))
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	var r checkedRecord
 	if json.Unmarshal(b, &r) != nil || r.Program != c.key || r.Plugin != p.key ||
 		!slices.Contains(r.Exports, abi.ExportVersion) || !slices.Contains(r.Exports, abi.ExportCall) {
-		return nil
+		return nil, false
 	}
-	return r.Exports
+	return r.Exports, r.Awake
 }
 
-// store records that p passed its check (written atomically; a failure
-// only costs the next start a compile).
-func (c checkedRecords) store(p *Plugin, exports []string) {
+// store records that p passed its check, and whether its module is awake
+// (written atomically; a failure only costs the next start a compile).
+func (c checkedRecords) store(p *Plugin, exports []string, awake bool) {
 	if c.dir == "" || c.key == "" {
 		return
 	}
-	b, err := json.Marshal(checkedRecord{Program: c.key, Plugin: p.key, Exports: exports})
+	b, err := json.Marshal(checkedRecord{Program: c.key, Plugin: p.key, Exports: exports, Awake: awake})
 	if err != nil {
 		return
 	}

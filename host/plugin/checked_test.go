@@ -190,3 +190,150 @@ func TestRestedAfterWake(t *testing.T) {
 	case <-time.After(500 * time.Millisecond):
 	}
 }
+
+// TestPrewake: a module a call woke is noted awake in its record; the next
+// start with Prewake compiles it in the background without a call, and the
+// end of the start-up load (Rest) leaves it awake; the idle timeout puts
+// it to sleep and notes that, and a start after that leaves it dormant, as
+// does a start without Prewake.
+func TestPrewake(t *testing.T) {
+	ctx := context.Background()
+	dir, records := t.TempDir(), t.TempDir()
+	testplugins.Package(t, dir, "plugins/examples/echo", nil, nil)
+	eng := engine(t)
+	start := func(prewake bool, idle time.Duration) (*plugin.Registry, *plugin.Plugin) {
+		t.Helper()
+		reg, err := plugin.New(ctx, plugin.Options{Engine: eng, Policy: &caps.Policy{}, Dir: dir, Logger: quiet(),
+			CheckedDir: records, CheckedKey: "build-a", Prewake: prewake, IdleTimeout: idle})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { reg.Close(ctx) })
+		return reg, reg.Catalog().Lookup("echo").Plugin
+	}
+	// awake reads the record's state (one plugin, one record)
+	awake := func() bool {
+		t.Helper()
+		m, err := filepath.Glob(filepath.Join(records, "*.json"))
+		if err != nil || len(m) != 1 {
+			t.Fatalf("records: %v %v, want one", m, err)
+		}
+		b, err := os.ReadFile(m[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct{ Awake bool }
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.Awake
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for end := time.Now().Add(10 * time.Second); !cond(); {
+			if time.Now().After(end) {
+				t.Fatalf("waited 10 s for %s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	stays := func(what string, cond func() bool) {
+		t.Helper()
+		for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if !cond() {
+				t.Fatalf("%s: no longer so", what)
+			}
+		}
+	}
+
+	reg, _ := start(true, 0) // checks and records it
+	reg.Close(ctx)
+	if awake() {
+		t.Fatal("noted awake before any call")
+	}
+
+	reg, p := start(true, 0)
+	if !p.Dormant() {
+		t.Fatal("not dormant at the second start")
+	}
+	stays("dormant without a call when not noted awake", p.Dormant)
+	if got := text(call(t, reg, "echo", `{"text":"x"}`)); got != "x" {
+		t.Fatalf("echo: %q", got)
+	}
+	waitFor("the wake noted in the record", awake)
+	reg.Close(ctx)
+
+	reg, p = start(true, 0)
+	waitFor("the prewake", func() bool { return !p.Dormant() })
+	if n := reg.Rest(); n != 0 || p.Dormant() {
+		t.Fatalf("the end of the start-up load put %d modules to sleep, echo dormant %v: want a prewoken module kept", n, p.Dormant())
+	}
+	if got := text(call(t, reg, "echo", `{"text":"y"}`)); got != "y" {
+		t.Fatalf("echo after a prewake: %q", got)
+	}
+	reg.Close(ctx)
+
+	_, p = start(false, 0)
+	stays("dormant without Prewake", p.Dormant)
+	if !awake() {
+		t.Fatal("a start without Prewake changed the record")
+	}
+
+	reg, p = start(true, 200*time.Millisecond)
+	waitFor("the prewake", func() bool { return !p.Dormant() })
+	waitFor("the idle timeout's sleep", p.Dormant)
+	waitFor("the sleep noted in the record", func() bool { return !awake() })
+	reg.Close(ctx)
+
+	_, p = start(true, 0)
+	stays("dormant once noted asleep", p.Dormant)
+}
+
+// TestPrewakeNotedAtClose: a module compiled at start (no wake) and called
+// is noted awake when its registry closes, and the next start prewakes it;
+// one only checked at its load is not.
+func TestPrewakeNotedAtClose(t *testing.T) {
+	ctx := context.Background()
+	dir, records := t.TempDir(), t.TempDir()
+	testplugins.Package(t, dir, "plugins/examples/echo", nil, nil)
+	eng := engine(t)
+	start := func() (*plugin.Registry, *plugin.Plugin) {
+		t.Helper()
+		reg, err := plugin.New(ctx, plugin.Options{Engine: eng, Policy: &caps.Policy{}, Dir: dir, Logger: quiet(),
+			CheckedDir: records, CheckedKey: "build-a", Prewake: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { reg.Close(ctx) })
+		return reg, reg.Catalog().Lookup("echo").Plugin
+	}
+	reg, p := start()
+	if p.Dormant() {
+		t.Fatal("dormant at the first start")
+	}
+	reg.Close(ctx) // checked only
+	reg, p = start()
+	time.Sleep(300 * time.Millisecond)
+	if !p.Dormant() {
+		t.Fatal("prewoken after a run that only checked it")
+	}
+	reg.Close(ctx)
+
+	if err := os.RemoveAll(records); err != nil {
+		t.Fatal(err)
+	}
+	reg, p = start() // compiled and checked again, then called
+	if p.Dormant() {
+		t.Fatal("dormant without a record")
+	}
+	if got := text(call(t, reg, "echo", `{"text":"x"}`)); got != "x" {
+		t.Fatalf("echo: %q", got)
+	}
+	reg.Close(ctx)
+	_, p = start()
+	for end := time.Now().Add(10 * time.Second); p.Dormant(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("not prewoken after a run that called it without a wake")
+		}
+	}
+}

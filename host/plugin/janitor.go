@@ -20,7 +20,7 @@ func (r *Registry) janitor() {
 			return
 		case now := <-t.C:
 			if !r.opts.KeepCompiled {
-				if n := r.modules.rest(now.Add(-r.opts.IdleTimeout)); n > 0 {
+				if n := r.modules.rest(now.Add(-r.opts.IdleTimeout), false); n > 0 {
 					r.log.Debug("dormant modules", "count", n)
 					if r.opts.Rested != nil {
 						r.opts.Rested()
@@ -52,14 +52,15 @@ func (r *Registry) janitor() {
 }
 
 // Rest drops the machine code of every module that has no instance now
-// (unless Options.KeepCompiled), and counts them. The host calls it once
+// (unless Options.KeepCompiled), but for those prewoken (prewake.go), and
+// counts them. The host calls it once
 // the start-up load ends: nothing has been called yet, and what is called
 // later compiles again from the engine's cache.
 func (r *Registry) Rest() int {
 	if r.opts.KeepCompiled {
 		return 0
 	}
-	n := r.modules.rest(time.Now())
+	n := r.modules.rest(time.Now(), true)
 	r.log.Info("dormant modules", "count", n)
 	return n
 }

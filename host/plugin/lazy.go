@@ -44,6 +44,20 @@ type lazyCompiled struct {
 	// asleep is c == nil while not closed, for a call to see in one load
 	// that it must wake the module before its deadline starts (callOp).
 	asleep atomic.Bool
+
+	// prewoken is set for a module woken at start because its record
+	// said it was awake (prewake.go): the end of the start-up load does
+	// not put it back to sleep; the idle timeout does.
+	prewoken atomic.Bool
+	// called is set once an instance is made for a call (or the module
+	// is prewoken) since it last woke: only such a module is noted awake
+	// (not one its load check compiled).
+	called atomic.Bool
+	// note records the module's state (awake or asleep) after each
+	// change, in the background; noted is the state last written.
+	noteMu sync.Mutex
+	note   func(awake bool)
+	noted  bool
 }
 
 // wakeDelay lengthens every wake (tests: a wake slower than a call's
@@ -143,6 +157,7 @@ func (l *lazyCompiled) acquire(ctx context.Context) (runtime.Compiled, error) {
 		l.live++
 		l.mu.Unlock()
 		l.wakes.Add(1)
+		go l.noteState()
 		return c, nil
 	}
 }
@@ -184,6 +199,7 @@ var _ runtime.Owned = (*lazyCompiled)(nil)
 
 // InstantiateFor implements runtime.Owned for the module it wakes.
 func (l *lazyCompiled) InstantiateFor(ctx context.Context, owner string) (runtime.Instance, error) {
+	l.called.Store(true)
 	c, err := l.acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -217,19 +233,46 @@ func (l *lazyCompiled) RunCommand(ctx context.Context, c *hostfn.Call, stdin []b
 }
 
 // sleep drops the machine code if no instance has been live since before
-// idleSince; it reports whether it did.
-func (l *lazyCompiled) sleep(idleSince time.Time) bool {
+// idleSince (and, when spare is set, unless it was prewoken); it reports
+// whether it did.
+func (l *lazyCompiled) sleep(idleSince time.Time, spare bool) bool {
 	l.mu.Lock()
 	c := l.c
-	if c == nil || l.live > 0 || l.closed || l.idle.After(idleSince) {
+	if c == nil || l.live > 0 || l.closed || l.idle.After(idleSince) || spare && l.prewoken.Load() {
 		l.mu.Unlock()
 		return false
 	}
 	l.c = nil
 	l.asleep.Store(true)
+	l.called.Store(false)
 	l.mu.Unlock()
 	c.Close(context.Background())
+	go l.noteState()
 	return true
+}
+
+// setNote sets how the module's state is recorded, and the state its
+// record holds now.
+func (l *lazyCompiled) setNote(noted bool, note func(awake bool)) {
+	l.noteMu.Lock()
+	l.note, l.noted = note, noted
+	l.noteMu.Unlock()
+}
+
+// noteState records the module's current state if it differs from the
+// one last recorded (the last of several racing calls writes the final
+// state: each reads it under noteMu).
+func (l *lazyCompiled) noteState() {
+	l.noteMu.Lock()
+	defer l.noteMu.Unlock()
+	l.mu.Lock()
+	awake, closed := l.c != nil && l.called.Load(), l.closed
+	l.mu.Unlock()
+	if l.note == nil || closed || awake == l.noted {
+		return
+	}
+	l.note(awake)
+	l.noted = awake
 }
 
 // dormant reports whether the machine code is dropped.

@@ -144,13 +144,16 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, s *source, fams []host
 		}
 		return wasm, err
 	}
-	if s.digest == "" { // not known yet: read now, before any work
+	// not known yet: read now, before any work; but a built-in, whose
+	// manifest pins its digest and whose bytes are the program's own: it
+	// is read and checked when it compiles (a dormant one at its wake)
+	if s.digest == "" && !s.builtin {
 		if _, err := read(); err != nil {
 			return err
 		}
 	}
 	t0 := time.Now()
-	reused, dormant, err := r.compile(ctx, p, read, s, fams)
+	reused, dormant, awake, err := r.compile(ctx, p, read, s, fams)
 	if err != nil {
 		return err
 	}
@@ -173,10 +176,17 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, s *source, fams []host
 			return err
 		}
 		if p.Manifest.Form != abi.FormExtism {
-			r.checked.store(p, p.compiled.Exports())
+			r.checked.store(p, p.compiled.Exports(), false)
 		}
 	}
 	p.mod.checked(p.key)
+	if l, ok := p.compiled.(*lazyCompiled); ok && !p.command && p.Manifest.Form != abi.FormExtism {
+		// its record follows the module's sleeps and wakes (prewake.go)
+		l.setNote(awake, r.noteState(p, l.Exports()))
+		if dormant && awake && r.opts.Prewake {
+			r.prewake(l, p.log)
+		}
+	}
 	t2 := time.Now()
 	warmed := 0
 	if !p.command && prev != nil {
@@ -204,7 +214,10 @@ func (r *Registry) finish(ctx context.Context, p *Plugin, s *source, fams []host
 // A reactor that passed its check with the same inputs at an earlier
 // start of this program (checked.go) is not compiled: it starts dormant
 // (dormant true), its first use compiles it.
-func (r *Registry) compile(ctx context.Context, p *Plugin, read func() ([]byte, error), s *source, fams []hostfn.Family) (reused, dormant bool, err error) {
+//
+// awake reports that the record of a dormant module says it was awake
+// when the program that wrote it last noted its state (prewake.go).
+func (r *Registry) compile(ctx context.Context, p *Plugin, read func() ([]byte, error), s *source, fams []hostfn.Family) (reused, dormant, awake bool, err error) {
 	m, grant := p.Manifest, p.Grant
 	cfg := runtime.Config{
 		Name:        m.Name,
@@ -241,20 +254,20 @@ func (r *Registry) compile(ctx context.Context, p *Plugin, read func() ([]byte, 
 			reread = s.reader(p.Digest)
 			l.setWake(wake) // its bytes are where this version's are
 		}
-		return true, false, nil
+		return true, false, false, nil
 	}
 	if !p.command && m.Form != abi.FormExtism {
-		if exports := r.checked.lookup(p); exports != nil {
+		if exports, awake := r.checked.lookup(p); exports != nil {
 			reread = s.reader(p.Digest)
 			p.mod = r.modules.add(p.modKey, m.Name, newDormant(exports, wake))
 			p.compiled = p.mod.compiled
 			p.mod.checked(p.key)
-			return false, true, nil
+			return false, true, awake, nil
 		}
 	}
 	wasm, err := read()
 	if err != nil {
-		return false, false, err
+		return false, false, false, err
 	}
 	reread = s.reader(p.Digest)
 	compiled, err := engine.Compile(ctx, wasm, cfg)
@@ -268,11 +281,11 @@ func (r *Registry) compile(ctx context.Context, p *Plugin, read func() ([]byte, 
 				ie.Unimplemented = grant.Has(abi.Family(fam)) // granted, yet not linked: no such family here
 			}
 		}
-		return false, false, err
+		return false, false, false, err
 	}
 	p.mod = r.modules.add(p.modKey, m.Name, newLazy(compiled, wake))
 	p.compiled = p.mod.compiled
-	return false, false, nil
+	return false, false, false, nil
 }
 
 func grantKey(g *caps.Grant) string {

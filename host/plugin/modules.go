@@ -160,21 +160,29 @@ func closeAll(cs []runtime.Compiled) {
 	}
 }
 
-// rest puts to sleep the modules (in use or kept) that have had no live
-// instance since idleSince (lazy.go), and counts them.
-func (s *modules) rest(idleSince time.Time) int {
+// lazy lists the modules that can sleep.
+func (s *modules) lazy() []*lazyCompiled {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	var ls []*lazyCompiled
 	for _, m := range s.m {
 		if l, ok := m.compiled.(*lazyCompiled); ok {
 			ls = append(ls, l)
 		}
 	}
-	s.mu.Unlock()
+	return ls
+}
+
+// rest puts to sleep the modules (in use or kept) that have had no live
+// instance since idleSince (lazy.go), but for those prewoken when spare is
+// set, and counts them.
+func (s *modules) rest(idleSince time.Time, spare bool) int {
 	n := 0
-	for _, l := range ls {
-		if l.sleep(idleSince) {
+	for _, l := range s.lazy() {
+		if l.sleep(idleSince, spare) {
 			n++
+		} else {
+			go l.noteState() // in use: noted awake (prewake.go)
 		}
 	}
 	return n

@@ -78,6 +78,11 @@ type Options struct {
 	// module, saved at every start for every plugin not called). Either
 	// empty: no records. Not used with KeepCompiled.
 	CheckedDir, CheckedKey string
+	// Prewake wakes at start, in the background and one at a time, the
+	// dormant modules whose record says they were awake when the last
+	// run noted their state (prewake.go): a restart keeps the modules
+	// that were in use compiled, and their first calls do not wait.
+	Prewake bool
 	// Rested, when set, runs after the janitor put modules to sleep, and
 	// once after a burst of wakes (wakeRelease after the first), from
 	// another goroutine: the host returns the freed memory to the OS then
@@ -126,7 +131,13 @@ type Registry struct {
 	background atomic.Bool
 	loading    sync.WaitGroup
 	loadSem    chan struct{}
-	loadSpare  sync.Once // frees the core the loaders leave to calls (loader)
+	prewakeSem chan struct{} // one prewake compile at a time
+	// bgMu orders the background work that outlives a load (record
+	// notes, prewakes) with Close.
+	bgMu      sync.Mutex
+	notesOff  bool // under bgMu: Close noted every module's state
+	prewakes  sync.WaitGroup
+	loadSpare sync.Once // frees the core the loaders leave to calls (loader)
 	// digests knows the modules already hashed (a reload reads only the
 	// changed ones)
 	digests filedigest.Cache
@@ -201,7 +212,7 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
-	r := &Registry{opts: opts, log: opts.Logger, stop: make(chan struct{}), loadSem: make(chan struct{}, goruntime.GOMAXPROCS(0)),
+	r := &Registry{opts: opts, log: opts.Logger, stop: make(chan struct{}), loadSem: make(chan struct{}, goruntime.GOMAXPROCS(0)), prewakeSem: make(chan struct{}, 1),
 		extismVars: extism.NewVars(0)}
 	if !opts.KeepCompiled {
 		r.checked = checkedRecords{dir: opts.CheckedDir, key: opts.CheckedKey}
@@ -284,8 +295,12 @@ func (r *Registry) Close(ctx context.Context) error {
 		return nil
 	}
 	close(r.stop)
+	r.bgMu.Lock() // a prewake being started ends; none starts after
+	r.bgMu.Unlock()
 	r.stopped.Wait()
 	r.loading.Wait()
+	r.prewakes.Wait()
+	r.noteAll()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cat := r.cat.Load()
