@@ -27,7 +27,7 @@ import (
 func (r *Registry) prewake(l *lazyCompiled, log *slog.Logger) {
 	r.bgMu.Lock()
 	defer r.bgMu.Unlock()
-	if r.closed.Load() {
+	if r.prewakeOff {
 		return
 	}
 	l.prewoken.Store(true)

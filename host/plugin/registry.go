@@ -134,10 +134,12 @@ type Registry struct {
 	prewakeSem chan struct{} // one prewake compile at a time
 	// bgMu orders the background work that outlives a load (record
 	// notes, prewakes) with Close.
-	bgMu      sync.Mutex
-	notesOff  bool // under bgMu: Close noted every module's state
-	prewakes  sync.WaitGroup
-	loadSpare sync.Once // frees the core the loaders leave to calls (loader)
+	bgMu     sync.Mutex
+	notesOff bool // under bgMu: Close noted every module's state
+	// prewakeOff is set under bgMu by Close: no prewake starts then
+	prewakeOff bool
+	prewakes   sync.WaitGroup
+	loadSpare  sync.Once // frees the core the loaders leave to calls (loader)
 	// digests knows the modules already hashed (a reload reads only the
 	// changed ones)
 	digests filedigest.Cache
@@ -295,7 +297,8 @@ func (r *Registry) Close(ctx context.Context) error {
 		return nil
 	}
 	close(r.stop)
-	r.bgMu.Lock() // a prewake being started ends; none starts after
+	r.bgMu.Lock() // no prewake starts after this
+	r.prewakeOff = true
 	r.bgMu.Unlock()
 	r.stopped.Wait()
 	r.loading.Wait()

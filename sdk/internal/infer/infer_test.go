@@ -43,7 +43,6 @@ type all struct {
 	Opt       string            `json:"opt,omitempty"`
 	Zero      string            `json:"zero,omitzero"`
 	NoTag     bool              //
-	Dash      int               `json:"-,"`
 	Skipped   int               `json:"-"`
 	unexp     int               //
 	I         int               `json:"i"`
@@ -88,6 +87,9 @@ type all struct {
 }
 
 type onlyUnexported struct{ a, b int }
+
+// the unexported fields are there to be left out
+var _, _ = all{unexp: 1}, onlyUnexported{a: 1, b: 2}
 
 type empty struct{}
 
