@@ -56,7 +56,8 @@ func ConfigurationState() (config, state json.RawMessage, err error) {
 		return nil, nil, fmt.Errorf("aiod:core.configuration: %s", b)
 	}
 	// an instance belongs to one load: the same bytes at every call,
-	// decoded once
+	// decoded once (in wasm the guest keeps them after the first read, and
+	// a call makes no host call for them)
 	if last := &lastConfiguration; sameBytes(b, last.raw) {
 		return last.r.Config, last.r.State, nil
 	}
