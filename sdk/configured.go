@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/aiodhq/aiod/sdk/abi"
 	"github.com/aiodhq/aiod/sdk/internal/guest"
@@ -55,8 +56,9 @@ func ConfigurationState() (config, state json.RawMessage, err error) {
 		return nil, nil, fmt.Errorf("aiod:core.configuration: %s", b)
 	}
 	// an instance belongs to one load: the same bytes at every call,
-	// decoded once
-	if last := &lastConfiguration; bytes.Equal(b, last.raw) {
+	// decoded once (in wasm the guest keeps them after the first read, and
+	// a call makes no host call for them)
+	if last := &lastConfiguration; sameBytes(b, last.raw) {
 		return last.r.Config, last.r.State, nil
 	}
 	var r abi.ConfigurationResponse
@@ -136,4 +138,10 @@ func handleConfigure(args []byte) int32 {
 	}
 	guest.WriteOutput(b)
 	return abi.RetOK
+}
+
+// sameBytes is bytes.Equal that answers at once for the same memory (the
+// guest keeps what it read: the same bytes at every call).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.SliceData(a) == unsafe.SliceData(b) || bytes.Equal(a, b))
 }

@@ -146,6 +146,10 @@ type Call struct {
 	// family's started programs), under a key of the family's own type;
 	// Reset clears it.
 	Values map[any]any
+	// Engine is the engine's own state of the run in progress (wazero:
+	// the instance's scheduling quantum, which leaves out the time spent
+	// in host functions); the engine sets it for a run and clears it.
+	Engine any
 }
 
 // Kept is a response kept on the host for the rest of a call, and whether

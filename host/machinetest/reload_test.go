@@ -68,6 +68,18 @@ func TestReload(t *testing.T) {
 		return nil
 	}
 	gen, first := f.h.Registry().Catalog().Generation, adapter()
+	// a call: the adapter's instance keeps the configuration it read
+	// (an instance belongs to one load)
+	callMany := func(name string) (string, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		out, err := f.h.Registry().CallTool(ctx, plugin.CallRequest{Owner: "alice", Name: name, Args: []byte(`{"count":2}`)})
+		return string(out), err
+	}
+	if out, err := callMany("pol_many"); err != nil || !strings.Contains(out, `"isError":false`) || !strings.Contains(out, `"count":2`) {
+		t.Fatalf("pol_many: %v %.300s", err, out)
+	}
 
 	reload := func() {
 		t.Helper()
@@ -90,6 +102,14 @@ func TestReload(t *testing.T) {
 	reload()
 	if got := prefixes(); !slices.Equal(got, []string{"fromflag", "newpol"}) || adapter() == first {
 		t.Fatalf("after the policy changed: %v", got)
+	}
+	// the new load's calls read the new configuration, not one an
+	// instance of the previous load kept
+	if out, err := callMany("newpol_many"); err != nil || !strings.Contains(out, `"isError":false`) || !strings.Contains(out, `"count":2`) {
+		t.Fatalf("newpol_many after the reload: %v %.300s", err, out)
+	}
+	if out, err := callMany("pol_many"); err == nil && !strings.Contains(out, `"isError":true`) {
+		t.Fatalf("pol_many after its registration went: %.300s", out)
 	}
 
 	// the program changes under the same registration: discovery runs

@@ -438,3 +438,54 @@ func BenchmarkUnitCgroup(b *testing.B) {
 		}
 	}
 }
+
+// TestStartedUnitGoneAtWait: when a started program's Wait answers, every
+// process of its unit is dead (a background child that kept stdout open
+// too), though the empty cgroup's directories may still be there; they
+// go right after (or by the watchdog's retry on a loaded machine).
+func TestStartedUnitGoneAtWait(t *testing.T) {
+	isolations(t, func(t *testing.T, iso Isolation) {
+		m := cgroupManager(t, Config{Isolation: iso})
+		if m == nil {
+			return
+		}
+		// the parent exits first, the child still running (in a PID
+		// namespace its end kills the child: the namespace's init)
+		r := startSh(t, ctxT(t), m, `sh -c 'read p rest </proc/self/stat; echo "pid=$p."; exec sleep 30' & sleep 0.3; exit 0`, nil)
+		if r.u.cg == nil {
+			t.Fatal("unit without a cgroup")
+		}
+		var out []byte
+		for deadline := time.Now().Add(10 * time.Second); !bytes.Contains(out, []byte(".")); {
+			if time.Now().After(deadline) {
+				t.Fatalf("no pid from the background child: %q", out)
+			}
+			b, eof := r.Read(ctxT(t), 1<<10, time.Second)
+			out = append(out, b...)
+			if eof {
+				break
+			}
+		}
+		_, rest, _ := bytes.Cut(out, []byte("pid="))
+		num, _, _ := bytes.Cut(rest, []byte("."))
+		pid, err := strconv.Atoi(string(num))
+		if err != nil || pid <= 0 {
+			t.Fatalf("output %q", out)
+		}
+		res := r.Wait(false)
+		if res.ExitCode != 0 {
+			t.Errorf("result %+v", res)
+		}
+		if !gone(pid) {
+			t.Errorf("the unit's background child %d is alive after Wait answered", pid)
+		}
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if _, err = os.Stat(r.u.cg.pids); errors.Is(err, os.ErrNotExist) || time.Now().After(deadline) {
+				break
+			}
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("unit cgroup left 5 s after Wait: %v", err)
+		}
+	})
+}

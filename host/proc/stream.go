@@ -127,8 +127,12 @@ func (m *Manager) Start(ctx context.Context, req SpawnRequest) (*Running, error)
 		}
 	}()
 	go func() {
-		defer close(r.done)
+		// Wait returns once the program was reaped, its cgroup found empty
+		// (killTree) and its pipes drained; the empty cgroup's directories
+		// are removed after (~50 µs of cgroupfs on every call's path
+		// before; one that fails is left to the watchdog, as before)
 		defer m.removeUnit(u)
+		defer close(r.done)
 		m.await(ctx, u, timeout, waitDone, &readers, outR, errR, inW)
 		res := &SpawnResult{
 			ExitCode:        cmd.ProcessState.ExitCode(),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"time"
+	"unsafe"
 
 	"github.com/aiodhq/aiod/sdk"
 	"github.com/aiodhq/aiod/sdk/abi"
@@ -116,7 +117,7 @@ func current() (*Config, *State, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if !bytes.Equal(config, loaded.config) || !bytes.Equal(state, loaded.state) {
+	if !sameBytes(config, loaded.config) || !sameBytes(state, loaded.state) {
 		var cfg Config
 		var st State
 		if err := json.Unmarshal(config, &cfg); err != nil {
@@ -128,4 +129,10 @@ func current() (*Config, *State, error) {
 		loaded.config, loaded.state, loaded.cfg, loaded.st = config, state, cfg, st
 	}
 	return &loaded.cfg, &loaded.st, nil
+}
+
+// sameBytes is bytes.Equal that answers at once for the same memory (the
+// SDK hands the bytes it kept to every call).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.SliceData(a) == unsafe.SliceData(b) || bytes.Equal(a, b))
 }

@@ -65,8 +65,8 @@ func Start(req StartRequest) (*Started, error) {
 		w.Stdin = &req.Stdin
 	}
 	var r abi.ProcessStartResponse
-	if code, msg := guest.DoRaw(callStream, "start", marshalStart(w), &r); code != "" {
-		return nil, &Error{Code: code, Message: msg}
+	if err := doStream("start", marshalStart(w), func(b []byte) error { return decodeStart(b, &r) }); err != nil {
+		return nil, err
 	}
 	return &Started{ID: r.ID, Program: r.Program, Cwd: r.Cwd}, nil
 }
@@ -82,6 +82,22 @@ func (s *Started) Read(max int, wait time.Duration) ([]byte, error) {
 		return nil, err
 	}
 	return read(b)
+}
+
+// doStream calls a started-program function with an encoded request and
+// decodes its response with dec (decode.go); a failure is the host's
+// *Error, or code "internal" for a response that does not decode.
+func doStream(name string, req []byte, dec func([]byte) error) error {
+	out, code := callStream(name, req)
+	if code != 0 {
+		var e Error
+		e.Code, e.Message = guest.Decode(out, code)
+		return &e
+	}
+	if err := dec(out); err != nil {
+		return &Error{Code: "internal", Message: "bad response from the host: " + err.Error()}
+	}
+	return nil
 }
 
 // read sends an encoded read request: the response's bytes, nil at the
@@ -104,8 +120,8 @@ func read(req []byte) ([]byte, error) {
 // Unread stdout is discarded.
 func (s *Started) Wait(kill bool) (*WaitResult, error) {
 	var r abi.ProcessWaitResponse
-	if code, msg := guest.DoRaw(callStream, "wait", marshalWait(abi.ProcessWaitRequest{ID: s.ID, Kill: kill}), &r); code != "" {
-		return nil, &Error{Code: code, Message: msg}
+	if err := doStream("wait", marshalWait(abi.ProcessWaitRequest{ID: s.ID, Kill: kill}), func(b []byte) error { return decodeWait(b, &r) }); err != nil {
+		return nil, err
 	}
 	return &WaitResult{ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, Killed: r.Killed,
 		Duration: time.Duration(r.DurationMs) * time.Millisecond, StdoutBytes: r.StdoutBytes, StdoutTruncated: r.StdoutTruncated,
@@ -184,8 +200,8 @@ func (c *Collection) AppendJSON(dst []byte) []byte {
 // with ReadCollect) on the host for the rest of the call.
 func (s *Started) WaitCollected(kill bool) (*WaitResult, *Collection, error) {
 	var r abi.ProcessWaitResponse
-	if code, msg := guest.DoRaw(callStream, "wait", marshalWait(abi.ProcessWaitRequest{ID: s.ID, Kill: kill, KeepCollected: true}), &r); code != "" {
-		return nil, nil, &Error{Code: code, Message: msg}
+	if err := doStream("wait", marshalWait(abi.ProcessWaitRequest{ID: s.ID, Kill: kill, KeepCollected: true}), func(b []byte) error { return decodeWait(b, &r) }); err != nil {
+		return nil, nil, err
 	}
 	col := &Collection{}
 	if r.Collected != nil && r.Collected.Kept >= 0 && r.Collected.Events > 0 {

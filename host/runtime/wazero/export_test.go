@@ -116,6 +116,10 @@ func SetYieldQuantum(d time.Duration) (restore func()) {
 	return func() { yieldQuantum = old }
 }
 
+// Yields is how many times an instance of this engine gave its processor
+// up (yield.go).
+func Yields(inst runtime.Instance) int { return inst.(*instance).yield.yields }
+
 // SplitImage exposes splitImage.
 func SplitImage(wasm []byte) (stripped, image []byte, err error) { return splitImage(wasm) }
 

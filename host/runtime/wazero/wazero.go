@@ -295,7 +295,19 @@ func (e *engine) Compile(ctx context.Context, wasm []byte, cfg runtime.Config) (
 
 func goFunc(fn func(ctx context.Context, c *hostfn.Call, mem hostfn.Memory, stack []uint64)) api.GoModuleFunc {
 	return func(ctx context.Context, m api.Module, stack []uint64) {
-		fn(ctx, callFrom(ctx), m.Memory(), stack)
+		c := callFrom(ctx)
+		y, _ := c.Engine.(*yielder)
+		if y == nil || y.since.IsZero() {
+			// no quantum running (a short run reads no clock)
+			fn(ctx, c, m.Memory(), stack)
+			return
+		}
+		// the time in the host function is not the guest's: it blocked
+		// (a process's start or read, a tool's answer) or ran Go code,
+		// which the Go scheduler preempts itself (yield.go)
+		t0 := time.Now()
+		fn(ctx, c, m.Memory(), stack)
+		y.since = y.since.Add(time.Since(t0))
 	}
 }
 
@@ -494,6 +506,11 @@ func (i *instance) Call(ctx context.Context, c *hostfn.Call, name string, params
 	cctx := ctx
 	if v, _ := ctx.Value(callKey{}).(*hostfn.Call); v != c {
 		cctx = context.WithValue(ctx, callKey{}, c)
+	}
+	if c != nil {
+		prev := c.Engine
+		c.Engine = i.yield
+		defer func() { c.Engine = prev }()
 	}
 	err := i.run(cctx, e.fn, stack)
 	if err != nil {
