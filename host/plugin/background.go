@@ -29,6 +29,9 @@ type loadJob struct {
 	p    *Plugin
 	src  source
 	fams []hostfn.Family
+	// awake: the module's record says it was awake (prewake.go): its
+	// loader starts first and does not queue
+	awake bool
 }
 
 // loader finishes a plugin listed at start-up. A plugin that fails is
@@ -46,7 +49,7 @@ func (r *Registry) loader(j loadJob) {
 	// and so does one whose module was awake when the last run stopped
 	// (prewake.go): its listing is quick, its compile runs beside
 	held := false
-	if !r.noteAwake(j.p) {
+	if !j.awake {
 		select {
 		case r.loadSem <- struct{}{}:
 			held = true

@@ -16,10 +16,12 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -233,7 +235,12 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	loadErr := r.Reload(ctx)
 	r.background.Store(false)
 	// the loaders start once the catalogue is listed, so that listing
-	// does not share the CPU with compiling
+	// does not share the CPU with compiling; those of the modules to
+	// prewake first (prewake.go)
+	for i := range r.jobs {
+		r.jobs[i].awake = r.noteAwake(r.jobs[i].p)
+	}
+	slices.SortStableFunc(r.jobs, func(a, b loadJob) int { return cmp.Compare(b2i(b.awake), b2i(a.awake)) })
 	for _, j := range r.jobs {
 		go r.loader(j)
 	}

@@ -375,7 +375,8 @@ func TestCgroupMemoryLimit(t *testing.T) {
 }
 
 // TestCgroupCleanStale: New removes the cgroups of an aiod that died
-// without Close, and leaves those of a live one.
+// without Close (in its set-up, done before Containment answers and before
+// the first unit starts), and leaves those of a live one.
 func TestCgroupCleanStale(t *testing.T) {
 	m := cgroupManager(t, Config{})
 	if m == nil {
@@ -399,6 +400,7 @@ func TestCgroupCleanStale(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.Remove(filepath.Join(stale, "u1")); _ = os.Remove(stale); _ = os.Remove(live) })
 	m2 := newManager(t, Config{})
+	m2.Containment() // waits for the set-up New started
 	if m2.cg == nil {
 		t.Fatal("second manager without cgroups")
 	}

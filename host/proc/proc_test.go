@@ -18,6 +18,7 @@ func newManager(t *testing.T, cfg Config) *Manager {
 	}
 	m := New(cfg)
 	if force {
+		<-m.ready // New's set-up chose the isolation: replace it
 		m.iso = isoUserPidNS
 	}
 	t.Cleanup(func() { _ = m.Close() })
