@@ -66,6 +66,7 @@ var settings = []setting{
 	{"AIO_API_KEY", "env-key", "env-key", "flag-key", "flag-key", "", func(s *startFlags) any { return s.cfg.APIKey }, ""},
 	{"AIO_ALLOW_UNAUTHENTICATED", "true", true, "false", false, "yes", func(s *startFlags) any { return s.cfg.AllowUnauthenticated }, false},
 	{"AIO_KEEP_COMPILED", "true", true, "false", false, "yes", func(s *startFlags) any { return s.cfg.KeepCompiled }, false},
+	{"AIO_PREWAKE", "false", false, "true", true, "yes", func(s *startFlags) any { return s.cfg.Prewake }, true},
 	{"AIO_IDLE_TIMEOUT", "90s", 90 * time.Second, "1m", time.Minute, "90", func(s *startFlags) any { return s.cfg.IdleTimeout }, plugin.DefaultIdleTimeout},
 	{"AIO_LOG_LEVEL", "debug", slog.LevelDebug, "warn", slog.LevelWarn, "loud", func(s *startFlags) any { return s.logLevel }, slog.LevelInfo},
 	{"AIO_MAX_SESSIONS", "10", 10, "20", 20, "ten", func(s *startFlags) any { return s.cfg.MaxSessions }, mcp.DefaultMaxSessions},

@@ -199,10 +199,13 @@ var _ runtime.Owned = (*lazyCompiled)(nil)
 
 // InstantiateFor implements runtime.Owned for the module it wakes.
 func (l *lazyCompiled) InstantiateFor(ctx context.Context, owner string) (runtime.Instance, error) {
-	l.called.Store(true)
+	first := !l.called.Swap(true)
 	c, err := l.acquire(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if first { // a module a call's wake (awaken) compiled is noted now
+		go l.noteState()
 	}
 	inst, err := runtime.InstantiateFor(ctx, c, owner)
 	if err != nil {
