@@ -233,11 +233,11 @@ type Manager struct {
 	// namespaces and makes the cgroup parent in the background (a clone
 	// and a few cgroupfs writes, 8-20 ms of a start), and whatever needs
 	// them waits for it.
-	ready chan struct{}
-	cgLeft   []*unitCgroup
-	cgGone   bool // cg's parent was removed
-	contain  Containment
-	sb       *sandboxState // with Config.Sandbox
+	ready   chan struct{}
+	cgLeft  []*unitCgroup
+	cgGone  bool // cg's parent was removed
+	contain Containment
+	sb      *sandboxState // with Config.Sandbox
 
 	done      chan struct{}
 	closeOnce sync.Once
