@@ -246,6 +246,16 @@ func (s *schema) write(b *bytes.Buffer) {
 		q, _ := json.Marshal(v) // encoding/json's escaping, as jsonschema-go's
 		b.Write(q)
 	}
+	strs := func(vs []string) {
+		b.WriteByte('[')
+		for i, v := range vs {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			str(v)
+		}
+		b.WriteByte(']')
+	}
 	num := func(v float64) {
 		q, _ := json.Marshal(v)
 		b.Write(q)
@@ -256,14 +266,7 @@ func (s *schema) write(b *bytes.Buffer) {
 		str(s.typ)
 	case s.types != nil:
 		key("type")
-		b.WriteByte('[')
-		for i, t := range s.types {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			str(t)
-		}
-		b.WriteByte(']')
+		strs(s.types)
 	}
 	if s.props != nil {
 		key("properties")
@@ -304,14 +307,7 @@ func (s *schema) write(b *bytes.Buffer) {
 	}
 	if len(s.required) > 0 {
 		key("required")
-		b.WriteByte('[')
-		for i, r := range s.required {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			str(r)
-		}
-		b.WriteByte(']')
+		strs(s.required)
 	}
 	switch {
 	case s.additional != nil:
