@@ -93,10 +93,3 @@ func (r *Registry) noteAwake(p *Plugin) bool {
 	_, awake := r.checked.lookup(p)
 	return awake
 }
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}

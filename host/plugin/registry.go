@@ -16,12 +16,10 @@
 package plugin
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"io/fs"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -240,9 +238,12 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	for i := range r.jobs {
 		r.jobs[i].awake = r.noteAwake(r.jobs[i].p)
 	}
-	slices.SortStableFunc(r.jobs, func(a, b loadJob) int { return cmp.Compare(b2i(b.awake), b2i(a.awake)) })
-	for _, j := range r.jobs {
-		go r.loader(j)
+	for _, first := range []bool{true, false} {
+		for _, j := range r.jobs {
+			if j.awake == first {
+				go r.loader(j)
+			}
+		}
 	}
 	r.jobs = nil
 	r.stopped.Add(1)
