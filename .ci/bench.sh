@@ -124,6 +124,7 @@ bench_table() {
   row "a new tenant's first instance and echo, in-process (wazero, spare snapshot ready)" "$(ms new_tenant)" – – "≤ 1 ms" "$(meets "${fig[new_tenant]:-}" le 1)"
   row "first call of a tenant never seen before, over HTTP, 600 new tenants one after another (wazero, $(if have newhttp_spares; then echo "${fig[newhttp_spares]} spares"; else echo spares; fi)), median / p90" "$(if have newhttp_p50; then echo "${fig[newhttp_p50]} / ${fig[newhttp_p90]} ms"; else echo –; fi)" "$(if have newhttp_scratch_p50; then echo "snapshots off ${fig[newhttp_scratch_p50]} / ${fig[newhttp_scratch_p90]} ms"; else echo –; fi)" – "≤ 1 ms" "$(meets "${fig[newhttp_p50]:-}" le 1)"
   row "same, 100 new tenants paced one every 20 ms (50 a second), median / p90" "$(if have newhttp_paced_p50; then echo "${fig[newhttp_paced_p50]} / ${fig[newhttp_paced_p90]} ms"; else echo –; fi)" "$(if have newhttp_known; then echo "a known tenant's echo ${fig[newhttp_known]} ms back to back, ${fig[newhttp_known_paced]:-–} ms paced alike"; else echo –; fi)" – "≤ 1 ms" "$(meets "${fig[newhttp_paced_p50]:-}" le 1)"
+  row "an instance from scratch of a Go module with nothing but the runtime (\`GoRuntimeFloor\`: the least a new tenant without a spare waits for a Go plugin), in-process (wazero)" "$(if have go_floor; then echo "${fig[go_floor]} ms"; else echo –; fi)" "$(if have go_floor_echo; then echo "the Go echo ${fig[go_floor_echo]} ms"; else echo –; fi)" – – –
   r=$(ratio prewarm_scratch_ms prewarm_ms)
   row "a hot swap's prewarm of two instances, in-process (wazero; its wall time, which bounds its CPU)" "$(ms prewarm_ms)" "$(peer "snapshots off" "$(ms prewarm_scratch_ms)")" "$(x "$r" faster)" "≤ 1 ms" "$(meets "${fig[prewarm_ms]:-}" le 1)"
   r=$(ratio fwd_via fwd_direct)
@@ -290,9 +291,9 @@ if [[ -n $line ]]; then
 fi
 
 section "Instances from snapshots (in-process, the Go echo; RATIONALE, \"Instances from snapshots\")"
-go test -run '^$' -bench 'Instantiate$|SnapshotTenants|SnapshotNewTenant' -benchtime 200x ./host/runtime/wazero 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/snap-wazero.txt" || true
+go test -run '^$' -bench 'Instantiate$|SnapshotTenants|SnapshotNewTenant|GoRuntimeFloor' -benchtime 200x ./host/runtime/wazero 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/snap-wazero.txt" || true
 go test -run '^$' -bench 'BenchmarkSnapshot$' -benchtime 2000x ./host/runtime/wasmtime 2>/dev/null | grep -E '^Benchmark' | tee "$WORK/snap-wasmtime.txt" || true
-for b in 'Instantiate/snapshot:snap_wz' 'Instantiate/mapping\\+merge\\+dropzero\\+image:snap_wz_scratch' 'SnapshotNewTenant:new_tenant'; do
+for b in 'Instantiate/snapshot:snap_wz' 'Instantiate/mapping\\+merge\\+dropzero\\+image:snap_wz_scratch' 'SnapshotNewTenant:new_tenant' 'GoRuntimeFloor/runtime-only:go_floor' 'GoRuntimeFloor/echo:go_floor_echo'; do
   ns=$(bench_val "$WORK/snap-wazero.txt" "Benchmark${b%%:*}" ns/op)
   [[ -n $ns ]] && fig[${b#*:}]=$(calc '"%.3g", '"$ns / 1e6")
 done

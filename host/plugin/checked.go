@@ -89,3 +89,39 @@ func (c checkedRecords) store(p *Plugin, exports []string, awake bool) {
 		p.log.Debug("check record not kept", "err", err)
 	}
 }
+
+// digestsFile is where the registry keeps the module digests it knows by
+// file identity (filedigest.Cache), beside the records: a start lists the
+// plugins of a directory whose files have not changed without reading
+// and hashing their modules, and reads a module it wakes without hashing
+// it. "" without records.
+func (c checkedRecords) digestsFile() string {
+	if c.dir == "" || c.key == "" {
+		return ""
+	}
+	return filepath.Join(c.dir, "module-digests")
+}
+
+// loadDigests loads the digests the last start saved.
+func (r *Registry) loadDigests() {
+	if p := r.checked.digestsFile(); p != "" {
+		if err := r.digests.Load(p); err != nil {
+			r.log.Debug("module digests not loaded", "err", err)
+		}
+	}
+}
+
+// saveDigests saves the digests, when they changed.
+func (r *Registry) saveDigests() {
+	p := r.checked.digestsFile()
+	if p == "" {
+		return
+	}
+	err := os.MkdirAll(filepath.Dir(p), 0o755)
+	if err == nil {
+		err = r.digests.Save(p)
+	}
+	if err != nil {
+		r.log.Debug("module digests not saved", "err", err)
+	}
+}

@@ -1,7 +1,10 @@
 package plugin_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aiodhq/aiod/host/caps"
+	"github.com/aiodhq/aiod/host/internal/filedigest"
 	"github.com/aiodhq/aiod/host/internal/testplugins"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/runtime"
@@ -335,5 +339,74 @@ func TestPrewakeNotedAtClose(t *testing.T) {
 		if time.Now().After(end) {
 			t.Fatal("not prewoken after a run that called it without a wake")
 		}
+	}
+}
+
+// TestDigestsAcrossStarts: a start keeps the module digests it hashed
+// beside the records, so the next start lists an unchanged plugin and
+// wakes it without hashing its module; a module whose file changed (its
+// bytes written again: a new change time) is hashed again, and one whose
+// bytes changed is refused for its pinned digest, not served from the
+// saved one.
+func TestDigestsAcrossStarts(t *testing.T) {
+	defer func(s time.Duration) { filedigest.Settle = s }(filedigest.Settle)
+	filedigest.Settle = 0 // the package was written just now
+	ctx := context.Background()
+	dir, records := t.TempDir(), t.TempDir()
+	pkg := testplugins.Package(t, dir, "plugins/examples/echo", nil, nil)
+	eng := engine(t)
+	start := func() (*plugin.Registry, error) {
+		t.Helper()
+		reg, err := plugin.New(ctx, plugin.Options{Engine: eng, Policy: &caps.Policy{}, Dir: dir, Logger: quiet(),
+			CheckedDir: records, CheckedKey: "build-a"})
+		t.Cleanup(func() { reg.Close(ctx) })
+		return reg, err
+	}
+	hashes := func(what string, want int64, answer bool) {
+		t.Helper()
+		n := plugin.ModuleHashes()
+		reg, err := start()
+		if answer {
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if got := text(call(t, reg, "echo", `{"text":"x"}`)); got != "x" {
+				t.Fatalf("%s: echo: %q", what, got)
+			}
+		}
+		reg.Close(ctx)
+		if got := plugin.ModuleHashes() - n; got != want {
+			t.Errorf("%s: %d modules hashed, want %d", what, got, want)
+		}
+	}
+	hashes("first start", 1, true)
+	hashes("unchanged", 0, true)
+	mod := filepath.Join(pkg, "plugin.wasm")
+	b, err := os.ReadFile(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(mod, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hashes("written again", 1, true)
+	hashes("unchanged again", 0, true)
+	// the manifest pins the module's digest, and it still decides: other
+	// bytes are refused
+	sum := sha256.Sum256(b)
+	if m, _ := os.ReadFile(filepath.Join(pkg, "manifest.json")); !bytes.Contains(m, []byte(hex.EncodeToString(sum[:]))) {
+		t.Fatal("the package's manifest does not pin its module")
+	}
+	if err := os.WriteFile(mod, append(b, 0, 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := plugin.ModuleHashes()
+	reg, err := start()
+	if err == nil || !strings.Contains(err.Error(), "does not match") || reg.Catalog().Lookup("echo") != nil {
+		t.Fatalf("changed bytes under a pinned digest: %v", err)
+	}
+	if plugin.ModuleHashes() == n {
+		t.Fatal("the changed module was not hashed")
 	}
 }

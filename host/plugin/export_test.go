@@ -10,8 +10,11 @@ func SetColdCompile(d time.Duration) (restore func()) {
 	return func() { coldCompile = old }
 }
 
-// ModuleReads counts the modules read and hashed so far.
+// ModuleReads counts the modules read so far.
 func ModuleReads() int64 { return moduleReads.Load() }
+
+// ModuleHashes counts the modules read and hashed so far.
+func ModuleHashes() int64 { return moduleHashes.Load() }
 
 // SetPrewarmBudget sets how long prewarm may delay a swap, and returns the
 // function restoring it.

@@ -54,23 +54,33 @@ func (s *source) read() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plugin %s: module: %w", s.name, err)
 		}
-		sum := sha256.Sum256(b)
-		digest := hex.EncodeToString(sum[:])
+		var after fs.FileInfo
+		if s.digests != nil {
+			after, _ = fs.Stat(s.fsys, s.module)
+		}
+		// a file unchanged while it was read and whose digest is known
+		// is not hashed again (filedigest)
+		digest, ok := s.digests.Unchanged(before, after)
+		if !ok {
+			sum := sha256.Sum256(b)
+			digest = hex.EncodeToString(sum[:])
+			moduleHashes.Add(1)
+		}
 		moduleReads.Add(1)
 		if s.pinned != "" && digest != s.pinned {
 			return nil, fmt.Errorf("plugin %s: module digest %s does not match the manifest's sha256 %s", s.name, digest, s.pinned)
 		}
 		s.wasm, s.digest = b, digest
 		if s.digests != nil {
-			after, _ := fs.Stat(s.fsys, s.module)
 			s.digests.Remember(before, after, digest)
 		}
 	}
 	return s.wasm, nil
 }
 
-// moduleReads counts the modules read and hashed (tests).
-var moduleReads atomic.Int64
+// moduleReads counts the modules read, moduleHashes those of them hashed
+// (tests).
+var moduleReads, moduleHashes atomic.Int64
 
 // known sets the module's digest without reading it when its file is one
 // already hashed and unchanged since (filedigest), and reports whether it

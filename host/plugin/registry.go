@@ -227,11 +227,13 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	}
 	r.calls.New = func() any { return &pooledCall{} }
 	r.cat.Store(&Catalog{byName: map[string]*Tool{}, snap: catalog.NewSnapshot(0, []byte("[]"), nil, nil, nil, nil)})
+	r.loadDigests()
 	// Plugins that fail to load are skipped: the registry serves the rest
 	// and the joined load errors are returned beside it.
 	r.background.Store(opts.Background)
 	loadErr := r.Reload(ctx)
 	r.background.Store(false)
+	r.saveDigests()
 	// the loaders start once the catalogue is listed, so that listing
 	// does not share the CPU with compiling; those of the modules to
 	// prewake first (prewake.go)
@@ -312,6 +314,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	r.loading.Wait()
 	r.prewakes.Wait()
 	r.noteAll()
+	r.saveDigests()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cat := r.cat.Load()

@@ -1,11 +1,12 @@
 package wazero
 
 import (
-	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 
@@ -30,8 +31,12 @@ import (
 // whenever that output changes, so a changed rewriter never reads an older
 // one's output, and TestPrepareVersion fails when the output of a fixed
 // module (testdata/prepare.wat) changes and the version did not. The file
-// is a header (preparedMagic and the sha256 of the rest) and the rewritten
-// module; a file that does not match is ignored and written again. Only
+// is a header (preparedMagic and the CRC-32C of the rest, big-endian) and
+// the rewritten module; a file that does not match is ignored and written
+// again. The checksum finds a damaged or cut file; it is not a defence
+// against someone who can write the cache directory, who could as well
+// write wazero's compiled code beside it. A CRC-32C of the echo plugin's
+// 3.6 MB takes 0.3 ms where its sha256 took 4 ms, on every wake. Only
 // instrumented modules are kept: a module the rewriter refuses is cheap to
 // refuse again and runs unchanged.
 
@@ -71,7 +76,10 @@ func lazyInstrument(wasm []byte) ([]byte, interrupt.Info, error) {
 	return interrupt.InstrumentInfo(wasm)
 }
 
-const preparedMagic = "aiodprep1\n"
+const preparedMagic = "aiodprep2\n"
+
+// preparedCRC is the checksum of a prepared file's body.
+var preparedCRC = crc32.MakeTable(crc32.Castagnoli)
 
 // preparedPath is where wasm's prepared form is cached ("" when e has no
 // cache directory, or a test switched a step off).
@@ -90,7 +98,7 @@ func preparedKey(version int, wasm []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-var errStale = errors.New("prepared module does not match its digest")
+var errStale = errors.New("prepared module does not match its checksum")
 
 // loadPrepared reads a cached prepared module.
 func loadPrepared(path string) ([]byte, error) {
@@ -98,12 +106,12 @@ func loadPrepared(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	head := len(preparedMagic) + sha256.Size
+	head := len(preparedMagic) + 4
 	if len(b) < head || string(b[:len(preparedMagic)]) != preparedMagic {
 		return nil, errStale
 	}
 	body := b[head:]
-	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], b[len(preparedMagic):head]) {
+	if binary.BigEndian.Uint32(b[len(preparedMagic):head]) != crc32.Checksum(body, preparedCRC) {
 		return nil, errStale
 	}
 	return body, nil
@@ -119,8 +127,7 @@ func storePrepared(path string, wasm []byte) error {
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(wasm)
-	_, err = f.Write(append([]byte(preparedMagic), sum[:]...))
+	_, err = f.Write(binary.BigEndian.AppendUint32([]byte(preparedMagic), crc32.Checksum(wasm, preparedCRC)))
 	if err == nil {
 		_, err = f.Write(wasm)
 	}

@@ -204,3 +204,33 @@ func TestSnapshotSparePool(t *testing.T) {
 	}
 	full()
 }
+
+// BenchmarkGoRuntimeFloor: an instance from scratch (its initialisation
+// run, no snapshot) of a Go module with nothing but the Go runtime
+// (testdata/barego), beside the Go echo plugin. The first is the least a
+// tenant that finds no spare snapshot waits for a Go plugin: the isolation
+// rule gives it an initialisation of its own (BENCHMARKS.md, "Instances
+// from snapshots").
+//
+//	go test ./host/runtime/wazero -run '^$' -bench GoRuntimeFloor -benchtime 300x
+func BenchmarkGoRuntimeFloor(b *testing.B) {
+	for _, m := range []struct{ name, pkg string }{
+		{"runtime-only", "host/runtime/wazero/testdata/barego"},
+		{"echo", "plugins/examples/echo"},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			c := compileWith(b, m.pkg, 64*16, wazero.Options{})
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := range b.N {
+				inst, err := runtime.InstantiateFor(ctx, c, strconv.Itoa(i))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				inst.Close(ctx)
+				b.StartTimer()
+			}
+		})
+	}
+}
