@@ -76,8 +76,8 @@ bench_table() {
   row measurement aiod peer ratio target met
   row --- --- --- --- --- ---
   row "start to first tools/list, cold cache" "$(ms list_cold)" – – "≤ 100 ms" "$(meets "${fig[list_cold]:-}" le 100)"
-  row "start to first tools/list, warm cache" "$(ms list_warm)" – – "≤ 100 ms" "$(meets "${fig[list_warm]:-}" le 100)"
-  row "start to first echo answered, warm cache" "$(ms echo_warm)" – – "≤ 100 ms" "$(meets "${fig[echo_warm]:-}" le 100)"
+  row "start to first tools/list, warm cache (median of five starts)" "$(ms list_warm)" – – "≤ 100 ms" "$(meets "${fig[list_warm]:-}" le 100)"
+  row "start to first echo answered, warm cache (median of five starts)" "$(ms echo_warm)" – – "≤ 100 ms" "$(meets "${fig[echo_warm]:-}" le 100)"
   if have ready_warm ready_cold; then
     row "start to all compiled, warm / cold cache" "$(calc '"%.1f s / %.1f s", '"${fig[ready_warm]} / 1000, ${fig[ready_cold]} / 1000")" – – – –
   else row "start to all compiled, warm / cold cache" – – – – –; fi
@@ -257,7 +257,17 @@ section "Start-up: process start to first tools/list answered"
 rm -rf "$WORK/cache"
 start_aiod "$WORK/cache"; fig[list_cold]=$STARTUP_MS fig[echo_cold]=$ECHO_MS fig[ready_cold]=$READY_MS
 kill "$AIOD_PID"; wait "$AIOD_PID" 2>/dev/null || true
-start_aiod "$WORK/cache"; fig[list_warm]=$STARTUP_MS fig[echo_warm]=$ECHO_MS fig[ready_warm]=$READY_MS
+# warm: the median of five starts (one start moves by tens of ms with the
+# machine's load); the last one keeps serving for the rest of the bench
+warm_list=() warm_echo=() warm_ready=()
+for i in 1 2 3 4 5; do
+  ((i == 1)) || { kill "$AIOD_PID"; wait "$AIOD_PID" 2>/dev/null || true; }
+  start_aiod "$WORK/cache"
+  warm_list+=("$STARTUP_MS") warm_echo+=("$ECHO_MS") warm_ready+=("$READY_MS")
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+fig[list_warm]=$(median "${warm_list[@]}") fig[echo_warm]=$(median "${warm_echo[@]}") fig[ready_warm]=$(median "${warm_ready[@]}")
+echo "warm starts: tools/list ${warm_list[*]} ms; first echo ${warm_echo[*]} ms; all compiled ${warm_ready[*]} ms"
 pids+=("$AIOD_PID")
 printf '%-28s %8s %14s %14s\n' "" "tools/list" "first echo" "all compiled"
 printf '%-28s %8s %14s %14s\n' "cold compile cache" "${fig[list_cold]} ms" "${fig[echo_cold]} ms" "${fig[ready_cold]} ms"
