@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/google/renameio/v2"
+
 	"github.com/aiodhq/aiod/sdk/abi"
 )
 
@@ -72,20 +74,7 @@ func (c checkedRecords) store(p *Plugin, exports []string, awake bool) {
 		p.log.Debug("check record not kept", "err", err)
 		return
 	}
-	f, err := os.CreateTemp(c.dir, ".tmp-*")
-	if err != nil {
-		p.log.Debug("check record not kept", "err", err)
-		return
-	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), c.path(p))
-	}
-	if err != nil {
+	if err := renameio.WriteFile(c.path(p), b, 0o644); err != nil {
 		p.log.Debug("check record not kept", "err", err)
 	}
 }

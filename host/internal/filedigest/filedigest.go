@@ -21,9 +21,10 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/google/renameio/v2"
 )
 
 // Settle is how long a file must have been unchanged for its digest to be
@@ -153,8 +154,8 @@ func (c *Cache) Load(path string) error {
 	return nil
 }
 
-// Save writes the digests (this process's and those loaded) to path (a
-// temporary file renamed into place), unless nothing changed since the
+// Save writes the digests (this process's and those loaded) to path
+// atomically (renameio), unless nothing changed since the
 // last Save or Load.
 func (c *Cache) Save(path string) error {
 	c.mu.Lock()
@@ -182,19 +183,7 @@ func (c *Cache) Save(path string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".digests-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := renameio.WriteFile(path, b, 0o644); err != nil {
 		return err
 	}
 	c.mu.Lock()

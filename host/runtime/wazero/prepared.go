@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/google/renameio/v2"
+
 	"github.com/aiodhq/aiod/host/internal/interrupt"
 	"github.com/aiodhq/aiod/host/internal/lazytable"
 	"github.com/aiodhq/aiod/host/internal/wasmsnap"
@@ -117,28 +119,13 @@ func loadPrepared(path string) ([]byte, error) {
 	return body, nil
 }
 
-// storePrepared writes a prepared module atomically (a temporary file
-// renamed into place). Failures only cost the next compile the rewrite.
+// storePrepared writes a prepared module atomically (renameio: a
+// temporary file synced and renamed into place). Failures only cost the
+// next compile the rewrite.
 func storePrepared(path string, wasm []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".prep-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(binary.BigEndian.AppendUint32([]byte(preparedMagic), crc32.Checksum(wasm, preparedCRC)))
-	if err == nil {
-		_, err = f.Write(wasm)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	head := binary.BigEndian.AppendUint32([]byte(preparedMagic), crc32.Checksum(wasm, preparedCRC))
+	return renameio.WriteFile(path, append(head, wasm...), 0o644)
 }
