@@ -60,7 +60,21 @@ type field struct {
 	kind   reflect.Kind
 	ptr    bool // pointer to kind
 	typ    reflect.Type
+	// special is json.RawMessage or map[string]string, each decoded its
+	// own way (compared once here: a reflect.Type comparison per call is
+	// a runtime call in wasm)
+	special special
+	// plain: a string field set straight from the member loop (decode)
+	plain bool
 }
+
+type special uint8
+
+const (
+	notSpecial special = iota
+	specialRaw
+	specialStringMap
+)
 
 func decoderFor(t reflect.Type) *decoder {
 	d := &decoder{typ: t}
@@ -89,6 +103,13 @@ func decoderFor(t reflect.Type) *decoder {
 			}
 		}
 		f := &field{name: name, offset: sf.Offset, typ: sf.Type, kind: sf.Type.Kind()}
+		switch sf.Type {
+		case rawMessage:
+			f.special = specialRaw
+		case stringMap:
+			f.special = specialStringMap
+		}
+		f.plain = f.kind == reflect.String
 		if f.kind == reflect.Pointer {
 			switch sf.Type.Elem().Kind() {
 			case reflect.String, reflect.Bool, reflect.Int, reflect.Int64, reflect.Int32, reflect.Float64:
@@ -210,13 +231,24 @@ func (d *decoder) decode(data []byte, dst any) error {
 		}
 		i = skipWS(data, i+1)
 		vs := i
-		ve := skipValue(data, i)
-		if ve < 0 {
-			return errSyntax
-		}
-		if f := d.find(key); f != nil {
-			if err := f.set(base, data[vs:ve]); err != nil {
-				return fmt.Errorf("%s: %w", f.name, err)
+		var ve int
+		if f := d.find(key); f != nil && f.plain && i < len(data) && data[i] == '"' {
+			// a string for a string field, the usual argument: one scan
+			// that finds its end, its escapes and whether it is ASCII,
+			// and the field set from it (f.set does the rest)
+			var err error
+			if ve, err = setString(base, f, data, i); err != nil {
+				return err
+			}
+		} else {
+			ve = skipValue(data, i)
+			if ve < 0 {
+				return errSyntax
+			}
+			if f != nil {
+				if err := f.set(base, data[vs:ve]); err != nil {
+					return fmt.Errorf("%s: %w", f.name, err)
+				}
 			}
 		}
 		i = skipWS(data, ve)
@@ -248,6 +280,42 @@ func (d *decoder) find(key string) *field {
 	return d.fields[key]
 }
 
+// setString sets f, a string field, from the JSON string at data[i] and
+// returns the index after it: as skipValue then f.set would, with their
+// errors, in one scan of a string without escapes.
+func setString(base unsafe.Pointer, f *field, data []byte, i int) (int, error) {
+	var high byte
+	j := i + 1
+	for ; j < len(data); j++ {
+		c := data[j]
+		if c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+		high |= c
+	}
+	if j >= len(data) || data[j] != '"' {
+		// escapes, a control character or no end: the general path
+		next := skipValue(data, i)
+		if next < 0 {
+			return 0, errSyntax
+		}
+		if err := f.set(base, data[i:next]); err != nil {
+			return 0, fmt.Errorf("%s: %w", f.name, err)
+		}
+		return next, nil
+	}
+	p := (*string)(unsafe.Add(base, f.offset))
+	if high >= utf8.RuneSelf && !utf8.Valid(data[i+1:j]) {
+		// encoding/json replaces invalid UTF-8, as f.set lets it
+		if err := json.Unmarshal(data[i:j+1], p); err != nil {
+			return 0, fmt.Errorf("%s: %w", f.name, err)
+		}
+		return j + 1, nil
+	}
+	*p = string(data[i+1 : j])
+	return j + 1, nil
+}
+
 func checkTrailing(data []byte, i int) error {
 	if skipWS(data, i) != len(data) {
 		return errSyntax
@@ -260,12 +328,12 @@ func (f *field) set(base unsafe.Pointer, raw []byte) error {
 		return nil
 	}
 	p := unsafe.Add(base, f.offset)
-	if f.typ == rawMessage {
+	if f.special == specialRaw {
 		// skipValue checked it: a copy, not a second pass of encoding/json
 		*(*json.RawMessage)(p) = append(json.RawMessage(nil), raw...)
 		return nil
 	}
-	if f.typ == stringMap {
+	if f.special == specialStringMap {
 		m, err := decodeStringMap(raw)
 		if err != nil {
 			return err
