@@ -136,6 +136,18 @@ func writeResult(r *Result) {
 }
 
 func appendResult(b []byte, r *Result) []byte {
+	if len(r.Content) == 1 && r.Structured == nil {
+		if c := &r.Content[0]; c.kind == kindText && c.kept == nil && !c.json {
+			// one text block, most results: three appends
+			b = slices.Grow(b, 64+len(c.text)+len(c.text)/8)
+			b = append(b, `{"content":[{"type":"text","text":`...)
+			b = jsonx.AppendString(b, c.text)
+			if r.IsError {
+				return append(b, `}],"isError":true}`...)
+			}
+			return append(b, `}],"isError":false}`...)
+		}
+	}
 	// room for the whole result at once: a large text (escaped, mostly a
 	// little longer) beside its structured copy would otherwise grow the
 	// buffer a dozen times

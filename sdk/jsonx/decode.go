@@ -148,7 +148,7 @@ func decodeStringMap(raw []byte) (map[string]string, error) {
 			v, ok := unquote(raw[s:e])
 			return v, next, ok
 		}
-		return string(raw[s:e]), next, true
+		return makeString(raw[s:e]), next, true
 	}
 	slow := func() (map[string]string, error) {
 		var m map[string]string
@@ -312,7 +312,7 @@ func setString(base unsafe.Pointer, f *field, data []byte, i int) (int, error) {
 		}
 		return j + 1, nil
 	}
-	*p = string(data[i+1 : j])
+	*p = makeString(data[i+1 : j])
 	return j + 1, nil
 }
 
@@ -363,7 +363,7 @@ func (f *field) set(base unsafe.Pointer, raw []byte) error {
 			}
 			*(*string)(p) = v
 		} else {
-			*(*string)(p) = string(raw[s:e])
+			*(*string)(p) = makeString(raw[s:e])
 		}
 		return nil
 	case reflect.Bool:
@@ -500,7 +500,8 @@ func unquote(s []byte) (string, bool) {
 			return "", false
 		}
 	}
-	return string(out), true
+	// out is this string's own and never written again
+	return unsafe.String(unsafe.SliceData(out), len(out)), true
 }
 
 func hex4(s []byte, i int) (rune, bool) {
