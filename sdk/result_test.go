@@ -2,6 +2,8 @@ package sdk
 
 import (
 	"encoding/json"
+	"fmt"
+	"sync"
 	"testing"
 )
 
@@ -66,4 +68,27 @@ func TestResultsNotReused(t *testing.T) {
 			j++
 		}
 	}
+}
+
+// TestResultsConcurrent: handlers running natively on many goroutines at
+// once (tests) each get results of their own from the slab.
+func TestResultsConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var kept []*Result
+			for i := range 500 {
+				kept = append(kept, TextResult(fmt.Sprint(g, ":", i)))
+			}
+			for i, r := range kept {
+				if r.Content[0].text != fmt.Sprint(g, ":", i) {
+					t.Errorf("goroutine %d result %d: %q", g, i, r.Content[0].text)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
