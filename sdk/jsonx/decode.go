@@ -70,9 +70,9 @@ type field struct {
 
 type special uint8
 
+// The special field types (0: none).
 const (
-	notSpecial special = iota
-	specialRaw
+	specialRaw special = iota + 1
 	specialStringMap
 )
 
