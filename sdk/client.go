@@ -311,9 +311,11 @@ func NotifyResourceUpdated(uri string) error {
 	return notify("notifications/resources/updated", map[string]any{"uri": uri})
 }
 
-// finish ends a call: the handler's result, its JSON-RPC error, or the
-// input_required unwinding.
-func finishCall(run func() (*Result, error)) (ret int32) {
+// finishCall runs a tool's call with args and ends it: the handler's
+// result, its JSON-RPC error, or the input_required unwinding. (The call
+// and its arguments, not a closure over them: a closure's call is one
+// more in the guest's path.)
+func finishCall(call func(c *Ctx, args []byte) (*Result, error), args []byte) (ret int32) {
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(inputRequiredSignal); ok {
@@ -323,7 +325,7 @@ func finishCall(run func() (*Result, error)) (ret int32) {
 			panic(r)
 		}
 	}()
-	res, err := run()
+	res, err := call(&ctx, args)
 	if err != nil {
 		var re *RPCError
 		if errors.As(err, &re) {

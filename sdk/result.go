@@ -15,58 +15,80 @@ type Result struct {
 	// Structured, when not nil, is sent as structuredContent.
 	Structured any
 	IsError    bool
-	// one backs Content for the one-block constructors: one allocation
-	// instead of two (an allocation costs about 2 µs in wasm).
+	// one backs Content for the one-block constructors, whose Results
+	// come from a slab (slab.go): no allocation for the block.
 	one [1]Content
 }
 
 func oneBlock(c Content, isError bool) *Result {
-	r := &Result{IsError: isError}
+	r := newResult()
+	r.IsError = isError
 	r.one[0] = c
 	r.Content = r.one[:]
 	return r
 }
 
 // Content is one content block. Use the constructors.
+//
+// A text block, nearly every block, is its kind and its text: the fields
+// of the other kinds are behind more, so that a result with one text
+// block is small (the guest's collector marks every byte allocated).
 type Content struct {
-	typ      string
-	text     string
-	data     []byte
-	mimeType string
-	uri      string
+	text string
+	// kept, when not nil, is the text, kept on the host (RawJSONResult)
+	kept *guest.Blob
+	more *moreContent
+	kind contentKind
 	// json: text is JSON from JSONResult, which may hold kept responses
 	// (sdk/files.Text) for the host to write
 	json bool
-	// kept, when not nil, is the text, kept on the host (RawJSONResult)
-	kept *guest.Blob
 }
 
+// moreContent is what a block of another kind than text has.
+type moreContent struct {
+	data     []byte
+	mimeType string
+	uri      string
+}
+
+type contentKind uint8
+
+// The kinds of block; the zero Content is written as an empty text.
+const (
+	kindNone contentKind = iota
+	kindText
+	kindImage
+	kindAudio
+	kindResource
+	kindResourceLink
+)
+
 // Text is a text content block.
-func Text(s string) Content { return Content{typ: "text", text: s} }
+func Text(s string) Content { return Content{kind: kindText, text: s} }
 
 // Image is an image content block (data is raw bytes; sent base64).
 func Image(data []byte, mimeType string) Content {
-	return Content{typ: "image", data: data, mimeType: mimeType}
+	return Content{kind: kindImage, more: &moreContent{data: data, mimeType: mimeType}}
 }
 
 // Audio is an audio content block.
 func Audio(data []byte, mimeType string) Content {
-	return Content{typ: "audio", data: data, mimeType: mimeType}
+	return Content{kind: kindAudio, more: &moreContent{data: data, mimeType: mimeType}}
 }
 
 // TextResource is an embedded text resource.
 func TextResource(uri, mimeType, text string) Content {
-	return Content{typ: "resource", uri: uri, mimeType: mimeType, text: text}
+	return Content{kind: kindResource, more: &moreContent{uri: uri, mimeType: mimeType}, text: text}
 }
 
 // BlobResource is an embedded binary resource.
 func BlobResource(uri, mimeType string, data []byte) Content {
-	return Content{typ: "resource", uri: uri, mimeType: mimeType, data: data}
+	return Content{kind: kindResource, more: &moreContent{uri: uri, mimeType: mimeType, data: data}}
 }
 
 // ResourceLink is a link to a resource.
 func ResourceLink(uri, name, mimeType string) Content {
-	return Content{typ: "resource_link", uri: uri, text: name, mimeType: mimeType}
+	return Content{kind: kindResourceLink, more: &moreContent{uri: uri, mimeType: mimeType}, text: name}
 }
 
 // TextResult is a result with one text block.
@@ -80,7 +102,7 @@ func ErrorResult(msg string) *Result { return oneBlock(Text(msg), true) }
 // the same object.
 func JSONResult(v any, isError bool) *Result {
 	b := jsonx.Marshal(v)
-	r := oneBlock(Content{typ: "text", text: string(b), json: true}, isError)
+	r := oneBlock(Content{kind: kindText, text: string(b), json: true}, isError)
 	r.Structured = json.RawMessage(b)
 	return r
 }
@@ -93,7 +115,7 @@ func JSONResult(v any, isError bool) *Result {
 // must not hold kept responses (sdk/files.Text) and must not change until
 // the call returns.
 func RawJSONResult(raw []byte, isError bool) *Result {
-	r := oneBlock(Content{typ: "text", kept: guest.KeepBytes(raw)}, isError)
+	r := oneBlock(Content{kind: kindText, kept: guest.KeepBytes(raw)}, isError)
 	r.Structured = json.RawMessage(raw)
 	return r
 }
@@ -114,12 +136,28 @@ func writeResult(r *Result) {
 }
 
 func appendResult(b []byte, r *Result) []byte {
+	if len(r.Content) == 1 && r.Structured == nil {
+		if c := &r.Content[0]; c.kind == kindText && c.kept == nil && !c.json {
+			// one text block, most results: three appends
+			b = slices.Grow(b, 64+len(c.text)+len(c.text)/8)
+			b = append(b, `{"content":[{"type":"text","text":`...)
+			b = jsonx.AppendString(b, c.text)
+			if r.IsError {
+				return append(b, `}],"isError":true}`...)
+			}
+			return append(b, `}],"isError":false}`...)
+		}
+	}
 	// room for the whole result at once: a large text (escaped, mostly a
 	// little longer) beside its structured copy would otherwise grow the
 	// buffer a dozen times
 	n := 64
 	for i := range r.Content {
-		n += len(r.Content[i].text) + len(r.Content[i].text)/8 + len(r.Content[i].data)*4/3 + 64
+		c := &r.Content[i]
+		n += len(c.text) + len(c.text)/8 + 64
+		if c.more != nil {
+			n += len(c.more.data)*4/3 + len(c.more.uri) + len(c.more.mimeType)
+		}
 	}
 	if s, ok := r.Structured.(json.RawMessage); ok {
 		n += len(s)
@@ -146,8 +184,12 @@ func appendResult(b []byte, r *Result) []byte {
 }
 
 func appendContent(b []byte, c *Content) []byte {
-	switch c.typ {
-	case "text":
+	m := c.more
+	if m == nil {
+		m = &moreContent{}
+	}
+	switch c.kind {
+	case kindText:
 		b = append(b, `{"type":"text","text":`...)
 		if c.kept != nil {
 			b = c.kept.AppendJSON(b)
@@ -156,37 +198,39 @@ func appendContent(b []byte, c *Content) []byte {
 		} else {
 			b = jsonx.AppendString(b, c.text)
 		}
-	case "image", "audio":
-		b = append(b, `{"type":"`...)
-		b = append(b, c.typ...)
-		b = append(b, `","data":"`...)
-		b = base64.StdEncoding.AppendEncode(b, c.data)
-		b = append(b, `","mimeType":`...)
-		b = jsonx.AppendString(b, c.mimeType)
-	case "resource":
-		b = append(b, `{"type":"resource","resource":{"uri":`...)
-		b = jsonx.AppendString(b, c.uri)
-		if c.mimeType != "" {
-			b = append(b, `,"mimeType":`...)
-			b = jsonx.AppendString(b, c.mimeType)
+	case kindImage, kindAudio:
+		if c.kind == kindImage {
+			b = append(b, `{"type":"image","data":"`...)
+		} else {
+			b = append(b, `{"type":"audio","data":"`...)
 		}
-		if c.data != nil {
+		b = base64.StdEncoding.AppendEncode(b, m.data)
+		b = append(b, `","mimeType":`...)
+		b = jsonx.AppendString(b, m.mimeType)
+	case kindResource:
+		b = append(b, `{"type":"resource","resource":{"uri":`...)
+		b = jsonx.AppendString(b, m.uri)
+		if m.mimeType != "" {
+			b = append(b, `,"mimeType":`...)
+			b = jsonx.AppendString(b, m.mimeType)
+		}
+		if m.data != nil {
 			b = append(b, `,"blob":"`...)
-			b = base64.StdEncoding.AppendEncode(b, c.data)
+			b = base64.StdEncoding.AppendEncode(b, m.data)
 			b = append(b, '"')
 		} else {
 			b = append(b, `,"text":`...)
 			b = jsonx.AppendString(b, c.text)
 		}
 		b = append(b, '}')
-	case "resource_link":
+	case kindResourceLink:
 		b = append(b, `{"type":"resource_link","uri":`...)
-		b = jsonx.AppendString(b, c.uri)
+		b = jsonx.AppendString(b, m.uri)
 		b = append(b, `,"name":`...)
 		b = jsonx.AppendString(b, c.text)
-		if c.mimeType != "" {
+		if m.mimeType != "" {
 			b = append(b, `,"mimeType":`...)
-			b = jsonx.AppendString(b, c.mimeType)
+			b = jsonx.AppendString(b, m.mimeType)
 		}
 	default:
 		b = append(b, `{"type":"text","text":""`...)

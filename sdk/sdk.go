@@ -217,14 +217,16 @@ func handle(op int32, name, args []byte) int32 {
 			if configuredHandle != nil {
 				tool := string(name)
 				ctx.tool = tool
-				return finishCall(func() (*Result, error) { return configuredHandle(&ctx, tool, json.RawMessage(args)) })
+				return finishCall(func(c *Ctx, args []byte) (*Result, error) {
+					return configuredHandle(c, tool, json.RawMessage(args))
+				}, args)
 			}
 			return abi.RetUnknownName
 		}
 		ctx.tool = t.decl.Name
 		// client.go: a *RPCError becomes the request's error, an unanswered
 		// input request (2026-07-28) ends the call with input_required.
-		return finishCall(func() (*Result, error) { return t.call(&ctx, args) })
+		return finishCall(t.call, args)
 	case abi.OpHookBefore, abi.OpHookAfter:
 		out, ret := handleHook(op, name, args)
 		guest.WriteOutput(out)

@@ -44,9 +44,9 @@ func (d *decoder) Decode(data []byte, dst any) error { return d.decode(data, dst
 // decoder decodes a tool's JSON arguments into a struct. Flat fields of
 // kind string, bool, int, float and pointers to those are set directly with
 // a single pass over the bytes; anything else falls back to encoding/json
-// for that field. In wasm every Go function call costs about 85 ns, and
-// encoding/json spends ~30 µs on a one-field object; this path spends ~1 µs
-// (measured in RATIONALE.md "Argument decoding in the guest").
+// for that field. In a wasm guest encoding/json spends ~30 µs on a
+// one-field object, this path ~0.25 µs (RATIONALE.md, "The SDK decodes
+// arguments itself").
 type decoder struct {
 	typ    reflect.Type
 	fields map[string]*field
@@ -60,7 +60,21 @@ type field struct {
 	kind   reflect.Kind
 	ptr    bool // pointer to kind
 	typ    reflect.Type
+	// special is json.RawMessage or map[string]string, each decoded its
+	// own way (compared once here: a reflect.Type comparison per call is
+	// a runtime call in wasm)
+	special special
+	// plain: a string field set straight from the member loop (decode)
+	plain bool
 }
+
+type special uint8
+
+// The special field types (0: none).
+const (
+	specialRaw special = iota + 1
+	specialStringMap
+)
 
 func decoderFor(t reflect.Type) *decoder {
 	d := &decoder{typ: t}
@@ -89,6 +103,13 @@ func decoderFor(t reflect.Type) *decoder {
 			}
 		}
 		f := &field{name: name, offset: sf.Offset, typ: sf.Type, kind: sf.Type.Kind()}
+		switch sf.Type {
+		case rawMessage:
+			f.special = specialRaw
+		case stringMap:
+			f.special = specialStringMap
+		}
+		f.plain = f.kind == reflect.String
 		if f.kind == reflect.Pointer {
 			switch sf.Type.Elem().Kind() {
 			case reflect.String, reflect.Bool, reflect.Int, reflect.Int64, reflect.Int32, reflect.Float64:
@@ -127,7 +148,7 @@ func decodeStringMap(raw []byte) (map[string]string, error) {
 			v, ok := unquote(raw[s:e])
 			return v, next, ok
 		}
-		return string(raw[s:e]), next, true
+		return makeString(raw[s:e]), next, true
 	}
 	slow := func() (map[string]string, error) {
 		var m map[string]string
@@ -210,13 +231,24 @@ func (d *decoder) decode(data []byte, dst any) error {
 		}
 		i = skipWS(data, i+1)
 		vs := i
-		ve := skipValue(data, i)
-		if ve < 0 {
-			return errSyntax
-		}
-		if f := d.find(key); f != nil {
-			if err := f.set(base, data[vs:ve]); err != nil {
-				return fmt.Errorf("%s: %w", f.name, err)
+		var ve int
+		if f := d.find(key); f != nil && f.plain && i < len(data) && data[i] == '"' {
+			// a string for a string field, the usual argument: one scan
+			// that finds its end, its escapes and whether it is ASCII,
+			// and the field set from it (f.set does the rest)
+			var err error
+			if ve, err = setString(base, f, data, i); err != nil {
+				return err
+			}
+		} else {
+			ve = skipValue(data, i)
+			if ve < 0 {
+				return errSyntax
+			}
+			if f != nil {
+				if err := f.set(base, data[vs:ve]); err != nil {
+					return fmt.Errorf("%s: %w", f.name, err)
+				}
 			}
 		}
 		i = skipWS(data, ve)
@@ -248,6 +280,42 @@ func (d *decoder) find(key string) *field {
 	return d.fields[key]
 }
 
+// setString sets f, a string field, from the JSON string at data[i] and
+// returns the index after it: as skipValue then f.set would, with their
+// errors, in one scan of a string without escapes.
+func setString(base unsafe.Pointer, f *field, data []byte, i int) (int, error) {
+	var high byte
+	j := i + 1
+	for ; j < len(data); j++ {
+		c := data[j]
+		if c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+		high |= c
+	}
+	if j >= len(data) || data[j] != '"' {
+		// escapes, a control character or no end: the general path
+		next := skipValue(data, i)
+		if next < 0 {
+			return 0, errSyntax
+		}
+		if err := f.set(base, data[i:next]); err != nil {
+			return 0, fmt.Errorf("%s: %w", f.name, err)
+		}
+		return next, nil
+	}
+	p := (*string)(unsafe.Add(base, f.offset))
+	if high >= utf8.RuneSelf && !utf8.Valid(data[i+1:j]) {
+		// encoding/json replaces invalid UTF-8, as f.set lets it
+		if err := json.Unmarshal(data[i:j+1], p); err != nil {
+			return 0, fmt.Errorf("%s: %w", f.name, err)
+		}
+		return j + 1, nil
+	}
+	*p = makeString(data[i+1 : j])
+	return j + 1, nil
+}
+
 func checkTrailing(data []byte, i int) error {
 	if skipWS(data, i) != len(data) {
 		return errSyntax
@@ -260,12 +328,12 @@ func (f *field) set(base unsafe.Pointer, raw []byte) error {
 		return nil
 	}
 	p := unsafe.Add(base, f.offset)
-	if f.typ == rawMessage {
+	if f.special == specialRaw {
 		// skipValue checked it: a copy, not a second pass of encoding/json
 		*(*json.RawMessage)(p) = append(json.RawMessage(nil), raw...)
 		return nil
 	}
-	if f.typ == stringMap {
+	if f.special == specialStringMap {
 		m, err := decodeStringMap(raw)
 		if err != nil {
 			return err
@@ -295,7 +363,7 @@ func (f *field) set(base unsafe.Pointer, raw []byte) error {
 			}
 			*(*string)(p) = v
 		} else {
-			*(*string)(p) = string(raw[s:e])
+			*(*string)(p) = makeString(raw[s:e])
 		}
 		return nil
 	case reflect.Bool:
@@ -432,7 +500,8 @@ func unquote(s []byte) (string, bool) {
 			return "", false
 		}
 	}
-	return string(out), true
+	// out is this string's own and never written again
+	return unsafe.String(unsafe.SliceData(out), len(out)), true
 }
 
 func hex4(s []byte, i int) (rune, bool) {
