@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -29,7 +30,62 @@ type Metrics struct {
 	calls   *counters
 	latency *prometheus.HistogramVec
 	quota   *counters
+	// observers are latency's series of the methods the method table
+	// serves, each resolved by its first request (so /metrics lists the
+	// series of the methods served, as before): WithLabelValues checks,
+	// hashes and looks up its label under a lock on every call
+	observers [len(servedMethods)]atomic.Pointer[prometheus.Observer]
 }
+
+// servedMethods are the methods whose latency series Metrics keeps
+// resolved (methodSlot); another method's is looked up each time.
+var servedMethods = [...]string{"tools/call", "tools/list", "prompts/get", "prompts/list", "resources/read",
+	"resources/list", "resources/templates/list", "completion/complete", "ping"}
+
+// methodSlot is method's index in servedMethods, -1 when it is not one.
+func methodSlot(method string) int {
+	switch method {
+	case "tools/call":
+		return 0
+	case "tools/list":
+		return 1
+	case "prompts/get":
+		return 2
+	case "prompts/list":
+		return 3
+	case "resources/read":
+		return 4
+	case "resources/list":
+		return 5
+	case "resources/templates/list":
+		return 6
+	case "completion/complete":
+		return 7
+	case "ping":
+		return 8
+	}
+	return -1
+}
+
+// observe records one request of method that took d.
+func (m *Metrics) observe(method string, d time.Duration) {
+	i := methodSlot(method)
+	if i < 0 {
+		m.latency.WithLabelValues(method).Observe(d.Seconds())
+		return
+	}
+	o := m.observers[i].Load()
+	if o == nil {
+		ob := m.latency.WithLabelValues(servedMethods[i])
+		o = &ob
+		m.observers[i].Store(o)
+	}
+	(*o).Observe(d.Seconds())
+}
+
+// clockBase anchors the middleware's clock: time.Since of it reads the
+// monotonic clock alone, where time.Now reads the wall clock too.
+var clockBase = time.Now()
 
 // MetricsSources are the host's numbers read at each scrape; a nil func
 // leaves its metric out.
@@ -129,9 +185,9 @@ func (c *mapCollector) Collect(ch chan<- prometheus.Metric) {
 func (m *Metrics) Middleware() mcp.Middleware {
 	return func(next mcp.Handler) mcp.Handler {
 		return func(ctx context.Context, req *mcp.Request) (json.RawMessage, error) {
-			start := time.Now()
+			start := time.Since(clockBase)
 			res, err := next(ctx, req)
-			m.latency.WithLabelValues(req.Method).Observe(time.Since(start).Seconds())
+			m.observe(req.Method, time.Since(clockBase)-start)
 			out, _ := audit.Classify(ctx, req, res, err)
 			name := req.Name
 			if out == audit.Denied {
