@@ -131,7 +131,7 @@ func (s *Server) handleMCP(c *fiber.Ctx) error {
 	}
 	if ex.Method == fiber.MethodPost {
 		ex.Body = body(c)
-		ex.Hold = hold(&m.release) // a call that becomes a task keeps the slot (tenancy.go)
+		ex.Hold = m // a call that becomes a task keeps the slot (mcpRequest.Hold)
 	}
 	var start time.Time
 	if s.opts.Audit != nil {
