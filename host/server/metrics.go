@@ -226,27 +226,41 @@ type counters struct {
 	desc   *prometheus.Desc
 	labels int
 	mu     sync.Mutex
-	vals   map[[4]string]uint64
+	index  map[[4]string]int // the series' place in keys and counts
+	keys   [][4]string       // each series' interned label values
+	counts []uint64
+	last   int               // the series counted last (-1: none): most requests count the same series as the one before
 	names  map[string]string // interned label values, in arena
 	arena  []byte            // never written below its length once a string is in it
 }
 
 func newCounters(name, help string, labels ...string) *counters {
 	return &counters{desc: prometheus.NewDesc(name, help, labels, nil), labels: len(labels),
-		vals: map[[4]string]uint64{}, names: map[string]string{}}
+		index: map[[4]string]int{}, last: -1, names: map[string]string{}}
 }
 
 // inc adds one to the series of the label values (the unused ones "").
+// The series counted last is compared before the map is hashed.
 func (c *counters) inc(a, b, d, e string) {
 	k := [4]string{a, b, d, e}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.vals[k]; !ok {
-		for i, v := range k {
-			k[i] = c.intern(v)
-		}
+	if c.last >= 0 && c.keys[c.last] == k {
+		c.counts[c.last]++
+		return
 	}
-	c.vals[k]++
+	i, ok := c.index[k]
+	if !ok {
+		for j, v := range k {
+			k[j] = c.intern(v)
+		}
+		i = len(c.counts)
+		c.keys = append(c.keys, k)
+		c.counts = append(c.counts, 0)
+		c.index[k] = i
+	}
+	c.counts[i]++
+	c.last = i
 }
 
 // intern returns v's interned copy, made once, in a shared block of bytes:
@@ -274,9 +288,9 @@ func (c *counters) Collect(ch chan<- prometheus.Metric) {
 		v uint64
 	}
 	c.mu.Lock()
-	all := make([]series, 0, len(c.vals))
-	for k, v := range c.vals {
-		all = append(all, series{k, v})
+	all := make([]series, len(c.counts))
+	for i, k := range c.keys {
+		all[i] = series{k, c.counts[i]}
 	}
 	c.mu.Unlock()
 	for _, s := range all {
