@@ -2,11 +2,12 @@
 // while the live heap is small: the collector then runs when the heap has
 // grown to the floor, not when it has doubled a heap of a few megabytes.
 //
-// An idle aiod's live heap is 2-3 MiB, so with GOGC's default of 100 the
-// collector ran every 2 MiB allocated: every ~1,400 echo calls over HTTP,
-// each cycle's fixed cost (marking the roots, the stacks and the live
-// heap, the stop-the-world phases, waking the workers) coming to ~2 µs of
-// CPU per call, more than any one layer of the call path. Above the floor
+// An aiod serving the C echo has a live heap of 2-3 MiB, so with GOGC's
+// default of 100 the collector ran every 2 MiB allocated: every ~1,400
+// echo calls over HTTP, each cycle's fixed cost (marking the roots, the
+// stacks and the live heap, the stop-the-world phases, waking the
+// workers) coming to ~2 µs of CPU per call, more than any one layer of
+// the call path. Above the floor
 // the goal is GOGC's own (twice the live heap at 100), so a large heap is
 // collected as it was; GOMEMLIMIT, when set, still bounds the heap.
 //
