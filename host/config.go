@@ -59,6 +59,10 @@ type Config struct {
 	// PprofAddr, when set, serves Go's profiler on this loopback address
 	// while Run runs (never on the MCP port).
 	PprofAddr string
+	// GCHeapFloorMiB, when above zero, keeps the Go collector's heap goal
+	// at least that many MiB while Run runs (host/internal/gcfloor; 0:
+	// GOGC's goal alone). cmd/aiod sets DefaultGCHeapFloorMiB.
+	GCHeapFloorMiB int
 	// MaxSessions and SessionIdleTimeout bound legacy MCP sessions (zero:
 	// the mcp package defaults).
 	MaxSessions        int

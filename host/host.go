@@ -63,6 +63,7 @@ type Host struct {
 	// what Addr, Run and the reloads read of the configuration, taken
 	// from it once by New
 	addr, pprofAddr                  string
+	gcFloorMiB                       int
 	policyFile, apiKey, stateKeyFile string
 	drainDelay, drainTimeout         time.Duration
 
@@ -112,7 +113,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{log: cfg.Logger, addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), pprofAddr: cfg.PprofAddr,
+	h := &Host{log: cfg.Logger, addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), pprofAddr: cfg.PprofAddr, gcFloorMiB: cfg.GCHeapFloorMiB,
 		policyFile: cfg.PolicyFile, apiKey: cfg.APIKey, stateKeyFile: cfg.StateKeyFile, oci: &ociplugins.Fetcher{Cache: cfg.PluginCache, Client: ocireg.Client{AuthFile: cfg.RegistryAuth}, Log: cfg.Logger},
 		drainDelay: cfg.DrainDelay, drainTimeout: cmp.Or(cfg.DrainTimeout, DefaultDrainTimeout),
 		machine: machinetools.New(cfg.MachineTools, cfg.Lockdown, cfg.Logger, os.LookupEnv)}

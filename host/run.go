@@ -14,6 +14,7 @@ import (
 
 	"github.com/aiodhq/aiod/host/caps"
 	"github.com/aiodhq/aiod/host/hooks"
+	"github.com/aiodhq/aiod/host/internal/gcfloor"
 	"github.com/aiodhq/aiod/host/internal/machinetools"
 	"github.com/aiodhq/aiod/host/plugin"
 	"github.com/aiodhq/aiod/host/server"
@@ -57,6 +58,9 @@ func (h *Host) Run(ctx context.Context) error {
 		<-reloads
 	}()
 
+	if h.gcFloorMiB > 0 {
+		defer gcfloor.Start(uint64(h.gcFloorMiB) << 20).Stop()
+	}
 	if h.pprofAddr != "" {
 		shutdown, err := h.servePprof(h.pprofAddr)
 		if err != nil {
@@ -103,6 +107,10 @@ func (h *Host) servePprof(addr string) (func(), error) {
 // plugins directory must be quiet after a change before it is reloaded
 // (plugin.Watcher).
 const DefaultWatchDebounce = plugin.DefaultWatchDebounce
+
+// DefaultGCHeapFloorMiB is cmd/aiod's --gc-heap-floor (RATIONALE.md, "The
+// collector's heap floor").
+const DefaultGCHeapFloorMiB = 16
 
 // ReloadResult is what one reload did: the registry's report, and whether
 // the policy file was read anew or kept because it did not parse.

@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -56,17 +59,21 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.
 
 // TestRun runs the daemon on a real port: it serves, SIGHUP reloads the
 // plugins directory (a plugin added after start appears), the profiler
-// answers on its own port, and cancelling ctx shuts it down (the port is
-// closed and Run returns nil).
+// answers on its own port, the collector's heap floor holds while it runs,
+// and cancelling ctx shuts it down (the port is closed, the process's GC
+// percentage is its own again and Run returns nil).
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	port, pprofPort := freePort(t), freePort(t)
+	base := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(base)
 	h, err := host.New(context.Background(), host.Config{
-		Port:       port,
-		PluginsDir: dir,
-		CacheDir:   testplugins.CacheDir(),
-		PprofAddr:  "127.0.0.1:" + strconv.Itoa(pprofPort),
-		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Port:           port,
+		PluginsDir:     dir,
+		CacheDir:       testplugins.CacheDir(),
+		PprofAddr:      "127.0.0.1:" + strconv.Itoa(pprofPort),
+		GCHeapFloorMiB: 1024, // above any live heap of the test
+		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +88,12 @@ func TestRun(t *testing.T) {
 	if body := toolsList(url); strings.Contains(body, `"name":"echo"`) {
 		t.Fatalf("echo listed before it was installed: %s", body)
 	}
+
+	waitFor(t, 10*time.Second, "the heap floor to raise the GC percentage", func() bool {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+		return gcPercent() > 100
+	})
 
 	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(pprofPort) + "/debug/pprof/cmdline")
 	if err != nil || resp.StatusCode != 200 {
@@ -106,9 +119,19 @@ func TestRun(t *testing.T) {
 	if toolsList(url) != "" {
 		t.Fatal("the port still answers after shutdown")
 	}
+	if p := gcPercent(); p != 100 {
+		t.Fatalf("GC percentage %d after Run, want the process's own 100", p)
+	}
 	if _, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(pprofPort), time.Second); err == nil {
 		t.Fatal("the profiler still listens after shutdown")
 	}
+}
+
+// gcPercent is the collector's GC percentage now.
+func gcPercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
 }
 
 // TestRunSIGTERM: SIGTERM shuts Run down gracefully, like ctx.

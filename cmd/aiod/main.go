@@ -148,6 +148,7 @@ func newStartFlags(stderr io.Writer) *startFlags {
 	s.str(&c.Engine, "engine", "AIO_ENGINE", host.DefaultEngine, "WebAssembly engine, one of: "+strings.Join(host.Engines(), ", "))
 	s.bool(&s.snapshots, "snapshots", "AIO_SNAPSHOTS", host.DefaultSnapshots, "start a tenant's instances of a plugin from a snapshot of its first one's initialised state (false: every instance runs the plugin's initialisation)")
 	s.int(&c.SnapshotSpares, "snapshot-spares", "AIO_SNAPSHOT_SPARES", host.DefaultSnapshotSpares, "spare snapshots each plugin keeps ready for tenants never seen before, refilled in the background; each holds the pages its initialisation changed, ~180 KiB for a Go plugin (0: the default; the least is 1)")
+	s.int(&c.GCHeapFloorMiB, "gc-heap-floor", "AIO_GC_HEAP_FLOOR", host.DefaultGCHeapFloorMiB, "MiB: the Go collector runs no sooner than when the heap reaches this size; above it, GOGC's goal (twice the live heap) applies (0: GOGC's alone; GOMEMLIMIT still bounds the heap)")
 	s.str(&c.PprofAddr, "pprof-addr", "AIO_PPROF_ADDR", "", "serve Go's profiler on this loopback host:port (debugging aid)")
 	s.bool(&c.Watch, "watch", "AIO_WATCH", true, "reload when the plugins directory, a package in it or the policy file changes (with --plugins-dir)")
 	s.duration(&c.WatchDebounce, "watch-debounce", "AIO_WATCH_DEBOUNCE", host.DefaultWatchDebounce, "how long the plugins directory must be quiet after a change before the reload")

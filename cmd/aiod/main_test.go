@@ -69,6 +69,7 @@ var settings = []setting{
 	{"AIO_PREWAKE", "false", false, "true", true, "yes", func(s *startFlags) any { return s.cfg.Prewake }, true},
 	{"AIO_IDLE_TIMEOUT", "90s", 90 * time.Second, "1m", time.Minute, "90", func(s *startFlags) any { return s.cfg.IdleTimeout }, plugin.DefaultIdleTimeout},
 	{"AIO_LOG_LEVEL", "debug", slog.LevelDebug, "warn", slog.LevelWarn, "loud", func(s *startFlags) any { return s.logLevel }, slog.LevelInfo},
+	{"AIO_GC_HEAP_FLOOR", "32", 32, "0", 0, "lots", func(s *startFlags) any { return s.cfg.GCHeapFloorMiB }, host.DefaultGCHeapFloorMiB},
 	{"AIO_MAX_SESSIONS", "10", 10, "20", 20, "ten", func(s *startFlags) any { return s.cfg.MaxSessions }, mcp.DefaultMaxSessions},
 	{"AIO_SESSION_IDLE_TIMEOUT", "1h", time.Hour, "2h", 2 * time.Hour, "1 hour", func(s *startFlags) any { return s.cfg.SessionIdleTimeout }, mcp.DefaultSessionIdleTimeout},
 	{"AIO_ALLOWED_ORIGINS", "https://a, https://b", []string{"https://a", "https://b"}, "*", []string{"*"}, "", func(s *startFlags) any { return s.cfg.AllowedOrigins }, []string(nil)},

@@ -60,7 +60,8 @@ func (s *Server) legacyPost(ctx context.Context, ex *Exchange, req *message, p *
 	}
 	// A request streams only when it may produce something before its
 	// response: progress, logs, or input requests to the client.
-	if !streams(ex, req.Method) || (rc.progressToken == nil && rc.logLevel < 0 && (sess == nil || !sess.caps.any())) {
+	// (What it could produce is asked first: it reads no header.)
+	if (rc.progressToken == nil && rc.logLevel < 0 && (sess == nil || !sess.caps.any())) || !streams(ex, req.Method) {
 		res, rerr := rc.dispatch(ctx)
 		return rc.reply(res, rerr)
 	}

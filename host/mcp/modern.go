@@ -87,7 +87,7 @@ func (s *Server) modernPost(ctx context.Context, ex *Exchange, req *message, p *
 			return r
 		}
 	}
-	if !streams(ex, req.Method) || (len(rc.progressToken) == 0 && rc.logLevel < 0) {
+	if (len(rc.progressToken) == 0 && rc.logLevel < 0) || !streams(ex, req.Method) { // the header last
 		res, rerr := rc.dispatch(ctx)
 		return rc.reply(res, rerr)
 	}

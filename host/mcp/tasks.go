@@ -184,7 +184,7 @@ func (s *Server) taskCall(ctx context.Context, ex *Exchange, rc *rpcCall) *Respo
 	case <-timer.C:
 		if s.tasks.add(t) {
 			if ex.Hold != nil {
-				t.hold(ex.Hold())
+				t.hold(ex.Hold.Hold())
 			}
 			t.mu.Lock() // the run may be changing it
 			v := t.view(false)

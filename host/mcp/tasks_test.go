@@ -345,10 +345,10 @@ func TestTaskHoldsSlot(t *testing.T) {
 		h := mapHeaders{"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "slow_compute", "accept": "application/json"}
 		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + strings.TrimSuffix(params, "}") + `,` + tasksMeta + `}}`
 		ex := &Exchange{Method: "POST", Header: h, Body: []byte(body), Principal: Principal{Owner: "alice"},
-			Hold: func() func() {
+			Hold: HoldFunc(func() func() {
 				held.Add(1)
 				return func() { released.Add(1) }
-			}}
+			})}
 		var out map[string]any
 		if err := json.Unmarshal(s.Serve(context.Background(), ex).Body, &out); err != nil {
 			t.Fatal(err)

@@ -26,13 +26,26 @@ type Exchange struct {
 	// tools/call that becomes a task calls it once, and the transport
 	// then does not release the slot itself; the task calls the returned
 	// release when its run ends. May be nil (nothing to hold).
-	Hold func() (release func())
+	Hold Holder
 	// Trace is the W3C trace context of the HTTP request's traceparent
 	// and tracestate headers, copied when tracing is on (the middleware
 	// reads them with Request.TraceHeader; the work may outlive the
 	// request's headers).
 	Trace [2]string
 }
+
+// Holder hands a request's admission over (Exchange.Hold): a transport's
+// request state implements it, so that setting it allocates no closure.
+type Holder interface {
+	// Hold is called at most once; the work calls release when it ends.
+	Hold() (release func())
+}
+
+// HoldFunc is a function as a Holder.
+type HoldFunc func() (release func())
+
+// Hold calls f.
+func (f HoldFunc) Hold() func() { return f() }
 
 // HeaderField is one response header.
 type HeaderField struct{ Name, Value string }

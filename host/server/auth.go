@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
@@ -26,6 +27,10 @@ type guard struct {
 	hosts    map[string]bool
 	origins  map[string]bool
 	anyOrig  bool
+	// hostSeen is the last Host header value hostOK accepted: a client
+	// sends the same one on every request, and the answer depends on the
+	// value alone (the allowed hosts do not change after newGuard).
+	hostSeen atomic.Pointer[string]
 }
 
 func newGuard(o Options) *guard {
@@ -172,6 +177,19 @@ func keyMatches(got string, sum *[32]byte) bool {
 // hostOK: behind loopback, the Host header must name a loopback host (or
 // an allowed one), so a DNS-rebound name cannot reach the server.
 func (g *guard) hostOK(host string) bool {
+	if seen := g.hostSeen.Load(); seen != nil && *seen == host {
+		return true
+	}
+	if !g.hostAllowed(host) {
+		return false
+	}
+	kept := strings.Clone(host) // host is the request's buffer
+	g.hostSeen.Store(&kept)
+	return true
+}
+
+// hostAllowed is hostOK's rule.
+func (g *guard) hostAllowed(host string) bool {
 	h := strings.ToLower(host)
 	if h == "" || g.hosts[h] || g.hosts[hostOnly(h)] {
 		return true // no Host at all (HTTP/1.0 tools): not a browser, so not a rebinding

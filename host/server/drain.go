@@ -29,12 +29,13 @@ func (s *Server) Drain() {
 // Draining reports whether Drain was called.
 func (s *Server) Draining() bool { return s.draining.Load() }
 
-// closeWhenDraining is the middleware of Drain.
-func (s *Server) closeWhenDraining(c *fiber.Ctx) error {
+// front is the middleware of every route: Drain's (a response while
+// draining closes its connection), then the guard's checks (auth.go).
+func (s *Server) front(c *fiber.Ctx) error {
 	if s.draining.Load() {
 		c.Set(fiber.HeaderConnection, "close")
 	}
-	return c.Next()
+	return s.guard.check(c)
 }
 
 // health is GET /health: ok, or 503 while draining.

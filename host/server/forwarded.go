@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -14,12 +13,8 @@ import (
 // X-Forwarded-Proto, -Host or -Prefix set): browser_get_info's cdp_url is
 // then the proxy's (browser.Forwarded). Of a list ("a, b"), the first
 // (the client's) value counts.
-func forwardedContext(c *fiber.Ctx) context.Context {
-	first := func(name string) string {
-		v, _, _ := strings.Cut(string(c.Request().Header.Peek(name)), ",")
-		return strings.TrimSpace(v)
-	}
-	proto, host, prefix := first("X-Forwarded-Proto"), first("X-Forwarded-Host"), first("X-Forwarded-Prefix")
+func forwardedContext(c *fiber.Ctx, h *reqHeaders) context.Context {
+	proto, host, prefix := h.forwarded(hFwdProto), h.forwarded(hFwdHost), h.forwarded(hFwdPrefix)
 	if proto == "" && host == "" && prefix == "" {
 		return c.UserContext()
 	}

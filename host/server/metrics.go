@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -29,7 +30,62 @@ type Metrics struct {
 	calls   *counters
 	latency *prometheus.HistogramVec
 	quota   *counters
+	// observers are latency's series of the methods the method table
+	// serves, each resolved by its first request (so /metrics lists the
+	// series of the methods served, as before): WithLabelValues checks,
+	// hashes and looks up its label under a lock on every call
+	observers [len(servedMethods)]atomic.Pointer[prometheus.Observer]
 }
+
+// servedMethods are the methods whose latency series Metrics keeps
+// resolved (methodSlot); another method's is looked up each time.
+var servedMethods = [...]string{"tools/call", "tools/list", "prompts/get", "prompts/list", "resources/read",
+	"resources/list", "resources/templates/list", "completion/complete", "ping"}
+
+// methodSlot is method's index in servedMethods, -1 when it is not one.
+func methodSlot(method string) int {
+	switch method {
+	case "tools/call":
+		return 0
+	case "tools/list":
+		return 1
+	case "prompts/get":
+		return 2
+	case "prompts/list":
+		return 3
+	case "resources/read":
+		return 4
+	case "resources/list":
+		return 5
+	case "resources/templates/list":
+		return 6
+	case "completion/complete":
+		return 7
+	case "ping":
+		return 8
+	}
+	return -1
+}
+
+// observe records one request of method that took d.
+func (m *Metrics) observe(method string, d time.Duration) {
+	i := methodSlot(method)
+	if i < 0 {
+		m.latency.WithLabelValues(method).Observe(d.Seconds())
+		return
+	}
+	o := m.observers[i].Load()
+	if o == nil {
+		ob := m.latency.WithLabelValues(servedMethods[i])
+		o = &ob
+		m.observers[i].Store(o)
+	}
+	(*o).Observe(d.Seconds())
+}
+
+// clockBase anchors the middleware's clock: time.Since of it reads the
+// monotonic clock alone, where time.Now reads the wall clock too.
+var clockBase = time.Now()
 
 // MetricsSources are the host's numbers read at each scrape; a nil func
 // leaves its metric out.
@@ -129,9 +185,9 @@ func (c *mapCollector) Collect(ch chan<- prometheus.Metric) {
 func (m *Metrics) Middleware() mcp.Middleware {
 	return func(next mcp.Handler) mcp.Handler {
 		return func(ctx context.Context, req *mcp.Request) (json.RawMessage, error) {
-			start := time.Now()
+			start := time.Since(clockBase)
 			res, err := next(ctx, req)
-			m.latency.WithLabelValues(req.Method).Observe(time.Since(start).Seconds())
+			m.observe(req.Method, time.Since(clockBase)-start)
 			out, _ := audit.Classify(ctx, req, res, err)
 			name := req.Name
 			if out == audit.Denied {
@@ -170,27 +226,41 @@ type counters struct {
 	desc   *prometheus.Desc
 	labels int
 	mu     sync.Mutex
-	vals   map[[4]string]uint64
+	index  map[[4]string]int // the series' place in keys and counts
+	keys   [][4]string       // each series' interned label values
+	counts []uint64
+	last   int               // the series counted last (-1: none): most requests count the same series as the one before
 	names  map[string]string // interned label values, in arena
 	arena  []byte            // never written below its length once a string is in it
 }
 
 func newCounters(name, help string, labels ...string) *counters {
 	return &counters{desc: prometheus.NewDesc(name, help, labels, nil), labels: len(labels),
-		vals: map[[4]string]uint64{}, names: map[string]string{}}
+		index: map[[4]string]int{}, last: -1, names: map[string]string{}}
 }
 
 // inc adds one to the series of the label values (the unused ones "").
+// The series counted last is compared before the map is hashed.
 func (c *counters) inc(a, b, d, e string) {
 	k := [4]string{a, b, d, e}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.vals[k]; !ok {
-		for i, v := range k {
-			k[i] = c.intern(v)
-		}
+	if c.last >= 0 && c.keys[c.last] == k {
+		c.counts[c.last]++
+		return
 	}
-	c.vals[k]++
+	i, ok := c.index[k]
+	if !ok {
+		for j, v := range k {
+			k[j] = c.intern(v)
+		}
+		i = len(c.counts)
+		c.keys = append(c.keys, k)
+		c.counts = append(c.counts, 0)
+		c.index[k] = i
+	}
+	c.counts[i]++
+	c.last = i
 }
 
 // intern returns v's interned copy, made once, in a shared block of bytes:
@@ -218,9 +288,9 @@ func (c *counters) Collect(ch chan<- prometheus.Metric) {
 		v uint64
 	}
 	c.mu.Lock()
-	all := make([]series, 0, len(c.vals))
-	for k, v := range c.vals {
-		all = append(all, series{k, v})
+	all := make([]series, len(c.counts))
+	for i, k := range c.keys {
+		all[i] = series{k, c.counts[i]}
 	}
 	c.mu.Unlock()
 	for _, s := range all {

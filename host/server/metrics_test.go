@@ -20,6 +20,13 @@ func TestCounters(t *testing.T) {
 	}
 	c.inc("bob", "calls_per_minute", "", "")
 	c.inc("alice", "concurrent_calls", "", "")
+	// the series counted last is compared first: alternating series, and
+	// one repeated, each count once a call
+	for range 50 {
+		c.inc("bob", "calls_per_minute", "", "")
+		c.inc("bob", "concurrent_calls", "", "")
+		c.inc("bob", "concurrent_calls", "", "")
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	mfs, err := reg.Gather()
@@ -36,7 +43,8 @@ func TestCounters(t *testing.T) {
 	}
 	want := map[string]float64{
 		"quota=calls_per_minute tenant=alice ": 3,
-		"quota=calls_per_minute tenant=bob ":   1,
+		"quota=calls_per_minute tenant=bob ":   51,
+		"quota=concurrent_calls tenant=bob ":   100,
 		"quota=concurrent_calls tenant=alice ": 1,
 	}
 	if len(got) != len(want) {

@@ -83,7 +83,7 @@ func New(opts Options) *Server {
 		IdleTimeout:           2 * time.Minute,
 		ErrorHandler:          s.errorHandler,
 	})
-	s.app.Use(s.closeWhenDraining, s.guard.check)
+	s.app.Use(s.front) // one middleware: each is a walk of Fiber's route stack
 	s.app.Get("/health", s.health)
 	s.app.Get("/v1/capabilities", s.capabilities)
 	s.routeStatus()
@@ -95,38 +95,6 @@ func New(opts Options) *Server {
 	return s
 }
 
-// fiberHeaders adapts the request headers to mcp.Headers.
-type fiberHeaders struct{ c *fiber.Ctx }
-
-// Get copies the value out of the request's buffer, which fasthttp reuses
-// once the request ends (mcp may keep a value longer: a task's). The
-// values nearly every request carries are answered with constants
-// instead, without a copy.
-func (h fiberHeaders) Get(name string) string {
-	v := h.c.Request().Header.Peek(name)
-	switch string(v) { // compared in place, not converted
-	case "":
-		return ""
-	case acceptBoth:
-		return acceptBoth
-	case acceptBothSpaced:
-		return acceptBothSpaced
-	case acceptBothReversed:
-		return acceptBothReversed
-	case fiber.MIMEApplicationJSON:
-		return fiber.MIMEApplicationJSON
-	case "2025-11-25":
-		return "2025-11-25"
-	case "2025-06-18":
-		return "2025-06-18"
-	case "2026-07-28":
-		return "2026-07-28"
-	case "tools/call":
-		return "tools/call"
-	}
-	return string(v)
-}
-
 // The Accept values of the MCP clients (a streamable HTTP client must
 // accept both).
 const (
@@ -136,11 +104,12 @@ const (
 )
 
 // mcpRequest is what handleMCP keeps for one request, in one allocation:
-// the exchange mcp serves and the quota slot's release (which the
-// exchange's Hold can take).
+// the exchange mcp serves, the quota slot's release (which the
+// exchange's Hold can take) and the request's headers.
 type mcpRequest struct {
 	ex      mcp.Exchange
 	release func()
+	headers reqHeaders // ex.Header
 }
 
 func (s *Server) handleMCP(c *fiber.Ctx) error {
@@ -148,7 +117,9 @@ func (s *Server) handleMCP(c *fiber.Ctx) error {
 	if release == nil {
 		return refused
 	}
-	m := &mcpRequest{release: release, ex: mcp.Exchange{Method: c.Method(), Header: fiberHeaders{c}, Principal: principal(c), Context: c.Context()}}
+	m := &mcpRequest{release: release, ex: mcp.Exchange{Method: c.Method(), Principal: principal(c), Context: c.Context()}}
+	m.headers.scan(c)
+	m.ex.Header = &m.headers
 	defer func() {
 		if m.release != nil {
 			m.release()
@@ -159,14 +130,14 @@ func (s *Server) handleMCP(c *fiber.Ctx) error {
 		ex.Trace = [2]string{string(c.Request().Header.Peek("traceparent")), string(c.Request().Header.Peek("tracestate"))}
 	}
 	if ex.Method == fiber.MethodPost {
-		ex.Body = c.Body()
-		ex.Hold = hold(&m.release) // a call that becomes a task keeps the slot (tenancy.go)
+		ex.Body = body(c)
+		ex.Hold = m // a call that becomes a task keeps the slot (mcpRequest.Hold)
 	}
 	var start time.Time
 	if s.opts.Audit != nil {
 		start = time.Now()
 	}
-	r := s.mcp.Serve(forwardedContext(c), ex) // behind a proxy, cdp_url is the proxy's (forwarded.go)
+	r := s.mcp.Serve(forwardedContext(c, &m.headers), ex) // behind a proxy, cdp_url is the proxy's (forwarded.go)
 	if s.opts.Audit != nil && ex.Method == fiber.MethodPost {
 		if err := s.auditOutside(c, start, r); err != nil {
 			return err
@@ -195,6 +166,17 @@ func (s *Server) handleMCP(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Send(r.Body)
+}
+
+// body is the request's body as Fiber's Body gives it: decoded when it
+// came with a Content-Encoding (Body's work), else fasthttp's buffer
+// itself (Body's answer then, without its visit of every header and its
+// list of encodings).
+func body(c *fiber.Ctx) []byte {
+	if len(c.Request().Header.PeekAll(fiber.HeaderContentEncoding)) == 0 {
+		return c.Request().Body()
+	}
+	return c.Body()
 }
 
 func (s *Server) capabilities(c *fiber.Ctx) error {

@@ -75,18 +75,16 @@ func (s *Server) admit(c *fiber.Ctx) (release func(), err error) {
 	return nil, c.Send(body)
 }
 
-// hold is the request's mcp.Exchange.Hold: it hands *release (the
-// request's slot) to the caller, once, and leaves nil behind so that the
-// handler does not give it back when the response is written.
-func hold(release *func()) func() func() {
-	return func() func() {
-		r := *release
-		*release = nil
-		if r == nil {
-			return func() {}
-		}
-		return r
+// Hold is the request's mcp.Exchange.Hold: it hands the request's slot's
+// release to the caller, once, and leaves nil behind so that the handler
+// does not give it back when the response is written.
+func (m *mcpRequest) Hold() func() {
+	r := m.release
+	m.release = nil
+	if r == nil {
+		return func() {}
 	}
+	return r
 }
 
 // slotless reports whether c is a request that takes no concurrent_calls

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/aiodhq/aiod/host/mcp"
 )
 
 // TestSlotless: only a request whose body is tasks/get, tasks/update,
@@ -55,17 +57,17 @@ func TestSlotless(t *testing.T) {
 // now holds.
 func TestHold(t *testing.T) {
 	n := 0
-	release := func() { n++ }
-	h := hold(&release)
-	r := h()
-	if release != nil {
+	m := &mcpRequest{release: func() { n++ }}
+	var h mcp.Holder = m
+	r := h.Hold()
+	if m.release != nil {
 		t.Fatal("the handler still holds the release")
 	}
 	r()
 	if n != 1 {
 		t.Fatalf("released %d times", n)
 	}
-	h()() // a second hold gets a no-op
+	h.Hold()() // a second hold gets a no-op
 	if n != 1 {
 		t.Fatalf("released %d times after a second hold", n)
 	}
