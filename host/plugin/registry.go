@@ -240,18 +240,11 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	for i := range r.jobs {
 		r.jobs[i].awake = r.noteAwake(r.jobs[i].p)
 	}
-	// A module noted awake is listed dormant from its record, so its
-	// loader is quick (no compile, no check): it runs here, and the
-	// module's compile starts now in the background instead of when a
-	// loader goroutine gets a core beside the rest of the start.
-	for _, j := range r.jobs {
-		if j.awake {
-			r.loader(j)
-		}
-	}
-	for _, j := range r.jobs {
-		if !j.awake {
-			go r.loader(j)
+	for _, first := range []bool{true, false} {
+		for _, j := range r.jobs {
+			if j.awake == first {
+				go r.loader(j)
+			}
 		}
 	}
 	r.jobs = nil
